@@ -1,0 +1,219 @@
+"""S3 key layout: the only place memory keys are built, parsed and validated.
+
+    <prefix>agents/<agent_id>/{SOUL.md,AGENTS.md,TOOLS.md}
+    <prefix>users/<user_id>/USER.md
+    <prefix>workspace/<relative path>.md
+    <prefix>sessions/<session_id>/...
+    <prefix>_history/<file_id>/<revision number>-<sha256>.md
+
+where <prefix> is `projects/<project_id>/` unless the project names its own prefix. Keys are
+built from immutable ids only; the one piece a person or an agent types, a workspace path, is
+validated here and refused with a message that says what is wrong. Pure: no Django models,
+no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+
+SCOPE_AGENT = "agent"
+SCOPE_USER = "user"
+SCOPE_WORKSPACE = "workspace"
+
+AGENT_FILES = ("SOUL.md", "AGENTS.md", "TOOLS.md")
+USER_FILE = "USER.md"
+
+MAX_PATH_CHARS = 300
+MAX_PATH_BYTES = 600  # S3 allows 1024 bytes per key; leave room for the prefixes
+MAX_SEGMENT_CHARS = 100
+MAX_DEPTH = 8
+
+# Characters that are legal in S3 but break a sandbox folder on some OS or read as another
+# character: Windows-reserved punctuation and look-alikes of the path separators.
+_FORBIDDEN_CHARS = set('<>:"|?*') | {"\u2215", "\u2044", "\u29f8", "\uff0f", "\uff3c", "\u2216"}
+# Unicode categories that never belong in a file name: control, format (bidi overrides,
+# zero-width joiners), surrogates, private use, unassigned, line/paragraph separators.
+_FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*/$")
+_SNAPSHOT_RE = re.compile(r"^(?P<number>[1-9][0-9]*)-(?P<sha>[0-9a-f]{64})\.md$")
+
+
+def _invalid(message: str, code: str, **params) -> ValidationError:
+    return ValidationError(message, code=code, params=params or None)
+
+
+def validate_workspace_path(path: object) -> str:
+    """Return the NFC form of a workspace-relative Markdown path, or raise ValidationError."""
+    if not isinstance(path, str):
+        raise _invalid("The path must be text.", "path_type")
+    if path == "":
+        raise _invalid("The path is empty.", "path_empty")
+    if "\x00" in path:
+        raise _invalid("The path contains a NUL character.", "path_control")
+    path = unicodedata.normalize("NFC", path)
+    if unicodedata.normalize("NFKC", path) != path:
+        # Full-width dots and slashes, ligatures and the like read as other characters.
+        raise _invalid(
+            "The path contains look-alike (compatibility) characters; type them plainly.",
+            "path_unicode",
+        )
+    if len(path) > MAX_PATH_CHARS or len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        raise _invalid(
+            "The path is too long (at most %(max)s characters).", "path_length", max=MAX_PATH_CHARS
+        )
+    if "\\" in path:
+        raise _invalid("Use / to separate folders, not a backslash.", "path_backslash")
+    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        raise _invalid("The path must be relative, not absolute.", "path_absolute")
+    for char in path:
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
+            raise _invalid(
+                "The path contains an invisible or control character (U+%(code)s).",
+                "path_control",
+                code=f"{ord(char):04X}",
+            )
+        if char in _FORBIDDEN_CHARS:
+            raise _invalid("The path may not contain %(char)r.", "path_char", char=char)
+        if char.isspace() and char != " ":
+            raise _invalid("The path may not contain tabs or other special spaces.", "path_space")
+    segments = path.split("/")
+    if len(segments) > MAX_DEPTH:
+        raise _invalid("The path is nested too deep (at most %(max)s levels).", "path_depth",
+                       max=MAX_DEPTH)
+    for segment in segments:
+        if segment == "":
+            raise _invalid("The path has an empty folder name (// or a trailing /).",
+                           "path_empty_segment")
+        if segment in {".", ".."}:
+            raise _invalid("The path may not contain '.' or '..' segments.", "path_dots")
+        if segment.startswith("."):
+            raise _invalid("Names may not start with a dot.", "path_hidden")
+        if segment != segment.strip():
+            raise _invalid("Names may not start or end with a space.", "path_space")
+        if len(segment) > MAX_SEGMENT_CHARS:
+            raise _invalid("A name in the path is longer than %(max)s characters.",
+                           "path_segment_length", max=MAX_SEGMENT_CHARS)
+    if not path.endswith(".md") or len(segments[-1]) <= len(".md"):
+        raise _invalid("Memory files are Markdown: the name must end with .md.", "path_extension")
+    return path
+
+
+def project_prefix(project_id: uuid.UUID, override: str = "") -> str:
+    """The key prefix of one project: its own override, or projects/<project_id>/."""
+    if override:
+        if not _PREFIX_RE.match(override) or ".." in override:
+            raise _invalid(
+                "A key prefix is letters, digits, '.', '_', '-' in folders ending with '/'.",
+                "prefix_invalid",
+            )
+        return override
+    return f"projects/{_uuid(project_id)}/"
+
+
+def agent_file_key(prefix: str, agent_id: uuid.UUID, name: str) -> str:
+    if name not in AGENT_FILES:
+        raise _invalid("An agent's memory files are %(names)s.", "agent_file",
+                       names=", ".join(AGENT_FILES))
+    return f"{prefix}agents/{_uuid(agent_id)}/{name}"
+
+
+def user_file_key(prefix: str, user_id: int) -> str:
+    return f"{prefix}users/{_user_id(user_id)}/{USER_FILE}"
+
+
+def workspace_file_key(prefix: str, relative_path: str) -> str:
+    return f"{prefix}workspace/{validate_workspace_path(relative_path)}"
+
+
+def session_prefix(prefix: str, session_id: uuid.UUID) -> str:
+    return f"{prefix}sessions/{_uuid(session_id)}/"
+
+
+def history_prefix(prefix: str, file_id: uuid.UUID) -> str:
+    return f"{prefix}_history/{_uuid(file_id)}/"
+
+
+def snapshot_key(prefix: str, file_id: uuid.UUID, number: int, sha256: str) -> str:
+    if not isinstance(number, int) or number < 1:
+        raise _invalid("Revision numbers start at 1.", "revision_number")
+    if not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise _invalid("Not a sha256 hex digest.", "sha256")
+    return f"{history_prefix(prefix, file_id)}{number}-{sha256}.md"
+
+
+def file_key(prefix: str, scope: str, *, agent_id=None, user_id=None, path: str = "") -> str:
+    """The head key of a memory file given its scope (the one dispatch the store uses)."""
+    if scope == SCOPE_AGENT:
+        return agent_file_key(prefix, agent_id, path)
+    if scope == SCOPE_USER:
+        if path != USER_FILE:
+            raise _invalid("A user's memory file is USER.md.", "user_file")
+        return user_file_key(prefix, user_id)
+    if scope == SCOPE_WORKSPACE:
+        return workspace_file_key(prefix, path)
+    raise _invalid("Unknown scope %(scope)r.", "scope", scope=scope)
+
+
+@dataclass(frozen=True)
+class ParsedKey:
+    """What a key under a project prefix means; kind is a scope, 'session', 'history' or None."""
+
+    kind: str | None
+    agent_id: uuid.UUID | None = None
+    user_id: int | None = None
+    path: str = ""
+    file_id: uuid.UUID | None = None
+    number: int | None = None
+    sha256: str = ""
+    session_id: uuid.UUID | None = None
+
+
+def parse_key(prefix: str, key: str) -> ParsedKey:
+    """Inverse of the builders above; kind None means the key lies outside the layout."""
+    outside = ParsedKey(kind=None, path=key)
+    if not key.startswith(prefix):
+        return outside
+    rest = key[len(prefix):]
+    head, _, tail = rest.partition("/")
+    try:
+        if head == "agents":
+            agent, _, name = tail.partition("/")
+            if name in AGENT_FILES:
+                return ParsedKey(kind=SCOPE_AGENT, agent_id=uuid.UUID(agent), path=name)
+        elif head == "users":
+            user, _, name = tail.partition("/")
+            if name == USER_FILE and user.isdigit() and str(int(user)) == user:
+                return ParsedKey(kind=SCOPE_USER, user_id=int(user), path=name)
+        elif head == "workspace":
+            if validate_workspace_path(tail) == tail:
+                return ParsedKey(kind=SCOPE_WORKSPACE, path=tail)
+        elif head == "sessions":
+            session, _, _rest = tail.partition("/")
+            return ParsedKey(kind="session", session_id=uuid.UUID(session), path=_rest)
+        elif head == "_history":
+            file_part, _, name = tail.partition("/")
+            match = _SNAPSHOT_RE.match(name)
+            if match:
+                return ParsedKey(kind="history", file_id=uuid.UUID(file_part),
+                                 number=int(match["number"]), sha256=match["sha"])
+    except (ValueError, ValidationError):
+        return outside
+    return outside
+
+
+def _uuid(value) -> str:
+    try:
+        return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+    except ValueError:
+        raise _invalid("Not an id: %(value)r.", "id", value=value) from None
+
+
+def _user_id(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _invalid("Not a user id: %(value)r.", "user_id", value=value)
+    return str(value)

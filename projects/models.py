@@ -1,0 +1,263 @@
+"""Records of the console. Memory content lives in S3; these rows say what it is and who wrote it."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from projects import layout
+
+
+def default_manifest() -> dict:
+    """The injection manifest an agent starts with (edited in the console later)."""
+    return {
+        "sections": [
+            {"tag": "agent_identity", "source": "SOUL.md", "max_tokens": 2000},
+            {"tag": "agent_rules", "source": "AGENTS.md", "max_tokens": 4000},
+            {"tag": "tool_instructions", "source": "TOOLS.md", "max_tokens": 3000},
+            {"tag": "user_profile", "source": "USER.md", "max_tokens": 1500},
+            {"tag": "workspace_memory", "source": "workspace/**.md", "max_tokens": 6000},
+        ],
+        "total_tokens": 16000,
+    }
+
+
+def default_hook_policy() -> dict:
+    """What an agent's post/tool/error hooks may write, and how."""
+    return {
+        "post": {
+            "AGENTS.md": {"modes": ["append"], "approval": True},
+            "USER.md": {"modes": ["append"], "approval": True},
+            "workspace/**.md": {"modes": ["append", "replace"], "approval": False},
+        },
+        "tool": {"log": "workspace/logs/tools.md"},
+        "error": {"log": "workspace/logs/errors.md"},
+    }
+
+
+class Project(models.Model):
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False,
+        help_text="Immutable id; the project's S3 keys are built from it.",
+    )
+    slug = models.SlugField(unique=True, help_text="Short name used in URLs.")
+    name = models.CharField(max_length=200, help_text="Name shown to people.")
+    description = models.TextField(blank=True, help_text="What the project's agents are for.")
+    bucket = models.CharField(
+        max_length=63, blank=True,
+        help_text="Own S3 bucket for this project; empty uses the console's bucket.",
+    )
+    key_prefix = models.CharField(
+        max_length=200, blank=True,
+        help_text="Own key prefix (ending with '/'); empty uses projects/<id>/.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the project was created.")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def prefix(self) -> str:
+        return layout.project_prefix(self.id, self.key_prefix)
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        ADMIN = "admin", "Admin"
+        COMPLIANCE = "compliance", "Compliance"
+        EMPLOYEE = "employee", "Employee"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships",
+        help_text="The person.",
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="memberships",
+        help_text="The project the person works in.",
+    )
+    role = models.CharField(max_length=20, choices=Role.choices, help_text="What the person may do.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the membership was granted.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "project"], name="one_membership_per_project"),
+        ]
+        ordering = ["project__name", "user__username"]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} as {self.role}"
+
+
+class Agent(models.Model):
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False,
+        help_text="Immutable id; the agent's S3 keys are built from it.",
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="agents", help_text="Owning project.",
+    )
+    slug = models.SlugField(help_text="Short name, unique in the project.")
+    name = models.CharField(max_length=200, help_text="Name shown to people.")
+    description = models.TextField(blank=True, help_text="What the agent does.")
+    manifest = models.JSONField(
+        default=default_manifest,
+        help_text="Injection manifest: ordered sections (tag, source, token cap) and a budget.",
+    )
+    hook_policy = models.JSONField(
+        default=default_hook_policy,
+        help_text="What post/tool/error hooks may write: files, modes, approval.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the agent was created.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "slug"], name="agent_slug_per_project"),
+        ]
+        ordering = ["project__name", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MemoryFile(models.Model):
+    class Scope(models.TextChoices):
+        AGENT = layout.SCOPE_AGENT, "Agent"
+        USER = layout.SCOPE_USER, "User"
+        WORKSPACE = layout.SCOPE_WORKSPACE, "Workspace"
+
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False,
+        help_text="Immutable id; names the file's history folder in S3.",
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="files", help_text="Owning project.",
+    )
+    scope = models.CharField(max_length=20, choices=Scope.choices, help_text="Whose memory it is.")
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="files",
+        help_text="The agent, for SOUL.md / AGENTS.md / TOOLS.md.",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="memory_files", help_text="The employee, for USER.md.",
+    )
+    path = models.CharField(
+        max_length=layout.MAX_PATH_CHARS,
+        help_text="File name (agent/user scope) or workspace-relative path.",
+    )
+    key = models.CharField(max_length=1024, help_text="S3 key of the head object.")
+    head = models.ForeignKey(
+        "Revision", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Latest revision (one query to the head).",
+    )
+    head_etag = models.CharField(
+        max_length=100, blank=True,
+        help_text="ETag of the head object as the console wrote it; a different one in S3 "
+                  "means someone wrote to the bucket directly.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the file was created.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "key"], name="one_record_per_key"),
+        ]
+        ordering = ["scope", "path"]
+
+    def __str__(self) -> str:
+        return self.display_path
+
+    @property
+    def display_path(self) -> str:
+        if self.scope == self.Scope.AGENT:
+            return f"agents/{self.agent.slug if self.agent_id else '?'}/{self.path}"
+        if self.scope == self.Scope.USER:
+            return f"users/{self.user.username if self.user_id else '?'}/{self.path}"
+        return f"workspace/{self.path}"
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.head is not None and self.head.is_deletion
+
+
+class Revision(models.Model):
+    class AuthorKind(models.TextChoices):
+        PERSON = "person", "Person"
+        AGENT = "agent", "Agent"
+        EXTERNAL = "external", "External (written to S3 directly)"
+        SYSTEM = "system", "System"
+
+    file = models.ForeignKey(
+        MemoryFile, on_delete=models.CASCADE, related_name="revisions",
+        help_text="The file this revision belongs to.",
+    )
+    number = models.PositiveIntegerField(help_text="1..n per file, no gaps.")
+    sha256 = models.CharField(max_length=64, help_text="sha256 of the UTF-8 content.")
+    size = models.PositiveIntegerField(help_text="Content size in bytes.")
+    author_kind = models.CharField(
+        max_length=20, choices=AuthorKind.choices, help_text="Who wrote it: person, agent, external.",
+    )
+    author_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+", help_text="The person, when a person wrote it.",
+    )
+    author_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The agent, when an agent wrote it.",
+    )
+    author_label = models.CharField(
+        max_length=200, blank=True, help_text="Author as shown, kept if the account goes away.",
+    )
+    session_ref = models.CharField(
+        max_length=64, blank=True, help_text="Agent session id when an agent's hook wrote it.",
+    )
+    message = models.CharField(max_length=500, blank=True, help_text="Why the change was made.")
+    snapshot_key = models.CharField(
+        max_length=1024, blank=True, help_text="S3 key of the immutable copy; empty for a deletion.",
+    )
+    is_deletion = models.BooleanField(default=False, help_text="A tombstone: the file was deleted.")
+    restored_from = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Number of the revision this one restores.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was recorded.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["file", "number"], name="revision_number_per_file"),
+        ]
+        ordering = ["file", "-number"]
+
+    def __str__(self) -> str:
+        return f"{self.file} r{self.number}"
+
+
+class AuditEvent(models.Model):
+    """Append-only trail: who did what to which object, when (shape of admin's LogEntry)."""
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True, help_text="When.")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+", help_text="The person who acted.",
+    )
+    actor_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The agent that acted.",
+    )
+    actor_label = models.CharField(max_length=200, help_text="Actor as shown (kept if deleted).")
+    action = models.CharField(max_length=50, db_index=True, help_text="What was done, e.g. file.save.")
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Project the object belongs to.",
+    )
+    object_type = models.CharField(max_length=50, blank=True, help_text="Kind of object.")
+    object_id = models.CharField(max_length=64, blank=True, help_text="Id of the object.")
+    object_repr = models.CharField(max_length=300, blank=True, help_text="Object as shown.")
+    details = models.JSONField(default=dict, blank=True, help_text="Revision numbers, reasons.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action} {self.object_repr}"

@@ -1,0 +1,59 @@
+"""Role checks: the one place that decides who may see and do what (server-side, every view).
+
+Superusers are global admins. Everyone else acts through a Membership in a project. A person
+with no membership in a project gets 404 for it and for everything in it: no hint it exists.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.http import Http404
+
+from projects.models import Membership, MemoryFile, Project
+
+ADMIN = Membership.Role.ADMIN
+COMPLIANCE = Membership.Role.COMPLIANCE
+EMPLOYEE = Membership.Role.EMPLOYEE
+
+
+def visible_projects(user) -> QuerySet[Project]:
+    if not user.is_authenticated:
+        return Project.objects.none()
+    if user.is_superuser:
+        return Project.objects.all()
+    return Project.objects.filter(memberships__user=user).distinct()
+
+
+def role_in(user, project: Project) -> str | None:
+    """The user's role in the project; superusers are admins everywhere."""
+    if not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return ADMIN
+    membership = Membership.objects.filter(user=user, project=project).only("role").first()
+    return membership.role if membership else None
+
+
+def project_or_404(user, slug: str) -> tuple[Project, str]:
+    project = Project.objects.filter(slug=slug).first()
+    role = role_in(user, project) if project is not None else None
+    if role is None:
+        raise Http404("No such project.")
+    return project, role
+
+
+def can_read_file(user, role: str, file: MemoryFile) -> bool:
+    """Admins and compliance read every file of their projects; employees their own USER.md
+    and the agents' files (they see what agents are told, not others' profiles)."""
+    if role in (ADMIN, COMPLIANCE):
+        return True
+    if file.scope == MemoryFile.Scope.USER:
+        return file.user_id == user.pk
+    return file.scope == MemoryFile.Scope.AGENT
+
+
+def can_edit_file(user, role: str, file: MemoryFile) -> bool:
+    """Admins edit everything; employees only their own USER.md; compliance staff edit nothing."""
+    if role == ADMIN:
+        return True
+    return role == EMPLOYEE and file.scope == MemoryFile.Scope.USER and file.user_id == user.pk

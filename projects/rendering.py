@@ -1,0 +1,35 @@
+"""Markdown -> sanitized HTML: the one pipeline for every read view and the live preview.
+
+nh3 (Ammonia) is the sanitizer, not bleach: bleach's README has said since 2026-06-05 that it
+is no longer maintained, with no releases even for security issues. nh3 cleans against a
+safelist, so anything not listed below (script, style, event handlers, javascript:/data: URLs)
+is dropped.
+"""
+
+import markdown
+import nh3
+
+_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5",
+    "h6", "hr", "i", "img", "li", "ol", "p", "pre", "s", "strong", "sub", "sup", "table",
+    "tbody", "td", "th", "thead", "tr", "ul",
+}
+_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title"},
+    "th": {"align"},
+    "td": {"align"},
+    "code": {"class"},
+}
+_URL_SCHEMES = {"http", "https", "mailto"}
+
+
+def sanitize_html(html: str) -> str:
+    return nh3.clean(html, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes=_URL_SCHEMES,
+                     link_rel="nofollow noopener")
+
+
+def render_markdown(text: str) -> str:
+    """Render a memory file for people; safe to mark as safe in templates."""
+    html = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
+    return sanitize_html(html)
