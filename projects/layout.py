@@ -73,9 +73,9 @@ def validate_workspace_path(path: object) -> str:
     for char in path:
         if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
             raise _invalid(
-                "The path contains an invisible or control character (U+%(code)s).",
+                "The path contains an invisible or control character (U+%(codepoint)s).",
                 "path_control",
-                code=f"{ord(char):04X}",
+                codepoint=f"{ord(char):04X}",
             )
         if char in _FORBIDDEN_CHARS:
             raise _invalid("The path may not contain %(char)r.", "path_char", char=char)

@@ -22,7 +22,7 @@ class MemoryStorage(S3Storage):
                 signature_version=options.get("signature_version", "s3v4"),
                 connect_timeout=settings.MGC_S3_CONNECT_TIMEOUT,
                 read_timeout=settings.MGC_S3_READ_TIMEOUT,
-                retries={"max_attempts": settings.MGC_S3_MAX_ATTEMPTS, "mode": "standard"},
+                retries={"total_max_attempts": settings.MGC_S3_MAX_ATTEMPTS, "mode": "standard"},
             )
         super().__init__(**options)
 

@@ -22,7 +22,7 @@ _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "proxy-connecti
 class Fault:
     method: str  # "PUT", "GET", "*"
     path_regex: str
-    action: str  # "status" | "drop" | "delay"
+    action: str  # "status" | "drop" | "delay" (then forward) | "stall" (then drop)
     status: int = 503
     delay: float = 0.0
     times: int = 1
@@ -58,7 +58,9 @@ class FaultProxy:
                         fault.times -= 1
                         fault.hits += 1
                     down = proxy.down
-                if down or (fault and fault.action == "drop"):
+                if fault and fault.action == "stall":
+                    time.sleep(fault.delay)  # longer than the client waits; then give up
+                if down or (fault and fault.action in ("drop", "stall")):
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return

@@ -1,0 +1,28 @@
+import os
+import secrets
+
+from django.core.management.base import BaseCommand, CommandError
+
+from projects.services import demo_seed
+from projects.store import StoreError
+
+
+class Command(BaseCommand):
+    help = ("Create demo projects (incident analysis, tenders, daily reports), agents, people "
+            "and memory files; print the demo password.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--password", default=os.environ.get("MGC_DEMO_PASSWORD", ""),
+                            help="Password for the demo users (default: a new random one).")
+
+    def handle(self, *args, password="", **options):
+        password = password or secrets.token_urlsafe(12)
+        try:
+            done = demo_seed(password=password)
+        except StoreError as exc:
+            raise CommandError(exc.message) from exc
+        for line in done:
+            self.stdout.write(line)
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo users: admin, compliance, employee (also ivan.petrov, anna.smirnova). "
+            f"Password: {password}"))

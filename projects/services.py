@@ -1,0 +1,71 @@
+"""Writes that are not memory content: demo data for now."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from projects import store
+from projects.audit import Actor
+from projects.demo.content import PEOPLE, PROJECTS
+from projects.models import Agent, Membership, MemoryFile, Project
+
+
+@transaction.atomic
+def _people(password: str) -> dict:
+    User = get_user_model()
+    users = {}
+    admin, _ = User.objects.get_or_create(username="admin", defaults={"email": "admin@example.com"})
+    admin.is_staff = admin.is_superuser = True
+    admin.first_name, admin.last_name = "Admin", "User"
+    admin.set_password(password)
+    admin.save()
+    users["admin"] = admin
+    for username, (first, last, _roles) in PEOPLE.items():
+        user, _ = User.objects.get_or_create(username=username)
+        user.first_name, user.last_name = first, last
+        user.email = f"{username}@example.com"
+        user.set_password(password)
+        user.save()
+        users[username] = user
+    return users
+
+
+def demo_seed(*, password: str) -> list[str]:
+    """Create (idempotently) the demo projects, people and memory; return what was done."""
+    users = _people(password)
+    admin_actor = Actor.person(users["admin"])
+    done = []
+    for spec in PROJECTS:
+        project, created = Project.objects.get_or_create(
+            slug=spec["slug"], defaults={"name": spec["name"], "description": spec["description"]})
+        done.append(f"project {project.slug} ({'created' if created else 'exists'})")
+        for username, (_f, _l, roles) in PEOPLE.items():
+            if spec["slug"] in roles:
+                Membership.objects.get_or_create(user=users[username], project=project,
+                                                 defaults={"role": roles[spec["slug"]]})
+        agent_spec = spec["agent"]
+        agent, _ = Agent.objects.get_or_create(
+            project=project, slug=agent_spec["slug"],
+            defaults={"name": agent_spec["name"], "description": agent_spec["description"]})
+        for name in ("SOUL.md", "AGENTS.md", "TOOLS.md"):
+            _ensure(project, admin_actor, [agent_spec[name]], scope="agent", agent=agent, path=name)
+        for username, text in spec["profiles"].items():
+            _ensure(project, Actor.person(users[username]), [text], scope="user",
+                    user=users[username], path="USER.md")
+        for path, versions in spec["workspace"].items():
+            _ensure(project, Actor.for_agent(agent, "demo-session"), versions,
+                    scope="workspace", path=path)
+    return done
+
+
+def _ensure(project: Project, actor: Actor, versions: list[str], **where) -> None:
+    existing = store.file_lookup(project=project, **where)
+    if existing is not None and existing.head is not None:
+        return
+    revision = store.file_create(project=project, content=versions[0], actor=actor,
+                                 message="Initial version", **where)
+    file = MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
+    for number, text in enumerate(versions[1:], start=1):
+        store.file_save(file=file, content=text, actor=actor, base_revision=number,
+                        message=f"Update {number}")

@@ -1,0 +1,130 @@
+"""Key layout and path validation: pure, no S3, no database."""
+
+import uuid
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from projects import layout
+
+PID = uuid.UUID("11111111-1111-1111-1111-111111111111")
+AID = uuid.UUID("22222222-2222-2222-2222-222222222222")
+FID = uuid.UUID("33333333-3333-3333-3333-333333333333")
+PREFIX = layout.project_prefix(PID)
+SHA = "a" * 64
+
+
+def test_keys_follow_the_design_layout():
+    assert PREFIX == f"projects/{PID}/"
+    assert layout.agent_file_key(PREFIX, AID, "SOUL.md") == f"projects/{PID}/agents/{AID}/SOUL.md"
+    assert layout.user_file_key(PREFIX, 7) == f"projects/{PID}/users/7/USER.md"
+    assert layout.workspace_file_key(PREFIX, "a/b.md") == f"projects/{PID}/workspace/a/b.md"
+    assert layout.session_prefix(PREFIX, AID) == f"projects/{PID}/sessions/{AID}/"
+    assert layout.snapshot_key(PREFIX, FID, 3, SHA) == f"projects/{PID}/_history/{FID}/3-{SHA}.md"
+
+
+@pytest.mark.parametrize("key", [
+    f"projects/{PID}/agents/{AID}/SOUL.md",
+    f"projects/{PID}/users/7/USER.md",
+    f"projects/{PID}/workspace/решения/итог.md",
+    f"projects/{PID}/_history/{FID}/12-{SHA}.md",
+])
+def test_parse_key_inverts_the_builders(key):
+    parsed = layout.parse_key(PREFIX, key)
+    assert parsed.kind is not None
+    rebuilt = {
+        "agent": lambda p: layout.agent_file_key(PREFIX, p.agent_id, p.path),
+        "user": lambda p: layout.user_file_key(PREFIX, p.user_id),
+        "workspace": lambda p: layout.workspace_file_key(PREFIX, p.path),
+        "history": lambda p: layout.snapshot_key(PREFIX, p.file_id, p.number, p.sha256),
+    }[parsed.kind](parsed)
+    assert rebuilt == key
+
+
+@pytest.mark.parametrize("key", [
+    f"projects/{PID}/agents/{AID}/EVIL.md",
+    f"projects/{PID}/agents/not-a-uuid/SOUL.md",
+    f"projects/{PID}/users/007/USER.md",
+    f"projects/{PID}/users/7/OTHER.md",
+    f"projects/{PID}/workspace/../x.md",
+    f"projects/{PID}/workspace/x.txt",
+    f"projects/{PID}/_history/{FID}/0-{SHA}.md",
+    f"projects/{PID}/stray.bin",
+    "projects/other/workspace/a.md",
+])
+def test_parse_key_reports_keys_outside_the_layout(key):
+    assert layout.parse_key(PREFIX, key).kind is None
+
+
+@pytest.mark.parametrize("path", [
+    "today.md", "events/2026/12/01.md", "заметки/итоги дня.md", "a-b_c.d.md", "x" * 97 + ".md",
+])
+def test_good_workspace_paths_are_accepted(path):
+    assert layout.validate_workspace_path(path) == path
+
+
+def test_paths_are_normalized_to_nfc():
+    decomposed = "й.md".replace("й", "и\u0306")
+    assert layout.validate_workspace_path(decomposed) == "й.md"
+
+
+@pytest.mark.parametrize("path,code", [
+    ("", "path_empty"),
+    ("../secrets.md", "path_dots"),
+    ("a/../../b.md", "path_dots"),
+    ("./a.md", "path_dots"),
+    ("/etc/passwd.md", "path_absolute"),
+    ("C:/x.md", "path_absolute"),
+    ("a\\b.md", "path_backslash"),
+    ("a\x00.md", "path_control"),
+    ("a\nb.md", "path_control"),
+    ("a\x1b[31m.md", "path_control"),
+    ("notes.txt", "path_extension"),
+    ("notes.MD", "path_extension"),
+    (".md", "path_hidden"),
+    ("a//b.md", "path_empty_segment"),
+    ("a/b/", "path_empty_segment"),
+    (".hidden/a.md", "path_hidden"),
+    (" a.md", "path_space"),
+    ("a\tb.md", "path_control"),
+    ("x" * 101 + ".md", "path_segment_length"),
+    ("/".join(["d"] * 9) + ".md", "path_depth"),
+    ("a" * 400 + ".md", "path_length"),
+    ("evil\u202egnp.md", "path_control"),       # right-to-left override
+    ("zero\u200bwidth.md", "path_control"),     # zero-width space
+    ("\ufeffbom.md", "path_control"),
+    ("\uff0e\uff0e/x.md", "path_unicode"),       # full-width dots read as ..
+    ("a\u2215b.md", "path_char"),               # division slash
+    ("a\uff0fb.md", "path_unicode"),            # full-width solidus
+    ("what?.md", "path_char"),
+    ("x/a:b.md", "path_char"),
+    ("ﬁle.md", "path_unicode"),                 # ligature
+])
+def test_bad_workspace_paths_are_refused_with_a_reason(path, code):
+    with pytest.raises(ValidationError) as info:
+        layout.validate_workspace_path(path)
+    assert info.value.code == code
+    assert info.value.messages[0]
+
+
+def test_non_text_path_is_refused():
+    with pytest.raises(ValidationError):
+        layout.validate_workspace_path(b"a.md")
+
+
+def test_agent_files_are_only_the_three_procedural_and_semantic_files():
+    with pytest.raises(ValidationError):
+        layout.agent_file_key(PREFIX, AID, "USER.md")
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "7", None])
+def test_user_ids_must_be_positive_integers(bad):
+    with pytest.raises(ValidationError):
+        layout.user_file_key(PREFIX, bad)
+
+
+def test_prefix_override_is_validated():
+    assert layout.project_prefix(PID, "tenders/2026/") == "tenders/2026/"
+    for bad in ["../x/", "/abs/", "no-slash", "a//b/", "sp ace/"]:
+        with pytest.raises(ValidationError):
+            layout.project_prefix(PID, bad)
