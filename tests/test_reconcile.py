@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_external_change_becomes_an_external_revision(s3, workspace_file):
-    s3.put(workspace_file.key, "edited in the bucket\n".encode())
+    s3.put(workspace_file.key, b"edited in the bucket\n")
     findings = store.reconcile(project=workspace_file.project)
     assert [f.kind for f in findings] == ["adopted"]
     revision = Revision.objects.get(file=workspace_file, number=2)

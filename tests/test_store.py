@@ -120,7 +120,7 @@ def test_stale_base_revision_gets_conflict_and_keeps_text(s3, workspace_file, ac
 
 
 def test_direct_write_to_bucket_is_recorded_as_external_then_conflict(s3, workspace_file, actor):
-    s3.put(workspace_file.key, "sandbox wrote this\n".encode())
+    s3.put(workspace_file.key, b"sandbox wrote this\n")
     with pytest.raises(store.SaveConflict) as info:
         store.file_save(file=workspace_file, content="mine\n", actor=actor, base_revision=1)
     conflict = info.value
