@@ -57,3 +57,12 @@ def can_edit_file(user, role: str, file: MemoryFile) -> bool:
     if role == ADMIN:
         return True
     return role == EMPLOYEE and file.scope == MemoryFile.Scope.USER and file.user_id == user.pk
+
+
+def can_see_workspace(role: str) -> bool:
+    """Episodic memory is the team's: admins and compliance staff, not each employee."""
+    return role in (ADMIN, COMPLIANCE)
+
+
+def can_delete_file(user, role: str, file: MemoryFile) -> bool:
+    return role == ADMIN and file.scope == MemoryFile.Scope.WORKSPACE

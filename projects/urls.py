@@ -1,11 +1,27 @@
 from django.urls import path
 
-from projects import views
+from projects.views import browse, files
 
 app_name = "projects"
 
 urlpatterns = [
-    path("", views.project_list, name="project_list"),
-    path("p/<slug:slug>/", views.project_detail, name="project_detail"),
-    path("p/<slug:slug>/files/<uuid:file_id>/", views.file_detail, name="file_detail"),
+    path("", browse.project_list, name="project_list"),
+    path("preview/", files.preview, name="preview"),
+    path("p/<slug:slug>/", browse.project_detail, name="project_detail"),
+    path("p/<slug:slug>/agents/<slug:agent_slug>/", browse.agent_detail, name="agent_detail"),
+    path("p/<slug:slug>/people/", browse.people, name="people"),
+    path("p/<slug:slug>/workspace/", browse.workspace, name="workspace"),
+    path("p/<slug:slug>/workspace/new/", browse.workspace_new, name="workspace_new"),
+    path("p/<slug:slug>/open/", browse.file_open, name="file_open"),
+    path("p/<slug:slug>/f/<uuid:file_id>/", files.file_detail, name="file_detail"),
+    path("p/<slug:slug>/f/<uuid:file_id>/edit/", files.file_edit, name="file_edit"),
+    path("p/<slug:slug>/f/<uuid:file_id>/history/", files.file_history, name="file_history"),
+    path("p/<slug:slug>/f/<uuid:file_id>/diff/", files.file_diff, name="file_diff"),
+    path("p/<slug:slug>/f/<uuid:file_id>/delete/", files.file_delete, name="file_delete"),
+    path("p/<slug:slug>/f/<uuid:file_id>/r/<int:number>/", files.revision_detail,
+         name="revision_detail"),
+    path("p/<slug:slug>/f/<uuid:file_id>/r/<int:number>/raw/", files.revision_raw,
+         name="revision_raw"),
+    path("p/<slug:slug>/f/<uuid:file_id>/r/<int:number>/restore/", files.file_restore,
+         name="file_restore"),
 ]

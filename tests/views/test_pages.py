@@ -95,7 +95,9 @@ def test_employee_sees_own_profile_not_a_colleagues(client, project, person, mak
                                content="# Boris\n", actor=Actor.person(colleague))
     client.force_login(person)
     page = client.get(reverse("projects:project_detail", args=[project.slug])).content.decode()
-    assert "users/maria/USER.md" in page and "users/boris/USER.md" not in page
+    assert str(mine.file_id) in page and str(theirs.file_id) not in page
+    people = client.get(reverse("projects:people", args=[project.slug])).content.decode()
+    assert "maria" in people and "boris" not in people
     ok = client.get(reverse("projects:file_detail", args=[project.slug, mine.file_id]))
     assert ok.status_code == 200
     denied = client.get(reverse("projects:file_detail", args=[project.slug, theirs.file_id]))

@@ -1,0 +1,1 @@
+"""Pages of the console, split by what they show: browsing and files."""

@@ -1,0 +1,146 @@
+"""Browsing: projects -> agents, people, workspace tree. Thin: permissions decide, templates show."""
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from projects import layout, permissions, store
+from projects.forms import NewWorkspaceFileForm
+from projects.models import Agent, Membership, MemoryFile
+
+PAGE_SIZE = 25
+
+
+@login_required
+def project_list(request):
+    projects = (permissions.visible_projects(request.user)
+                .annotate(agent_count=Count("agents", distinct=True)).order_by("name"))
+    page = Paginator(projects, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "projects/project_list.html", {"page": page})
+
+
+@login_required
+def project_detail(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    agents = Agent.objects.filter(project=project).order_by("name")
+    context = {
+        "project": project,
+        "role": role,
+        "agents": Paginator(agents, PAGE_SIZE).get_page(request.GET.get("page")),
+        "can_see_workspace": permissions.can_see_workspace(role),
+        "member_count": project.memberships.count(),
+        "workspace_count": MemoryFile.objects.filter(project=project, scope="workspace").count(),
+    }
+    if role == permissions.EMPLOYEE:
+        context["my_profile"] = store.file_lookup(project=project, scope="user", user=request.user,
+                                                  path=layout.USER_FILE)
+    return render(request, "projects/project_detail.html", context)
+
+
+@login_required
+def agent_detail(request, slug, agent_slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    agent = get_object_or_404(Agent, project=project, slug=agent_slug)
+    existing = {f.path: f for f in MemoryFile.objects.filter(project=project, agent=agent)
+                .select_related("head")}
+    files = [(name, existing.get(name)) for name in layout.AGENT_FILES]
+    return render(request, "projects/agent_detail.html", {
+        "project": project, "role": role, "agent": agent, "files": files,
+        "can_edit": role == permissions.ADMIN,
+    })
+
+
+@login_required
+def people(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    members = Membership.objects.filter(project=project).select_related("user").order_by(
+        "user__username")
+    if role == permissions.EMPLOYEE:
+        members = members.filter(user=request.user)
+    page = Paginator(members, PAGE_SIZE).get_page(request.GET.get("page"))
+    profiles = {f.user_id: f for f in MemoryFile.objects.filter(
+        project=project, scope="user", user_id__in=[m.user_id for m in page]).select_related("head")}
+    rows = [(m, profiles.get(m.user_id)) for m in page]
+    return render(request, "projects/people.html", {
+        "project": project, "role": role, "page": page, "rows": rows,
+    })
+
+
+@login_required
+def workspace(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    if not permissions.can_see_workspace(role):
+        raise Http404("No such page.")
+    folder = request.GET.get("dir", "").strip("/")
+    prefix = f"{folder}/" if folder else ""
+    paths = MemoryFile.objects.filter(project=project, scope="workspace", path__startswith=prefix)
+    subfolders, file_ids = set(), []
+    for pk, path in paths.values_list("pk", "path").order_by("path"):
+        rest = path[len(prefix):]
+        if "/" in rest:
+            subfolders.add(rest.split("/", 1)[0])
+        else:
+            file_ids.append(pk)
+    files = MemoryFile.objects.filter(pk__in=file_ids).select_related("head").order_by("path")
+    page = Paginator(files, PAGE_SIZE).get_page(request.GET.get("page"))
+    crumbs, acc = [], []
+    for part in folder.split("/") if folder else []:
+        acc.append(part)
+        crumbs.append(("/".join(acc), part))
+    form = NewWorkspaceFileForm(initial={"path": prefix})
+    return render(request, "projects/workspace.html", {
+        "project": project, "role": role, "folder": folder, "crumbs": crumbs,
+        "subfolders": sorted(subfolders), "page": page, "form": form,
+        "can_create": role == permissions.ADMIN,
+    })
+
+
+@login_required
+@require_POST
+def workspace_new(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    if role != permissions.ADMIN:
+        raise Http404("No such page.")
+    form = NewWorkspaceFileForm(request.POST)
+    if form.is_valid():
+        file = store.file_ensure(project=project, scope="workspace", path=form.cleaned_data["path"])
+        return redirect("projects:file_edit", slug=project.slug, file_id=file.pk)
+    return render(request, "projects/workspace.html", {
+        "project": project, "role": role, "folder": "", "crumbs": [], "subfolders": [],
+        "page": Paginator(MemoryFile.objects.none(), PAGE_SIZE).get_page(1), "form": form,
+        "can_create": True,
+    }, status=400)
+
+
+@login_required
+@require_POST
+def file_open(request, slug):
+    """Create the record of an agent's or employee's file that has no content yet, then edit."""
+    project, role = permissions.project_or_404(request.user, slug)
+    scope = request.POST.get("scope")
+    try:
+        if scope == "agent":
+            agent = get_object_or_404(Agent, project=project, pk=request.POST.get("agent"))
+            if role != permissions.ADMIN:
+                raise Http404("No such page.")
+            file = store.file_ensure(project=project, scope="agent", agent=agent,
+                                     path=request.POST.get("path", ""))
+        elif scope == "user":
+            user = get_object_or_404(get_user_model(), pk=request.POST.get("user"),
+                                     memberships__project=project)
+            if not (role == permissions.ADMIN or user.pk == request.user.pk):
+                raise Http404("No such page.")
+            file = store.file_ensure(project=project, scope="user", user=user,
+                                     path=layout.USER_FILE)
+        else:
+            raise Http404("No such page.")
+    except (ValidationError, ValueError) as exc:
+        messages.error(request, " ".join(getattr(exc, "messages", [str(exc)])))
+        return redirect("projects:project_detail", slug=project.slug)
+    return redirect("projects:file_edit", slug=project.slug, file_id=file.pk)

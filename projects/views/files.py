@@ -1,0 +1,246 @@
+"""One memory file: read, edit with live preview, history, revisions, diff, restore, delete.
+
+Every read and write goes through projects.store (no second path to S3). A failed save never
+loses text: the page comes back with the text in the editor and says what went wrong.
+"""
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from projects import permissions, store
+from projects.audit import Actor
+from projects.diffing import diff_texts
+from projects.forms import DeleteForm, EditForm, RestoreForm
+from projects.models import MemoryFile, Revision
+from projects.rendering import render_markdown
+
+
+def _file_or_404(request, slug, file_id, *, edit: bool = False):
+    project, role = permissions.project_or_404(request.user, slug)
+    file = (MemoryFile.objects.select_related("head", "project", "agent", "user")
+            .filter(project=project, pk=file_id).first())
+    if file is None or not permissions.can_read_file(request.user, role, file):
+        raise Http404("No such file.")
+    if edit and not permissions.can_edit_file(request.user, role, file):
+        raise Http404("No such file.")
+    return project, role, file
+
+
+def _revision_or_404(file, number) -> Revision:
+    return get_object_or_404(Revision.objects.select_related("author_user", "author_agent"),
+                             file=file, number=number)
+
+
+def _base_context(request, project, role, file) -> dict:
+    return {
+        "project": project, "role": role, "file": file,
+        "can_edit": permissions.can_edit_file(request.user, role, file),
+        "can_delete": permissions.can_delete_file(request.user, role, file),
+    }
+
+
+@login_required
+def file_detail(request, slug, file_id):
+    project, role, file = _file_or_404(request, slug, file_id)
+    context = _base_context(request, project, role, file)
+    status = 200
+    try:
+        content = store.file_read(file)
+        context.update(content=content, html=render_markdown(content.text))
+    except store.StoreError as exc:
+        context["error"] = exc.message
+        status = 503
+    context["recent"] = store.file_history(file, 1, per_page=5)
+    context["delete_form"] = DeleteForm(initial={"base_revision": file.head.number if file.head else 0})
+    return render(request, "projects/file_detail.html", context, status=status)
+
+
+@login_required
+def file_edit(request, slug, file_id):
+    project, role, file = _file_or_404(request, slug, file_id, edit=True)
+    context = _base_context(request, project, role, file)
+    context["max_bytes"] = settings.MGC_MAX_FILE_BYTES
+    if request.method == "POST":
+        form = EditForm(request.POST)
+        status = 400
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                revision = store.file_save(
+                    file=file, content=data["content"], actor=Actor.person(request.user),
+                    message=data["message"], base_revision=data["base_revision"])
+            except store.SaveConflict as conflict:
+                # Keep the person's text; rebase the form on the new head so that saving the
+                # merged text is accepted, and show what changed in between.
+                form = EditForm(initial={
+                    "content": conflict.your_text, "message": data["message"],
+                    "base_revision": conflict.head.number if conflict.head else None})
+                context.update(conflict=conflict,
+                               conflict_diff=diff_texts(conflict.head_text, conflict.your_text))
+                status = 409
+            except (store.ContentRejected, store.FileDeleted) as exc:
+                form.add_error("content", exc.message)
+            except store.StorageUnavailable as exc:
+                context["error"] = exc.message
+                status = 503
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Saved revision {revision.number}.")
+                return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
+        context.update(form=form, opened_revision=form.data.get("base_revision")
+                       if not context.get("conflict") else form.initial.get("base_revision"),
+                       preview_html=render_markdown(
+                           form.initial.get("content") if context.get("conflict")
+                           else form.data.get("content", "")))
+        return render(request, "projects/file_edit.html", context, status=status)
+
+    try:
+        content = store.file_read(file)
+    except store.StoreError as exc:
+        context["error"] = exc.message
+        return render(request, "projects/file_edit.html", context, status=503)
+    head = file.head
+    base = head.number if head else None
+    form = EditForm(initial={"content": content.text, "base_revision": base})
+    context.update(form=form, opened_revision=base, content=content,
+                   preview_html=render_markdown(content.text))
+    return render(request, "projects/file_edit.html", context)
+
+
+@login_required
+@require_POST
+def preview(request):
+    """Live preview: the same server-side pipeline as the read view. No side effects."""
+    text = request.POST.get("content", "")
+    if len(text.encode("utf-8", errors="replace")) > settings.MGC_MAX_FILE_BYTES:
+        return JsonResponse({"error": "The text is larger than the file size limit."}, status=413)
+    return JsonResponse({"html": render_markdown(text.replace("\r\n", "\n")),
+                         "bytes": len(text.replace("\r\n", "\n").encode("utf-8", errors="replace"))})
+
+
+@login_required
+def file_history(request, slug, file_id):
+    project, role, file = _file_or_404(request, slug, file_id)
+    context = _base_context(request, project, role, file)
+    context["page"] = store.file_history(file, request.GET.get("page"))
+    return render(request, "projects/file_history.html", context)
+
+
+@login_required
+def revision_detail(request, slug, file_id, number):
+    project, role, file = _file_or_404(request, slug, file_id)
+    revision = _revision_or_404(file, number)
+    context = _base_context(request, project, role, file)
+    try:
+        text = store.revision_read(revision)
+    except store.StoreError as exc:
+        context.update(revision=revision, error=exc.message)
+        return render(request, "projects/revision_detail.html", context, status=503)
+    context.update(
+        revision=revision, text=text, html=render_markdown(text),
+        raw=request.GET.get("view") == "raw",
+        restore_form=RestoreForm(initial={
+            "base_revision": file.head.number if file.head else 0,
+            "message": f"Restore revision {revision.number}"}),
+        is_head=file.head_id == revision.pk,
+    )
+    return render(request, "projects/revision_detail.html", context)
+
+
+@login_required
+def revision_raw(request, slug, file_id, number):
+    project, role, file = _file_or_404(request, slug, file_id)
+    revision = _revision_or_404(file, number)
+    try:
+        text = store.revision_read(revision)
+    except store.StoreError as exc:
+        return HttpResponse(exc.message, status=503, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    name = file.path.rsplit("/", 1)[-1].removesuffix(".md")
+    response["Content-Disposition"] = (
+        f'attachment; filename="r{revision.number}.md"; '
+        f"filename*=UTF-8''{_quote(name)}.r{revision.number}.md")
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _quote(value: str) -> str:
+    from urllib.parse import quote
+    return quote(value, safe="")
+
+
+@login_required
+def file_diff(request, slug, file_id):
+    project, role, file = _file_or_404(request, slug, file_id)
+    head_number = file.head.number if file.head else 0
+    try:
+        b = int(request.GET.get("b", head_number))
+        a = int(request.GET.get("a", max(b - 1, 1)))
+    except ValueError:
+        raise Http404("No such revision.") from None
+    old, new = _revision_or_404(file, a), _revision_or_404(file, b)
+    context = _base_context(request, project, role, file)
+    mode = "unified" if request.GET.get("mode") == "unified" else "split"
+    try:
+        diff = diff_texts(store.revision_read(old), store.revision_read(new))
+    except store.StoreError as exc:
+        context.update(error=exc.message, old=old, new=new, mode=mode)
+        return render(request, "projects/file_diff.html", context, status=503)
+    context.update(old=old, new=new, diff=diff, mode=mode,
+                   numbers=list(Revision.objects.filter(file=file).order_by("-number")
+                                .values_list("number", flat=True)[:200]))
+    return render(request, "projects/file_diff.html", context)
+
+
+@login_required
+@require_POST
+def file_restore(request, slug, file_id, number):
+    project, role, file = _file_or_404(request, slug, file_id, edit=True)
+    form = RestoreForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The restore form was incomplete; nothing was changed.")
+        return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
+    try:
+        revision = store.file_restore(file=file, number=number, actor=Actor.person(request.user),
+                                      message=form.cleaned_data["message"],
+                                      base_revision=form.cleaned_data["base_revision"])
+    except store.SaveConflict as conflict:
+        messages.error(request, conflict.message.replace(" Your text is kept below.", "")
+                       + " Nothing was restored; look at the latest revision and try again.")
+        return redirect("projects:file_history", slug=slug, file_id=file.pk)
+    except (store.StoreError, ValidationError) as exc:
+        messages.error(request, getattr(exc, "message", None) or " ".join(exc.messages))
+        return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
+    messages.success(request, f"Restored revision {number} as revision {revision.number}.")
+    return redirect("projects:file_detail", slug=slug, file_id=file.pk)
+
+
+@login_required
+@require_POST
+def file_delete(request, slug, file_id):
+    project, role, file = _file_or_404(request, slug, file_id)
+    if not permissions.can_delete_file(request.user, role, file):
+        raise Http404("No such file.")
+    form = DeleteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The delete form was incomplete; nothing was changed.")
+        return redirect("projects:file_detail", slug=slug, file_id=file.pk)
+    try:
+        store.file_delete(file=file, actor=Actor.person(request.user),
+                          message=form.cleaned_data["message"],
+                          base_revision=form.cleaned_data["base_revision"])
+    except store.SaveConflict as conflict:
+        messages.error(request, conflict.message.replace(" Your text is kept below.", "")
+                       + " Nothing was deleted.")
+        return redirect("projects:file_detail", slug=slug, file_id=file.pk)
+    except store.StoreError as exc:
+        messages.error(request, exc.message)
+        return redirect("projects:file_detail", slug=slug, file_id=file.pk)
+    messages.success(request, "Deleted. The history is kept and any revision can be restored.")
+    return redirect("projects:file_detail", slug=slug, file_id=file.pk)

@@ -1,0 +1,80 @@
+// The editor: live preview (debounced, rendered by the server's sanitizing pipeline),
+// size counter, Ctrl+S to save, a warning before leaving with unsaved changes.
+(function () {
+  "use strict";
+  var form = document.getElementById("editor-form");
+  if (!form) { return; }
+  var text = form.querySelector("textarea[name=content]");
+  var preview = document.getElementById("preview");
+  var size = document.getElementById("size");
+  var status = document.getElementById("preview-status");
+  var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var maxBytes = parseInt(form.dataset.maxBytes, 10);
+  var dirty = form.dataset.dirty === "true";
+  var timer = null;
+  var sequence = 0;
+
+  function byteLength(value) {
+    return new TextEncoder().encode(value.replace(/\r\n/g, "\n")).length;
+  }
+
+  function updateSize() {
+    var n = byteLength(text.value);
+    size.textContent = n.toLocaleString() + " bytes";
+    size.classList.toggle("over", n > maxBytes);
+  }
+
+  function refresh() {
+    var mine = ++sequence;
+    status.textContent = "Updating preview…";
+    fetch(form.dataset.previewUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf, "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ content: text.value })
+    }).then(function (response) {
+      return response.json().then(function (data) { return { ok: response.ok, data: data }; });
+    }).then(function (result) {
+      if (mine !== sequence) { return; }  // a newer keystroke has asked already
+      if (result.ok) {
+        preview.innerHTML = result.data.html;  // sanitized by the server (nh3)
+        status.textContent = "Preview up to date";
+      } else {
+        status.textContent = result.data.error || "Preview failed";
+      }
+    }).catch(function () {
+      if (mine === sequence) { status.textContent = "Preview unavailable: the server did not answer"; }
+    });
+  }
+
+  text.addEventListener("input", function () {
+    dirty = true;
+    updateSize();
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 300);
+  });
+
+  form.addEventListener("submit", function () {
+    dirty = false;
+    var button = document.getElementById("save-button");
+    button.disabled = true;
+    button.textContent = "Saving…";
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s") {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+
+  window.addEventListener("beforeunload", function (event) {
+    if (dirty) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+
+  updateSize();
+  refresh();
+})();
