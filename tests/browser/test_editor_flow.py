@@ -1,0 +1,108 @@
+"""A person edits their profile in a real browser: type, live preview, save, history, diff,
+restore, and a conflict resolved without losing the text. Screenshots go to docs/screenshots."""
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from projects import store
+from projects.audit import Actor
+from projects.models import Membership, MemoryFile
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture
+def maria(s3, project, make_user):
+    user = make_user("maria.ivanova", first_name="Мария", last_name="Иванова")
+    user.set_password("correct horse 42")
+    user.save()
+    Membership.objects.create(user=user, project=project, role="employee")
+    revision = store.file_create(
+        project=project, scope="user", user=user, path="USER.md", actor=Actor.person(user),
+        content="# Профиль: Мария Иванова\n\n- Role: incident manager.\n- Prefers short reports.\n")
+    file = MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
+    store.file_save(file=file, actor=Actor.person(user), base_revision=1, message="time zone",
+                    content="# Профиль: Мария Иванова\n\n- Role: incident manager.\n"
+                            "- Prefers short reports.\n- Time zone: Europe/Moscow.\n")
+    return user
+
+
+def _login(page, live_server):
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("maria.ivanova")
+    page.get_by_label("Password").fill("correct horse 42")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Projects")).to_be_visible()
+
+
+def test_edit_preview_save_history_diff_restore_and_conflict(page, live_server, maria, project, s3):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    _login(page, live_server)
+    page.get_by_role("link", name=project.name).click()
+    page.get_by_role("link", name="Open my profile").click()
+    expect(page.locator("article.markdown h1")).to_have_text("Профиль: Мария Иванова")
+
+    # Type, and watch the server-rendered preview follow.
+    page.get_by_role("navigation", name="File").get_by_role("link", name="Edit").click()
+    editor = page.locator("textarea[name=content]")
+    editor.press("Control+End")
+    editor.type("- Likes **tables** in reports.\n")
+    expect(page.locator("#preview strong")).to_have_text("tables")
+    expect(page.locator("#size")).to_contain_text("bytes")
+    page.get_by_label("Message").fill("tables")
+    page.screenshot(path=str(SHOTS / "editor.png"), full_page=True)
+
+    # Ctrl+S saves.
+    editor.press("Control+s")
+    expect(page.get_by_text("Saved revision 3.")).to_be_visible()
+    expect(page.locator("article.markdown strong")).to_have_text("tables")
+
+    # History lists the new revision; compare 1 with 3.
+    page.get_by_role("navigation", name="File").get_by_role("link", name="History").click()
+    expect(page.locator("table.revisions tbody tr")).to_have_count(3)
+    expect(page.locator("table.revisions tbody tr").first).to_contain_text("tables")
+    page.screenshot(path=str(SHOTS / "history.png"), full_page=True)
+    page.get_by_label("Compare from revision 1").check()
+    page.get_by_label("Compare to revision 3").check()
+    page.get_by_role("button", name="Compare selected revisions").click()
+    expect(page).to_have_url(re.compile(r"diff/\?(b=3&a=1|a=1&b=3)"))
+    expect(page.locator("ins.addition").first).to_be_visible()
+    page.screenshot(path=str(SHOTS / "diff.png"), full_page=True)
+    page.get_by_label("as").select_option("unified")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("table.diff.unified")).to_be_visible()
+
+    # Restore revision 1 as revision 4.
+    page.goto(f"{live_server.url}/p/{project.slug}/f/{_profile(maria).pk}/r/1/")
+    page.get_by_role("button", name="Restore as a new revision").click()
+    expect(page.get_by_text("Restored revision 1 as revision 4.")).to_be_visible()
+    assert s3.get(_profile(maria).key).decode().endswith("- Prefers short reports.\n")
+
+    # Conflict: the file changes under the open editor; the typed text survives.
+    page.get_by_role("navigation", name="File").get_by_role("link", name="Edit").click()
+    editor = page.locator("textarea[name=content]")
+    editor.press("Control+End")
+    editor.type("- Mine: prefers calls before noon.\n")
+    store.file_save(file=_profile(maria), actor=Actor.person(maria), base_revision=4,
+                    content="# Профиль\n\n- Changed by someone else.\n", message="other tab")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", name="Someone else changed this file")).to_be_visible()
+    expect(editor).to_have_value(re.compile("prefers calls before noon"))
+    expect(page.locator("#conflict table.diff")).to_contain_text("Changed by someone else")
+    page.screenshot(path=str(SHOTS / "conflict.png"), full_page=True)
+    # Merge: keep my text, add the other line, save.
+    editor.press("Control+End")
+    editor.type("- Changed by someone else.\n")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved revision 6.")).to_be_visible()
+    final = s3.get(_profile(maria).key).decode()
+    assert "prefers calls before noon" in final and "Changed by someone else" in final
+
+
+def _profile(user):
+    return MemoryFile.objects.select_related("head", "project").get(user=user, scope="user")
