@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MGC_")}
     clean.pop("DATABASE_URL", None)
+    clean.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set for the browser tests only
     clean.update(env)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=clean,
                           capture_output=True, text=True, timeout=120)
