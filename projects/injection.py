@@ -1,0 +1,306 @@
+"""Assembling the system prompt an agent receives: one pure function, one code path.
+
+The simulate view, the pre-hook API and `manage.py assemble_context` all call `assemble`.
+Input: the agent's manifest (ordered sections: tag, source, token cap; a total budget) and
+the files each section draws from, with their revisions. Output: the prompt, and per section
+the files, revisions, token counts and whether it was cut.
+
+Sections are tagged blocks in manifest order. A section whose files are all empty is left
+out. Text inside a file that would open or close a section tag (`</user_profile>`,
+`< agent_identity >`, full-width brackets, zero-width characters between the letters) is
+neutralized to `&lt;...&gt;`, so a USER.md cannot pose as the agent's identity.
+
+Truncation keeps the head and the tail of a section and puts a visible marker between them.
+Per-section caps apply first; if the prompt is still over the total budget, sections are cut
+from the end of the manifest (the last listed is the first to give way).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ValidationError
+
+AGENT_SOURCES = ("SOUL.md", "AGENTS.md", "TOOLS.md")
+USER_SOURCE = "USER.md"
+WORKSPACE_PREFIX = "workspace/"
+DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_profile",
+                "workspace_memory")
+MAX_SECTIONS = 20
+_TAG_RE = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
+_IGNORABLE = "[\\s\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*"
+_OPEN = "[<\uff1c\ufe64\u2039\u276e\u3008]"
+_CLOSE = "[>\uff1e\ufe65\u203a\u276f\u3009]"
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    tag: str
+    source: str
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    sections: tuple[SectionSpec, ...]
+    total_tokens: int | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "sections": [{"tag": s.tag, "source": s.source, "max_tokens": s.max_tokens}
+                         for s in self.sections],
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file as a section receives it: its path, text and the revision it came from."""
+
+    path: str  # "SOUL.md", "USER.md", "workspace/a/b.md"
+    text: str
+    revision: int | None = None
+    file_id: str | None = None
+
+
+@dataclass
+class Section:
+    tag: str
+    source: str
+    files: list[SourceFile]
+    content: str = ""  # the text between the tags, after neutralizing and truncation
+    block: str = ""  # the whole tagged block as it stands in the prompt
+    tokens: int = 0  # tokens of the block
+    content_tokens_before: int = 0  # tokens of the content before truncation
+    max_tokens: int | None = None
+    truncated: bool = False
+    neutralized: int = 0  # how many tag-like sequences were defused
+
+    @property
+    def included(self) -> bool:
+        return bool(self.block)
+
+
+@dataclass
+class Assembly:
+    prompt: str
+    sections: list[Section]
+    total_tokens: int
+    budget: int | None
+    tokenizer: str
+    sha256: str = ""
+    receipt: list[dict] = field(default_factory=list)
+
+
+# --- Manifest ------------------------------------------------------------------------------------
+
+
+def parse_manifest(data: object) -> Manifest:
+    """Validate a manifest (as stored in Agent.manifest); ValidationError says what is wrong."""
+    if not isinstance(data, dict):
+        raise ValidationError("The manifest must be a JSON object.", code="manifest_type")
+    unknown = set(data) - {"sections", "total_tokens"}
+    if unknown:
+        raise ValidationError("Unknown manifest keys: %(keys)s.", code="manifest_keys",
+                              params={"keys": ", ".join(sorted(unknown))})
+    raw_sections = data.get("sections")
+    if not isinstance(raw_sections, list) or not raw_sections:
+        raise ValidationError("The manifest needs a non-empty list of sections.",
+                              code="manifest_sections")
+    if len(raw_sections) > MAX_SECTIONS:
+        raise ValidationError("At most %(max)s sections.", code="manifest_sections",
+                              params={"max": MAX_SECTIONS})
+    sections, tags = [], set()
+    for index, raw in enumerate(raw_sections, start=1):
+        if not isinstance(raw, dict) or set(raw) - {"tag", "source", "max_tokens"}:
+            raise ValidationError(
+                "Section %(n)s must be an object with tag, source and max_tokens.",
+                code="manifest_section", params={"n": index})
+        tag, source, cap = raw.get("tag"), raw.get("source"), raw.get("max_tokens")
+        if not isinstance(tag, str) or not _TAG_RE.match(tag):
+            raise ValidationError(
+                "Section %(n)s: the tag must be lower-case letters, digits and _ (like "
+                "agent_rules).", code="manifest_tag", params={"n": index})
+        if tag in tags:
+            raise ValidationError("Section %(n)s: tag %(tag)s is used twice.",
+                                  code="manifest_tag", params={"n": index, "tag": tag})
+        tags.add(tag)
+        if not isinstance(source, str) or not _valid_source(source):
+            raise ValidationError(
+                "Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                "workspace/<path or glob>.md.", code="manifest_source", params={"n": index})
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValidationError("Section %(n)s: max_tokens must be a positive whole number.",
+                                  code="manifest_cap", params={"n": index})
+        sections.append(SectionSpec(tag, source, cap))
+    total = data.get("total_tokens")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 1):
+        raise ValidationError("total_tokens must be a positive whole number.",
+                              code="manifest_total")
+    return Manifest(tuple(sections), total)
+
+
+def _valid_source(source: str) -> bool:
+    if source in AGENT_SOURCES or source == USER_SOURCE:
+        return True
+    if not source.startswith(WORKSPACE_PREFIX) or not source.endswith(".md"):
+        return False
+    pattern = source[len(WORKSPACE_PREFIX):]
+    return bool(pattern) and ".." not in pattern.split("/") and not pattern.startswith("/") \
+        and "\\" not in pattern and "\x00" not in pattern
+
+
+def workspace_matches(source: str, paths: list[str]) -> list[str]:
+    """Workspace paths (relative, no 'workspace/') a section's source selects, sorted.
+
+    `*` matches within a folder, `**` across folders, so `workspace/**.md` is every file and
+    `workspace/decisions/*.md` the files directly in decisions/.
+    """
+    pattern = source[len(WORKSPACE_PREFIX):]
+    regex = _glob_regex(pattern)
+    return sorted(p for p in paths if regex.fullmatch(p))
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    parts = re.split(r"(\*\*/?|\*|\?|\[[^\]]*\])", pattern)
+    out = []
+    for part in parts:
+        if part in ("**", "**/"):
+            out.append("(?:.*/)?" if part == "**/" else ".*")
+        elif part == "*":
+            out.append("[^/]*")
+        elif part == "?":
+            out.append("[^/]")
+        elif part.startswith("[") and part.endswith("]") and len(part) > 2:
+            out.append(fnmatch.translate(part)[4:-3])
+        else:
+            out.append(re.escape(part))
+    return re.compile("".join(out))
+
+
+# --- Neutralizing ----------------------------------------------------------------------------------
+
+
+def _tag_pattern(tags) -> re.Pattern:
+    names = "|".join(_IGNORABLE.join(re.escape(ch) for ch in tag)
+                     for tag in sorted(set(tags), key=len, reverse=True))
+    return re.compile(
+        f"{_OPEN}{_IGNORABLE}/?{_IGNORABLE}(?:{names})(?![a-z0-9_])[^<>\uff1c\uff1e\n]{{0,200}}?"
+        f"(?:{_CLOSE}|$)",
+        re.IGNORECASE | re.MULTILINE,
+    )
+
+
+def neutralize(text: str, tags) -> tuple[str, int]:
+    """Defuse anything in `text` that reads as opening or closing one of `tags`."""
+    pattern = _tag_pattern(tags)
+    count = 0
+
+    def defuse(match: re.Match) -> str:
+        nonlocal count
+        count += 1
+        inner = match.group(0)
+        body = re.sub(_OPEN, "", inner, count=1)
+        body = re.sub(_CLOSE + "$", "", body)
+        return f"&lt;{body}&gt;"
+
+    return pattern.sub(defuse, text), count
+
+
+# --- Assembly --------------------------------------------------------------------------------------
+
+
+def _marker(cut: int) -> str:
+    return f"\n[… {cut} tokens truncated by the console: head and tail kept …]\n"
+
+
+def _truncate(text: str, cap: int, tokenizer) -> tuple[str, bool]:
+    """Cut `text` to at most `cap` tokens (marker included), keeping head and tail."""
+    tokens = tokenizer.encode(text)
+    if len(tokens) <= cap:
+        return text, False
+    budget = cap
+    result = ""
+    for _ in range(8):  # decoded pieces can re-tokenize a little differently: re-check
+        room = budget - tokenizer.count(_marker(len(tokens) - budget))
+        if room <= 0:
+            marker = _marker(len(tokens)).strip()
+            return (marker if tokenizer.count(marker) <= cap else ""), True
+        head = room * 2 // 3
+        tail = room - head
+        result = (tokenizer.decode(tokens[:head]) + _marker(len(tokens) - room)
+                  + (tokenizer.decode(tokens[-tail:]) if tail else ""))
+        over = tokenizer.count(result) - cap
+        if over <= 0:
+            return result, True
+        budget -= over
+    return result, True
+
+
+def _render_content(section: SectionSpec, files: list[SourceFile]) -> str:
+    if section.source.startswith(WORKSPACE_PREFIX):
+        parts = [f"### file: {f.path}\n{f.text.rstrip()}" for f in files if f.text.strip()]
+        return "\n\n".join(parts)
+    return "\n\n".join(f.text.strip("\n") for f in files if f.text.strip())
+
+
+def _block(tag: str, content: str) -> str:
+    return f"<{tag}>\n{content}\n</{tag}>"
+
+
+def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) -> Assembly:
+    """The prompt for `manifest` given the files of each section (keyed by section tag)."""
+    all_tags = set(DEFAULT_TAGS) | {s.tag for s in manifest.sections}
+    sections: list[Section] = []
+    for spec in manifest.sections:
+        section_files = files.get(spec.tag, [])
+        neutralized_files, defused = [], 0
+        for f in section_files:
+            text, n = neutralize(f.text, all_tags)
+            defused += n
+            neutralized_files.append(SourceFile(f.path, text, f.revision, f.file_id))
+        content = _render_content(spec, neutralized_files)
+        section = Section(tag=spec.tag, source=spec.source, files=section_files,
+                          max_tokens=spec.max_tokens, neutralized=defused)
+        section.content_tokens_before = tokenizer.count(content) if content else 0
+        if content and spec.max_tokens:
+            content, section.truncated = _truncate(content, spec.max_tokens, tokenizer)
+        section.content = content
+        sections.append(section)
+
+    def build() -> str:
+        for s in sections:
+            s.block = _block(s.tag, s.content) if s.content else ""
+            s.tokens = tokenizer.count(s.block) if s.block else 0
+        return "\n\n".join(s.block for s in sections if s.block)
+
+    prompt = build()
+    total = tokenizer.count(prompt)
+    if manifest.total_tokens and total > manifest.total_tokens:
+        for s in reversed(sections):
+            if total <= manifest.total_tokens:
+                break
+            if not s.content:
+                continue
+            excess = total - manifest.total_tokens
+            content_tokens = tokenizer.count(s.content)
+            new_cap = content_tokens - excess - 2  # a little slack for the joins
+            if new_cap < 24:  # too small to be useful: leave the section out
+                s.content, s.truncated = "", True
+            else:
+                s.content, _ = _truncate(s.content, new_cap, tokenizer)
+                s.truncated = True
+            prompt = build()
+            total = tokenizer.count(prompt)
+    receipt = [
+        {"tag": s.tag, "source": s.source, "tokens": s.tokens, "truncated": s.truncated,
+         "files": [{"path": f.path, "revision": f.revision, "file_id": f.file_id}
+                   for f in s.files]}
+        for s in sections
+    ]
+    return Assembly(prompt=prompt, sections=sections, total_tokens=total,
+                    budget=manifest.total_tokens, tokenizer=tokenizer.label,
+                    sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(), receipt=receipt)
