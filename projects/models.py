@@ -261,3 +261,110 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action} {self.object_repr}"
+
+
+class AgentToken(models.Model):
+    """A runner's bearer token for one agent. Only its sha256 is stored; shown once."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens",
+                              help_text="The agent this token acts as.")
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'prod runner'.")
+    prefix = models.CharField(max_length=16, help_text="First characters, to recognise it.")
+    token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+", help_text="Who created it.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was created.")
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="After this it is refused.")
+    revoked_at = models.DateTimeField(null=True, blank=True, help_text="When it was revoked.")
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="Last accepted call.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class AgentSession(models.Model):
+    """One run of an agent for a user: what the pre hook injected, then what happened."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False,
+                          help_text="Session id the runner sends back to post/tool/error.")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions",
+                              help_text="The agent that ran.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="agent_sessions",
+                             help_text="The employee the agent worked for.")
+    external_ref = models.CharField(max_length=200, blank=True,
+                                    help_text="The runner's own session id, if it sent one.")
+    prompt_sha256 = models.CharField(max_length=64, help_text="sha256 of the injected prompt.")
+    total_tokens = models.PositiveIntegerField(default=0, help_text="Tokens of the prompt.")
+    tokenizer = models.CharField(max_length=60, blank=True, help_text="Encoding that counted.")
+    receipt = models.JSONField(default=list, help_text="Per section: files and revisions injected.")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True, help_text="Pre hook time.")
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="When the post hook came.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.agent} session {str(self.id)[:8]}"
+
+
+class SessionEvent(models.Model):
+    class Kind(models.TextChoices):
+        PRE = "pre", "pre"
+        POST = "post", "post"
+        TOOL = "tool", "tool"
+        ERROR = "error", "error"
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events",
+                                help_text="The session.")
+    kind = models.CharField(max_length=10, choices=Kind.choices, help_text="Which hook.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was recorded.")
+    payload = models.JSONField(default=dict, help_text="What the runner sent, and the outcome.")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.session_id}"
+
+
+class Proposal(models.Model):
+    """A write an agent's policy sends to a person for approval."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="proposals",
+                                help_text="Owning project.")
+    file = models.ForeignKey(MemoryFile, on_delete=models.CASCADE, related_name="proposals",
+                             help_text="Target file (its record exists even if it has no content).")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="proposals",
+                              help_text="Agent that proposed it.")
+    session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="proposals", help_text="Session that proposed it.")
+    mode = models.CharField(max_length=10, help_text="append or replace.")
+    content = models.TextField(help_text="Text to append, or the whole new text.")
+    base_revision = models.PositiveIntegerField(null=True, blank=True,
+                                                help_text="Revision a replace was based on.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING,
+                              db_index=True, help_text="Where it stands.")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+",
+                                   help_text="Who approved or rejected it.")
+    decided_at = models.DateTimeField(null=True, blank=True, help_text="When.")
+    decision_note = models.CharField(max_length=500, blank=True, help_text="Why.")
+    revision = models.ForeignKey(Revision, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+", help_text="Revision written on approval.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was proposed.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.mode} {self.file} by {self.agent}"

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.files.storage import storages
 from django.core.paginator import Page, Paginator
@@ -41,6 +43,7 @@ from projects.storage import MARKDOWN_CONTENT_TYPE, MemoryStorage
 logger = logging.getLogger(__name__)
 
 HISTORY_PAGE_SIZE = 50
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mgc-s3")
 
 
 # --- Errors ------------------------------------------------------------------------------------
@@ -126,6 +129,9 @@ def _encode(content: str | bytes) -> bytes:
             f"({limit // 1024} KiB). Split it into smaller files."
         )
     return data
+
+
+encode_content = _encode  # public name for callers that check content before storing it
 
 
 def _sha256(data: bytes) -> str:
@@ -327,11 +333,37 @@ def _read_snapshot(storage: MemoryStorage, revision: Revision) -> bytes:
     return found[0]
 
 
+def _cache_key(revision: Revision) -> str:
+    # Snapshots are immutable: a revision's text can be cached for as long as it is kept.
+    return f"mgc:rev:{revision.file_id}:{revision.number}:{revision.sha256[:16]}"
+
+
 def revision_read(revision: Revision) -> str:
     """The text of any revision ('' for a deletion)."""
-    if revision.is_deletion:
-        return ""
-    return _decode(_read_snapshot(storage_for(revision.file.project), revision))
+    return revision_texts(revision.file.project, [revision])[revision.pk]
+
+
+def revision_texts(project: Project, revisions: list[Revision]) -> dict[int, str]:
+    """Texts of several revisions of one project: from the cache, the rest fetched from S3 in
+    parallel (the threads only talk to S3, never to the database)."""
+    texts = {r.pk: "" for r in revisions if r.is_deletion}
+    live = [r for r in revisions if not r.is_deletion]
+    keys = {r.pk: _cache_key(r) for r in live}
+    cached = cache.get_many(list(keys.values())) if keys else {}
+    missing = []
+    for revision in live:
+        if keys[revision.pk] in cached:
+            texts[revision.pk] = cached[keys[revision.pk]]
+        else:
+            missing.append(revision)
+    if missing:
+        storage = storage_for(project)
+        read = lambda r: _decode(_read_snapshot(storage, r))  # noqa: E731
+        fetched = list(_POOL.map(read, missing)) if len(missing) > 1 else [read(missing[0])]
+        for revision, text in zip(missing, fetched, strict=True):
+            texts[revision.pk] = text
+        cache.set_many({keys[r.pk]: texts[r.pk] for r in missing}, timeout=None)
+    return texts
 
 
 def file_history(file: MemoryFile, page: int | str = 1, per_page: int = HISTORY_PAGE_SIZE) -> Page:

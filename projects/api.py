@@ -1,0 +1,263 @@
+"""The runner API (JSON over HTTPS, bearer token per agent, scoped to the agent's project).
+
+django-ninja builds it: request bodies are pydantic models that forbid unknown fields, and the
+OpenAPI description at /api/v1/openapi.json comes from the same code, so the published schema
+cannot drift from what is enforced. Every error is JSON {"error": {"code", "message"}} with a
+4xx status for the caller's mistakes; storage trouble is a 503, never a 500.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from django.contrib.auth import get_user_model
+from django.http import Http404, HttpRequest
+from ninja import NinjaAPI, Schema, Status
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.security import HttpBearer
+from pydantic import ConfigDict, Field
+
+from projects import hooks, store
+from projects.models import AgentSession, Membership
+
+MAX_TEXT = 512 * 1024
+
+
+class RunnerAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str):
+        return hooks.token_authenticate(token)
+
+
+api = NinjaAPI(title="Memory Governance Console runner API", version="1.0.0",
+               urls_namespace="api", docs_url=None, auth=RunnerAuth())
+
+
+class Strict(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(Schema):
+    code: str
+    message: str
+
+
+class ErrorOut(Schema):
+    error: ErrorBody
+
+
+def _error(request, status: int, code: str, message: str, **extra):
+    body: dict[str, Any] = {"error": {"code": code, "message": message, **extra}}
+    return api.create_response(request, body, status=status)
+
+
+@api.exception_handler(NinjaValidationError)
+def _invalid(request, exc):
+    details = [{"loc": [str(p) for p in e.get("loc", [])], "msg": e.get("msg", "")}
+               for e in exc.errors]
+    return _error(request, 400, "invalid_request",
+                  "The request body does not match the schema.", details=details)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request, exc):
+    return _error(request, 401, "unauthorized",
+                  "A valid, unrevoked bearer token for an agent is required.")
+
+
+@api.exception_handler(HttpError)
+def _http_error(request, exc):
+    code = "malformed_json" if exc.status_code == 400 else "http_error"
+    return _error(request, exc.status_code, code, str(exc.message))
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return _error(request, 404, "not_found", str(exc) or "Not found.")
+
+
+@api.exception_handler(hooks.HookError)
+def _hook_error(request, exc):
+    return _error(request, exc.status, exc.code, exc.message)
+
+
+@api.exception_handler(store.StoreError)
+def _store_error(request, exc):
+    status = 503 if isinstance(exc, store.StorageUnavailable) else 409
+    return _error(request, status, exc.code, exc.message)
+
+
+# --- Schemas -------------------------------------------------------------------------------------
+
+Username = Annotated[str, Field(min_length=1, max_length=150)]
+
+
+class PreIn(Strict):
+    user: Username | None = Field(None, description="Username of the employee the agent serves.")
+    session: str | None = Field(None, max_length=200, description="The runner's own session id.")
+
+
+class FileRef(Schema):
+    path: str
+    revision: int | None
+
+
+class SectionOut(Schema):
+    tag: str
+    source: str
+    path: str | None = Field(description="The file, for single-file sections.")
+    revision: int | None
+    files: list[FileRef]
+    tokens: int
+    truncated: bool
+
+
+class PreOut(Schema):
+    session: uuid.UUID
+    prompt: str
+    prompt_sha256: str
+    sections: list[SectionOut]
+    total_tokens: int
+    budget: int | None
+    tokenizer: str
+
+
+class WriteIn(Strict):
+    path: str = Field(min_length=1, max_length=400)
+    mode: Literal["append", "replace"]
+    content: str = Field(max_length=MAX_TEXT)
+    base_revision: int | None = Field(None, ge=0)
+
+
+class PostIn(Strict):
+    session: uuid.UUID
+    writes: list[WriteIn] = Field(default_factory=list, max_length=50)
+    summary: str | None = Field(None, max_length=2000)
+
+
+class WriteResult(Schema):
+    path: str
+    mode: str
+    status: Literal["written", "proposed", "rejected", "conflict"]
+    revision: int | None = None
+    proposal: int | None = None
+    head_revision: int | None = None
+    code: str | None = None
+    message: str | None = None
+
+
+class PostOut(Schema):
+    session: uuid.UUID
+    results: list[WriteResult]
+
+
+class ToolIn(Strict):
+    session: uuid.UUID
+    name: str = Field(min_length=1, max_length=100)
+    summary: str | None = Field(None, max_length=2000)
+    details: dict[str, Any] | None = None
+
+
+class ErrorIn(Strict):
+    session: uuid.UUID
+    message: str = Field(min_length=1, max_length=2000)
+    details: dict[str, Any] | None = None
+
+
+class EventOut(Schema):
+    session: uuid.UUID
+    recorded: bool
+    event: int
+    logged_to: str | None = None
+    revision: int | None = None
+    log_error: str | None = None
+
+
+class SandboxIn(Strict):
+    session: uuid.UUID
+
+
+class SandboxFile(Schema):
+    path: str
+    revision: int | None
+    content: str
+    writable: bool
+    modes: list[str]
+
+
+class SandboxOut(Schema):
+    session: uuid.UUID
+    files: list[SandboxFile]
+
+
+# --- Endpoints -------------------------------------------------------------------------------------
+
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut,
+          413: ErrorOut, 503: ErrorOut}
+
+
+def _session(request, session_id: uuid.UUID) -> AgentSession:
+    agent = request.auth.agent
+    session = (AgentSession.objects.select_related("agent", "agent__project", "user")
+               .filter(pk=session_id, agent=agent).first())
+    if session is None:  # another agent's or another project's session: not there for you
+        raise Http404("No such session for this agent.")
+    return session
+
+
+@api.post("/hooks/pre", response={200: PreOut, **ERRORS}, summary="Assemble the prompt")
+def pre(request, body: PreIn):
+    agent = request.auth.agent
+    user = None
+    if body.user:
+        user = get_user_model().objects.filter(username=body.user).first()
+        if user is None or not Membership.objects.filter(user=user, project=agent.project).exists():
+            raise Http404("No such user in this agent's project.")
+    session, assembly = hooks.hook_pre(agent=agent, user=user, external_ref=body.session or "")
+    sections = []
+    for section in assembly.sections:
+        single = section.files[0] if len(section.files) == 1 else None
+        sections.append({
+            "tag": section.tag, "source": section.source,
+            "path": single.path if single else None,
+            "revision": single.revision if single else None,
+            "files": [{"path": f.path, "revision": f.revision} for f in section.files],
+            "tokens": section.tokens, "truncated": section.truncated,
+        })
+    return Status(200, {"session": session.pk, "prompt": assembly.prompt,
+                 "prompt_sha256": assembly.sha256, "sections": sections,
+                 "total_tokens": assembly.total_tokens, "budget": assembly.budget,
+                 "tokenizer": assembly.tokenizer})
+
+
+@api.post("/hooks/post", response={200: PostOut, **ERRORS}, summary="Write results back")
+def post(request, body: PostIn):
+    session = _session(request, body.session)
+    writes = [hooks.WriteRequest(w.path, w.mode, w.content, w.base_revision) for w in body.writes]
+    results = hooks.hook_post(session=session, writes=writes, summary=body.summary or "")
+    return Status(200, {"session": session.pk, "results": results})
+
+
+@api.post("/hooks/tool", response={200: EventOut, **ERRORS}, summary="Record a tool call")
+def tool(request, body: ToolIn):
+    session = _session(request, body.session)
+    outcome = hooks.hook_event(session=session, kind="tool", payload={
+        "name": body.name, "summary": body.summary or "", "details": body.details or {}})
+    return Status(200, {"session": session.pk, **outcome})
+
+
+@api.post("/hooks/error", response={200: EventOut, **ERRORS}, summary="Record an error")
+def error(request, body: ErrorIn):
+    session = _session(request, body.session)
+    outcome = hooks.hook_event(session=session, kind="error", payload={
+        "message": body.message, "details": body.details or {}})
+    return Status(200, {"session": session.pk, **outcome})
+
+
+@api.post("/sandbox/files", response={200: SandboxOut, **ERRORS},
+          summary="Files of a session, for a sandbox folder")
+def sandbox_files(request, body: SandboxIn):
+    session = _session(request, body.session)
+    files = hooks.sandbox_files(session=session)
+    return Status(200, {"session": session.pk, "files": files})

@@ -1,0 +1,325 @@
+"""What the runner's hooks mean: pre (assemble and record a receipt), post (write back per
+the agent's hook policy), tool and error (record, and log per policy). Proposals that need a
+person's approval are decided here too. The API and the console call these functions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from projects import injection, layout, selectors, store
+from projects.audit import Actor, audit_record
+from projects.models import (
+    Agent,
+    AgentSession,
+    AgentToken,
+    MemoryFile,
+    Proposal,
+    SessionEvent,
+)
+
+MODES = ("append", "replace")
+TOKEN_PREFIX = "mgc_"
+_APPEND_ATTEMPTS = 3
+
+
+class HookError(Exception):
+    """A caller's mistake or a refusal, with a stable code (the API turns it into a 4xx)."""
+
+    def __init__(self, code: str, message: str, status: int = 400):
+        super().__init__(message)
+        self.code, self.message, self.status = code, message, status
+
+
+# --- Tokens ----------------------------------------------------------------------------------------
+
+
+def token_hash(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def token_create(*, agent: Agent, name: str, created_by, expires_at: dt.datetime | None = None
+                 ) -> tuple[AgentToken, str]:
+    """A new bearer token; the raw value is returned once and never stored."""
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        token = AgentToken.objects.create(agent=agent, name=name[:100], prefix=raw[:12],
+                                          token_hash=token_hash(raw), created_by=created_by,
+                                          expires_at=expires_at)
+        audit_record(actor=Actor.person(created_by), action="token.create", project=agent.project,
+                     obj=token, details={"agent": agent.slug, "name": token.name})
+    return token, raw
+
+
+def token_revoke(*, token: AgentToken, by) -> None:
+    with transaction.atomic():
+        if token.revoked_at is None:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            audit_record(actor=Actor.person(by), action="token.revoke",
+                         project=token.agent.project, obj=token, details={"agent": token.agent.slug})
+
+
+def token_authenticate(raw: str) -> AgentToken | None:
+    if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
+        return None
+    token = (AgentToken.objects.select_related("agent", "agent__project")
+             .filter(token_hash=token_hash(raw)).first())
+    now = timezone.now()
+    if token is None or token.revoked_at is not None or (
+            token.expires_at is not None and token.expires_at <= now):
+        return None
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute
+    return token
+
+
+# --- Pre -------------------------------------------------------------------------------------------
+
+
+def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSession, injection.Assembly]:
+    assembly = selectors.build_context(agent=agent, user=user)
+    session = AgentSession.objects.create(
+        agent=agent, user=user, external_ref=external_ref[:200], prompt_sha256=assembly.sha256,
+        total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt)
+    SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.PRE, payload={
+        "total_tokens": assembly.total_tokens, "prompt_sha256": assembly.sha256})
+    return session, assembly
+
+
+def receipt_revisions(session: AgentSession) -> dict[str, int]:
+    """path -> revision injected in this session (from the receipt)."""
+    return {f["path"]: f["revision"] for section in session.receipt for f in section["files"]
+            if f.get("revision") is not None}
+
+
+# --- Policy ----------------------------------------------------------------------------------------
+
+
+def policy_rule(agent: Agent, path: str) -> dict | None:
+    """The post-hook rule for a path ('AGENTS.md', 'USER.md', 'workspace/x.md'), or None."""
+    rules = (agent.hook_policy or {}).get("post", {})
+    if path in rules:
+        return rules[path]
+    if path.startswith(injection.WORKSPACE_PREFIX):
+        relative = path[len(injection.WORKSPACE_PREFIX):]
+        for pattern, rule in rules.items():
+            if pattern.startswith(injection.WORKSPACE_PREFIX) and injection.workspace_matches(
+                    pattern, [relative]):
+                return rule
+    return None
+
+
+def _target(session: AgentSession, path: str) -> MemoryFile:
+    agent = session.agent
+    if path in layout.AGENT_FILES:
+        return store.file_ensure(project=agent.project, scope="agent", agent=agent, path=path)
+    if path == layout.USER_FILE:
+        if session.user is None:
+            raise HookError("no_user", "This session has no user, so USER.md has no owner.")
+        return store.file_ensure(project=agent.project, scope="user", user=session.user,
+                                 path=path)
+    if path.startswith(injection.WORKSPACE_PREFIX):
+        try:
+            return store.file_ensure(project=agent.project, scope="workspace",
+                                     path=path[len(injection.WORKSPACE_PREFIX):])
+        except ValidationError as exc:
+            raise HookError("bad_path", " ".join(exc.messages)) from None
+    raise HookError("bad_path", "Paths are SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                                "workspace/<relative path>.md.")
+
+
+# --- Post ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class WriteRequest:
+    path: str
+    mode: str
+    content: str
+    base_revision: int | None = None
+
+
+def _head_text(file: MemoryFile) -> tuple[str, int | None]:
+    head = file.head
+    if head is None or head.is_deletion:
+        return "", head.number if head else None
+    return store.revision_read(head), head.number
+
+
+def _append(file: MemoryFile, content: str, actor: Actor, message: str):
+    for attempt in range(_APPEND_ATTEMPTS):
+        text, base = _head_text(file)
+        joined = text + ("" if not text or text.endswith("\n") else "\n") + content
+        try:
+            return store.file_save(file=file, content=joined, actor=actor, message=message,
+                                   base_revision=base)
+        except store.SaveConflict:
+            # An append commutes with whatever landed meanwhile: take the new head, try again.
+            file.refresh_from_db()
+            file = MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
+            if attempt == _APPEND_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _apply(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor,
+           message: str):
+    if mode == "append":
+        return _append(file, content, actor, message)
+    return store.file_save(file=file, content=content, actor=actor, message=message,
+                           base_revision=base)
+
+
+def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str = "") -> list[dict]:
+    """Apply each write per policy; one result per write, in order. Never raises for a single
+    write's refusal: the runner learns what happened to each."""
+    agent = session.agent
+    actor = Actor.for_agent(agent, str(session.id))
+    seen = receipt_revisions(session)
+    results = []
+    message = (summary or f"Post hook of session {str(session.id)[:8]}")[:500]
+    for write in writes:
+        result = {"path": write.path, "mode": write.mode}
+        try:
+            if write.mode not in MODES:
+                raise HookError("bad_mode", "mode is append or replace.")
+            rule = policy_rule(agent, write.path)
+            if rule is None:
+                raise HookError("policy_denied", f"The hook policy does not let this agent write "
+                                                 f"{write.path}.", status=403)
+            if write.mode not in rule.get("modes", []):
+                raise HookError("policy_denied", f"The hook policy allows only "
+                                                 f"{', '.join(rule.get('modes', [])) or 'no'} "
+                                                 f"writes to {write.path}.", status=403)
+            file = _target(session, write.path)
+            base = write.base_revision
+            if write.mode == "replace" and base is None:
+                base = seen.get(write.path)
+                if base is None and file.head is not None and not file.is_deleted:
+                    raise HookError("base_required", "This file existed before the session saw "
+                                                     "it: send base_revision with a replace.")
+                if base is None and file.head is not None:
+                    base = file.head.number
+            if rule.get("approval"):
+                store.encode_content(write.content)  # refuse bad content now, not at approval
+                proposal = Proposal.objects.create(
+                    project=agent.project, file=file, agent=agent, session=session,
+                    mode=write.mode, content=write.content, base_revision=base)
+                audit_record(actor=actor, action="proposal.create", project=agent.project,
+                             obj=proposal, details={"path": write.path, "mode": write.mode})
+                result.update(status="proposed", proposal=proposal.pk)
+            else:
+                revision = _apply(file, write.mode, write.content, base, actor, message)
+                result.update(status="written", revision=revision.number)
+        except HookError as exc:
+            result.update(status="rejected", code=exc.code, message=exc.message)
+        except store.SaveConflict as exc:
+            result.update(status="conflict", code="conflict", message=exc.message,
+                          head_revision=exc.head.number if exc.head else None)
+        except store.ContentRejected as exc:
+            result.update(status="rejected", code=exc.code, message=exc.message)
+        results.append(result)
+    with transaction.atomic():
+        SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.POST,
+                                    payload={"summary": summary[:2000], "results": results})
+        AgentSession.objects.filter(pk=session.pk).update(ended_at=timezone.now())
+    return results
+
+
+# --- Tool and error --------------------------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = re.sub(r"\s+", " ", text or "").strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def hook_event(*, session: AgentSession, kind: str, payload: dict) -> dict:
+    """Record a tool call or an error; append a line to the policy's workspace log if any."""
+    event = SessionEvent.objects.create(session=session, kind=kind, payload=payload)
+    outcome = {"recorded": True, "event": event.pk}
+    log_path = ((session.agent.hook_policy or {}).get(kind) or {}).get("log")
+    if log_path:
+        when = timezone.now().strftime("%Y-%m-%d %H:%M:%SZ")
+        what = (f"tool `{_one_line(payload.get('name', ''), 80)}`: "
+                f"{_one_line(payload.get('summary', ''))}" if kind == "tool"
+                else f"error: {_one_line(payload.get('message', ''))}")
+        line = f"- {when} session {str(session.id)[:8]} {what}\n"
+        try:
+            file = _target(session, log_path)
+            revision = _append(file, line, Actor.for_agent(session.agent, str(session.id)),
+                               f"{kind} hook")
+            outcome.update(logged_to=log_path, revision=revision.number)
+        except (HookError, store.StoreError) as exc:
+            outcome.update(log_error=getattr(exc, "message", str(exc)))
+    return outcome
+
+
+# --- Proposals -------------------------------------------------------------------------------------
+
+
+def proposal_approve(*, proposal: Proposal, by, note: str = ""):
+    """Apply a pending proposal as the agent's revision; the approver is in the audit trail."""
+    if proposal.status != Proposal.Status.PENDING:
+        raise HookError("not_pending", "This proposal was already decided.")
+    file = MemoryFile.objects.select_related("head", "project").get(pk=proposal.file_id)
+    actor = Actor.for_agent(proposal.agent, str(proposal.session_id or ""))
+    revision = _apply(file, proposal.mode, proposal.content, proposal.base_revision, actor,
+                      f"Approved by {by.get_username()}" + (f": {note}" if note else ""))
+    with transaction.atomic():
+        proposal.status = Proposal.Status.APPROVED
+        proposal.decided_by, proposal.decided_at = by, timezone.now()
+        proposal.decision_note, proposal.revision = note[:500], revision
+        proposal.save()
+        audit_record(actor=Actor.person(by), action="proposal.approve", project=proposal.project,
+                     obj=proposal, details={"revision": revision.number, "note": note[:500]})
+    return revision
+
+
+def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:
+    if proposal.status != Proposal.Status.PENDING:
+        raise HookError("not_pending", "This proposal was already decided.")
+    with transaction.atomic():
+        proposal.status = Proposal.Status.REJECTED
+        proposal.decided_by, proposal.decided_at = by, timezone.now()
+        proposal.decision_note = note[:500]
+        proposal.save()
+        audit_record(actor=Actor.person(by), action="proposal.reject", project=proposal.project,
+                     obj=proposal, details={"note": note[:500]})
+
+
+# --- Sandbox ---------------------------------------------------------------------------------------
+
+
+def sandbox_files(*, session: AgentSession) -> list[dict]:
+    """The files this session was shown, at the revisions it was shown, and what it may write."""
+    from django.db.models import Q
+
+    from projects.models import Revision
+
+    refs = [(f["path"], f["file_id"], f["revision"]) for section in session.receipt
+            for f in section["files"] if f.get("file_id") and f.get("revision")]
+    if not refs:
+        return []
+    query = Q()
+    for _path, file_id, number in refs:
+        query |= Q(file_id=file_id, number=number)
+    revisions = {(str(r.file_id), r.number): r for r in Revision.objects.filter(query)}
+    texts = store.revision_texts(session.agent.project, list(revisions.values()))
+    out = []
+    for path, file_id, number in refs:
+        revision = revisions.get((file_id, number))
+        if revision is None:
+            continue
+        rule = policy_rule(session.agent, path)
+        out.append({"path": path, "revision": number, "content": texts[revision.pk],
+                    "writable": rule is not None, "modes": list((rule or {}).get("modes", []))})
+    return out

@@ -1,0 +1,249 @@
+"""The runner API: pre/post/tool/error, tokens, policy, proposals, every error path."""
+
+import json
+
+import pytest
+from django.utils import timezone
+
+from projects import hooks, store
+from projects.audit import Actor
+from projects.models import AgentSession, Membership, MemoryFile, Proposal, Revision
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def memory(s3, project, agent, person):
+    admin = Actor.system("test")
+    for name, text in [("SOUL.md", "You are the incident analyst."),
+                       ("AGENTS.md", "1. Cite sources.\n"), ("TOOLS.md", "grafana_query")]:
+        store.file_create(project=project, scope="agent", agent=agent, path=name, content=text,
+                          actor=admin)
+    store.file_create(project=project, scope="user", user=person, path="USER.md",
+                      content="Maria prefers UTC.\n", actor=Actor.person(person))
+    store.file_create(project=project, scope="workspace", path="incidents/a.md",
+                      content="# Incident A\n", actor=admin)
+    return project
+
+
+@pytest.fixture
+def token(agent, make_user):
+    _, raw = hooks.token_create(agent=agent, name="runner", created_by=make_user("tokenadmin"))
+    return raw
+
+
+def call(client, path, body, token=None, raw=None):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    return client.post(f"/api/v1/hooks/{path}" if "/" not in path else f"/api/v1/{path}",
+                       data=raw if raw is not None else json.dumps(body),
+                       content_type="application/json", **headers)
+
+
+def test_pre_assembles_prompt_and_records_a_receipt(client, memory, token, person):
+    response = call(client, "pre", {"user": "maria", "session": "run-1"}, token)
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert data["prompt"].startswith("<agent_identity>\nYou are the incident analyst.")
+    assert "<user_profile>\nMaria prefers UTC.\n</user_profile>" in data["prompt"]
+    assert "### file: workspace/incidents/a.md" in data["prompt"]
+    tags = [s["tag"] for s in data["sections"]]
+    assert tags == ["agent_identity", "agent_rules", "tool_instructions", "user_profile",
+                    "workspace_memory"]
+    profile = data["sections"][3]
+    assert (profile["path"], profile["revision"]) == ("USER.md", 1)
+    session = AgentSession.objects.get(pk=data["session"])
+    assert session.prompt_sha256 == data["prompt_sha256"] and session.user == person
+    assert session.external_ref == "run-1"
+    assert session.receipt[3]["files"][0]["revision"] == 1
+
+
+def test_post_appends_to_workspace_directly_as_the_agent(client, memory, token, agent, s3):
+    session = call(client, "pre", {"user": "maria"}, token).json()["session"]
+    response = call(client, "post", {"session": session, "summary": "triage", "writes": [
+        {"path": "workspace/incidents/a.md", "mode": "append", "content": "- 10:00 resolved\n"}]},
+        token)
+    result = response.json()["results"][0]
+    assert result["status"] == "written" and result["revision"] == 2
+    file = MemoryFile.objects.get(project=memory, path="incidents/a.md")
+    assert s3.get(file.key) == b"# Incident A\n- 10:00 resolved\n"
+    revision = file.head
+    assert (revision.author_kind, revision.author_agent, revision.session_ref) == (
+        "agent", agent, session)
+
+
+def test_policy_denies_what_it_does_not_list(client, memory, token):
+    session = call(client, "pre", {}, token).json()["session"]
+    results = call(client, "post", {"session": session, "writes": [
+        {"path": "SOUL.md", "mode": "replace", "content": "I obey."},
+        {"path": "AGENTS.md", "mode": "replace", "content": "No rules."},
+    ]}, token).json()["results"]
+    assert [(r["status"], r["code"]) for r in results] == [
+        ("rejected", "policy_denied"), ("rejected", "policy_denied")]
+    assert MemoryFile.objects.get(path="SOUL.md").head.number == 1
+
+
+def test_proposals_wait_for_approval_then_apply(client, memory, token, make_user, s3):
+    session = call(client, "pre", {"user": "maria"}, token).json()["session"]
+    results = call(client, "post", {"session": session, "writes": [
+        {"path": "AGENTS.md", "mode": "append", "content": "2. Times in UTC.\n"},
+        {"path": "USER.md", "mode": "append", "content": "Works nights.\n"},
+    ]}, token).json()["results"]
+    assert [r["status"] for r in results] == ["proposed", "proposed"]
+    rules = MemoryFile.objects.get(path="AGENTS.md")
+    assert rules.head.number == 1  # nothing written yet
+    approver = make_user("boss")
+    first = Proposal.objects.get(pk=results[0]["proposal"])
+    revision = hooks.proposal_approve(proposal=first, by=approver, note="ok")
+    assert revision.author_kind == "agent" and revision.session_ref == session
+    assert s3.get(rules.key) == b"1. Cite sources.\n2. Times in UTC.\n"
+    second = Proposal.objects.get(pk=results[1]["proposal"])
+    hooks.proposal_reject(proposal=second, by=approver, note="not relevant")
+    assert MemoryFile.objects.get(path="USER.md").head.number == 1
+    with pytest.raises(hooks.HookError):
+        hooks.proposal_approve(proposal=second, by=approver)
+
+
+def test_replace_uses_the_receipt_revision_and_conflicts_on_change(client, memory, token, agent):
+    agent.hook_policy["post"]["workspace/**.md"] = {"modes": ["replace"], "approval": False}
+    agent.save()
+    session = call(client, "pre", {}, token).json()["session"]
+    file = MemoryFile.objects.select_related("head", "project").get(path="incidents/a.md")
+    store.file_save(file=file, content="changed meanwhile\n", actor=Actor.system("t"),
+                    base_revision=1)
+    result = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/incidents/a.md", "mode": "replace", "content": "mine\n"}]},
+        token).json()["results"][0]
+    assert (result["status"], result["head_revision"]) == ("conflict", 2)
+    ok = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/incidents/a.md", "mode": "replace", "content": "mine\n",
+         "base_revision": 2}]}, token).json()["results"][0]
+    assert ok["status"] == "written" and ok["revision"] == 3
+
+
+def test_tool_and_error_are_recorded_and_logged(client, memory, token, s3):
+    session = call(client, "pre", {}, token).json()["session"]
+    tool = call(client, "tool", {"session": session, "name": "grafana_query",
+                                 "summary": "p99 latency 09:00-10:00"}, token).json()
+    assert tool["recorded"] and tool["logged_to"] == "workspace/logs/tools.md"
+    err = call(client, "error", {"session": session, "message": "timeout\ncalling pagerduty"},
+               token).json()
+    assert err["logged_to"] == "workspace/logs/errors.md"
+    log = MemoryFile.objects.get(path="logs/errors.md")
+    assert "error: timeout calling pagerduty" in s3.get(log.key).decode()
+    kinds = list(AgentSession.objects.get(pk=session).events.values_list("kind", flat=True))
+    assert kinds == ["pre", "tool", "error"]
+
+
+@pytest.mark.parametrize("headers", [{}, {"HTTP_AUTHORIZATION": "Bearer nope"},
+                                     {"HTTP_AUTHORIZATION": "Basic abc"},
+                                     {"HTTP_AUTHORIZATION": "Bearer mgc_" + "x" * 43}])
+def test_missing_or_bad_token_is_401(client, memory, headers):
+    response = client.post("/api/v1/hooks/pre", data="{}", content_type="application/json",
+                           **headers)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
+
+
+def test_revoked_and_expired_tokens_are_refused(client, memory, agent, make_user):
+    admin = make_user("admin2")
+    revoked, raw_revoked = hooks.token_create(agent=agent, name="old", created_by=admin)
+    hooks.token_revoke(token=revoked, by=admin)
+    _, raw_expired = hooks.token_create(agent=agent, name="tmp", created_by=admin,
+                                        expires_at=timezone.now() - timezone.timedelta(seconds=1))
+    for raw in (raw_revoked, raw_expired):
+        assert call(client, "pre", {}, raw).status_code == 401
+
+
+def test_token_of_project_a_cannot_touch_project_b(client, memory, token, make_project, s3,
+                                                   make_user):
+    from projects.models import Agent
+    other = make_project(slug="tenders")
+    other_agent = Agent.objects.create(project=other, slug="writer", name="Writer")
+    stranger = make_user("stranger")
+    Membership.objects.create(user=stranger, project=other, role="employee")
+    _, other_token = hooks.token_create(agent=other_agent, name="b", created_by=stranger)
+    other_session = call(client, "pre", {}, other_token).json()["session"]
+    # A's token: B's session is not there, B's member is not there.
+    response = call(client, "post", {"session": other_session, "writes": []}, token)
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    assert call(client, "pre", {"user": "stranger"}, token).status_code == 404
+    assert call(client, "tool", {"session": other_session, "name": "x"}, token).status_code == 404
+
+
+@pytest.mark.parametrize("raw,code", [
+    ("{not json", 400),
+    ("[]", 400),
+    ('{"user": 5}', 400),
+    ('{"unknown": 1}', 400),
+    ('{"user": ""}', 400),
+])
+def test_malformed_bodies_are_400_json(client, memory, token, raw, code):
+    response = call(client, "pre", None, token, raw=raw)
+    assert response.status_code == code, response.content
+    assert response.json()["error"]["code"] in {"invalid_request", "malformed_json"}
+
+
+def test_post_body_errors(client, memory, token):
+    session = call(client, "pre", {}, token).json()["session"]
+    bad_mode = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/x.md", "mode": "delete", "content": "x"}]}, token)
+    assert bad_mode.status_code == 400
+    extra = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/x.md", "mode": "append", "content": "x", "sudo": True}]}, token)
+    assert extra.status_code == 400
+    not_uuid = call(client, "post", {"session": "abc", "writes": []}, token)
+    assert not_uuid.status_code == 400
+    unknown = call(client, "post", {"session": "00000000-0000-0000-0000-000000000000"}, token)
+    assert unknown.status_code == 404
+    bad_path = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/../../etc/x.md", "mode": "append", "content": "x"},
+        {"path": "/etc/passwd", "mode": "append", "content": "x"},
+        {"path": "workspace/x.txt", "mode": "append", "content": "x"}]}, token)
+    statuses = [(r["status"], r["code"]) for r in bad_path.json()["results"]]
+    assert statuses[0] == ("rejected", "policy_denied") or statuses[0][1] == "bad_path"
+    assert all(s == "rejected" for s, _ in statuses)
+
+
+def test_oversize_body_is_413(client, memory, token, settings):
+    settings.MGC_API_MAX_BODY_BYTES = 1000
+    response = call(client, "pre", {"user": "x" * 2000}, token)
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "body_too_large"
+
+
+def test_oversize_file_content_is_rejected_per_write(client, memory, token, settings):
+    settings.MGC_MAX_FILE_BYTES = 100
+    session = call(client, "pre", {}, token).json()["session"]
+    result = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/big.md", "mode": "append", "content": "x" * 200}]},
+        token).json()["results"][0]
+    assert (result["status"], result["code"]) == ("rejected", "content_rejected")
+
+
+def test_storage_down_is_503_not_500(client, memory, token, s3):
+    session = call(client, "pre", {}, token).json()["session"]
+    s3.proxy.down = True
+    response = call(client, "tool", {"session": session, "name": "x"}, token)
+    assert response.status_code == 200  # recorded; the log append failed and says so
+    assert "did not answer" in response.json()["log_error"]
+    from django.core.cache import cache
+    cache.clear()
+    response = call(client, "pre", {}, token)
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "storage_unavailable"
+
+
+def test_openapi_description_is_published(client):
+    spec = client.get("/api/v1/openapi.json").json()
+    assert {"/api/v1/hooks/pre", "/api/v1/hooks/post", "/api/v1/hooks/tool",
+            "/api/v1/hooks/error"} <= set(spec["paths"])
+
+
+def test_revisions_written_by_hooks_are_gapless(client, memory, token):
+    session = call(client, "pre", {}, token).json()["session"]
+    for i in range(3):
+        call(client, "post", {"session": session, "writes": [
+            {"path": "workspace/incidents/a.md", "mode": "append", "content": f"- {i}\n"}]}, token)
+    numbers = list(Revision.objects.filter(file__path="incidents/a.md")
+                   .order_by("number").values_list("number", flat=True))
+    assert numbers == [1, 2, 3, 4]
