@@ -52,3 +52,17 @@ class NewWorkspaceFileForm(forms.Form):
 
     def clean_path(self) -> str:
         return layout.validate_workspace_path(self.cleaned_data["path"])
+
+
+class JsonSettingForm(forms.Form):
+    """An agent's manifest or hook policy as JSON; the caller validates its meaning."""
+
+    value = forms.JSONField(widget=forms.Textarea(attrs={"rows": 18, "class": "editor-text",
+                                                         "spellcheck": "false"}))
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, widget=forms.TextInput(
+        attrs={"placeholder": "e.g. production runner"}))
+    expires_in_days = forms.IntegerField(required=False, min_value=1, max_value=3650,
+                                         help_text="Empty: does not expire.")

@@ -323,3 +323,57 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
         out.append({"path": path, "revision": number, "content": texts[revision.pk],
                     "writable": rule is not None, "modes": list((rule or {}).get("modes", []))})
     return out
+
+
+# --- Settings ----------------------------------------------------------------------------------------
+
+
+def validate_policy(data: object) -> dict:
+    """Check a hook policy's shape; ValidationError says what is wrong."""
+    if not isinstance(data, dict) or set(data) - {"post", "tool", "error"}:
+        raise ValidationError("The policy is an object with post, tool and error.",
+                              code="policy_shape")
+    post = data.get("post", {})
+    if not isinstance(post, dict):
+        raise ValidationError("post maps file paths or workspace globs to rules.",
+                              code="policy_post")
+    for target, rule in post.items():
+        if not injection._valid_source(target):
+            raise ValidationError("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                                  "workspace/<path or glob>.md.", code="policy_target",
+                                  params={"target": target})
+        if (not isinstance(rule, dict) or set(rule) - {"modes", "approval"}
+                or not isinstance(rule.get("modes"), list) or not rule["modes"]
+                or set(rule["modes"]) - set(MODES)
+                or not isinstance(rule.get("approval", False), bool)):
+            raise ValidationError('%(target)s: a rule is {"modes": ["append"|"replace", ...], '
+                                  '"approval": true|false}.', code="policy_rule",
+                                  params={"target": target})
+    for kind in ("tool", "error"):
+        section = data.get(kind, {})
+        if not isinstance(section, dict) or set(section) - {"log"}:
+            raise ValidationError('%(kind)s is {"log": "workspace/<path>.md"} or {}.',
+                                  code="policy_log", params={"kind": kind})
+        log = section.get("log")
+        if log is not None:
+            if not isinstance(log, str) or not log.startswith(injection.WORKSPACE_PREFIX):
+                raise ValidationError("%(kind)s log must be a workspace/ path.",
+                                      code="policy_log", params={"kind": kind})
+            layout.validate_workspace_path(log[len(injection.WORKSPACE_PREFIX):])
+    return data
+
+
+def agent_settings_update(*, agent: Agent, by, manifest: dict | None = None,
+                          policy: dict | None = None) -> None:
+    with transaction.atomic():
+        fields = []
+        if manifest is not None:
+            injection.parse_manifest(manifest)
+            agent.manifest = manifest
+            fields.append("manifest")
+        if policy is not None:
+            agent.hook_policy = validate_policy(policy)
+            fields.append("hook_policy")
+        agent.save(update_fields=fields)
+        audit_record(actor=Actor.person(by), action="agent.settings", project=agent.project,
+                     obj=agent, details={"changed": fields})

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from projects.views import browse, files
+from projects.views import browse, files, runs
 
 app_name = "projects"
 
@@ -9,6 +9,17 @@ urlpatterns = [
     path("preview/", files.preview, name="preview"),
     path("p/<slug:slug>/", browse.project_detail, name="project_detail"),
     path("p/<slug:slug>/agents/<slug:agent_slug>/", browse.agent_detail, name="agent_detail"),
+    path("p/<slug:slug>/agents/<slug:agent_slug>/settings/", runs.agent_settings,
+         name="agent_settings"),
+    path("p/<slug:slug>/agents/<slug:agent_slug>/tokens/", runs.token_create, name="token_create"),
+    path("p/<slug:slug>/agents/<slug:agent_slug>/tokens/<int:token_id>/revoke/", runs.token_revoke,
+         name="token_revoke"),
+    path("p/<slug:slug>/simulate/", runs.simulate, name="simulate"),
+    path("p/<slug:slug>/sessions/", runs.session_list, name="session_list"),
+    path("p/<slug:slug>/sessions/<uuid:session_id>/", runs.session_detail, name="session_detail"),
+    path("p/<slug:slug>/proposals/", runs.proposal_list, name="proposal_list"),
+    path("p/<slug:slug>/proposals/<int:proposal_id>/decide/", runs.proposal_decide,
+         name="proposal_decide"),
     path("p/<slug:slug>/people/", browse.people, name="people"),
     path("p/<slug:slug>/workspace/", browse.workspace, name="workspace"),
     path("p/<slug:slug>/workspace/new/", browse.workspace_new, name="workspace_new"),

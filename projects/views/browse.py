@@ -36,6 +36,7 @@ def project_detail(request, slug):
         "can_see_workspace": permissions.can_see_workspace(role),
         "member_count": project.memberships.count(),
         "workspace_count": MemoryFile.objects.filter(project=project, scope="workspace").count(),
+        "pending_count": project.proposals.filter(status="pending").count(),
     }
     if role == permissions.EMPLOYEE:
         context["my_profile"] = store.file_lookup(project=project, scope="user", user=request.user,

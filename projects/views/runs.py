@@ -1,0 +1,237 @@
+"""Simulate injection, agent settings (manifest, hook policy, tokens), sessions, proposals."""
+
+import datetime as dt
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_POST
+
+from projects import hooks, injection, permissions, selectors, store
+from projects.diffing import diff_texts
+from projects.forms import JsonSettingForm, TokenForm
+from projects.models import Agent, AgentSession, AgentToken, Membership, MemoryFile, Proposal
+
+PAGE_SIZE = 25
+
+
+def _admin_or_404(role: str) -> None:
+    if role != permissions.ADMIN:
+        raise Http404("No such page.")
+
+
+def _parse_at(raw: str) -> dt.datetime | None:
+    if not raw:
+        return None
+    value = parse_datetime(raw)
+    if value is None:
+        raise ValidationError("Give the moment as YYYY-MM-DDTHH:MM (UTC).", code="bad_time")
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, dt.UTC)
+    return value
+
+
+@login_required
+def simulate(request, slug):
+    """The prompt exactly as the runner would receive it, section by section. No side effects."""
+    project, role = permissions.project_or_404(request.user, slug)
+    agents = list(Agent.objects.filter(project=project).order_by("name"))
+    members = (Membership.objects.filter(project=project).select_related("user")
+               .order_by("user__username"))
+    if role == permissions.EMPLOYEE:
+        members = members.filter(user=request.user)  # "what does the agent know about me"
+    members = list(members)
+    agent = next((a for a in agents if a.slug == request.GET.get("agent")), None)
+    if agent is None and agents:
+        agent = agents[0]
+    user = None
+    if role == permissions.EMPLOYEE:
+        user = request.user
+    elif request.GET.get("user"):
+        user = next((m.user for m in members if str(m.user_id) == request.GET["user"]), None)
+        if user is None:
+            raise Http404("No such member.")
+    context = {"project": project, "role": role, "agents": agents, "members": members,
+               "agent": agent, "selected_user": user, "at_raw": request.GET.get("at", "")}
+    if agent is None:
+        return render(request, "projects/simulate.html", context)
+    try:
+        at = _parse_at(context["at_raw"])
+        assembly = selectors.build_context(agent=agent, user=user, at=at)
+    except ValidationError as exc:
+        context["error"] = " ".join(exc.messages)
+        return render(request, "projects/simulate.html", context, status=400)
+    except store.StoreError as exc:
+        context["error"] = exc.message
+        return render(request, "projects/simulate.html", context, status=503)
+    if request.GET.get("download"):
+        response = HttpResponse(assembly.prompt, content_type="text/plain; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{agent.slug}-prompt.txt"'
+        return response
+    file_ids = {f.file_id for s in assembly.sections for f in s.files}
+    budget = assembly.budget or 0
+    rows = []
+    for section in assembly.sections:
+        rows.append({
+            "section": section,
+            "percent": round(100 * section.tokens / budget, 1) if budget else None,
+        })
+    context.update(assembly=assembly, rows=rows, at=at, file_ids=file_ids,
+                   used_percent=round(100 * assembly.total_tokens / budget, 1) if budget else None)
+    return render(request, "projects/simulate.html", context)
+
+
+@login_required
+def agent_settings(request, slug, agent_slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    _admin_or_404(role)
+    agent = get_object_or_404(Agent, project=project, slug=agent_slug)
+    manifest_form = JsonSettingForm(prefix="manifest", initial={
+        "value": json.dumps(agent.manifest, indent=2, ensure_ascii=False)})
+    policy_form = JsonSettingForm(prefix="policy", initial={
+        "value": json.dumps(agent.hook_policy, indent=2, ensure_ascii=False)})
+    status = 200
+    if request.method == "POST":
+        which = request.POST.get("which")
+        form = JsonSettingForm(request.POST, prefix=which if which in ("manifest", "policy") else "x")
+        if which == "manifest":
+            manifest_form = form
+            if form.is_valid():
+                try:
+                    injection.parse_manifest(form.cleaned_data["value"])
+                except ValidationError as exc:
+                    form.add_error("value", exc)
+        elif which == "policy":
+            policy_form = form
+            if form.is_valid():
+                try:
+                    hooks.validate_policy(form.cleaned_data["value"])
+                except ValidationError as exc:
+                    form.add_error("value", exc)
+        else:
+            raise Http404("No such setting.")
+        if form.is_valid():
+            hooks.agent_settings_update(agent=agent, by=request.user, **{which: form.cleaned_data["value"]})
+            messages.success(request, "Saved the " + ("injection manifest." if which == "manifest"
+                                                     else "hook policy."))
+            return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
+        status = 400
+    tokens = AgentToken.objects.filter(agent=agent).select_related("created_by")
+    return render(request, "projects/agent_settings.html", {
+        "project": project, "role": role, "agent": agent, "manifest_form": manifest_form,
+        "policy_form": policy_form, "tokens": tokens, "token_form": TokenForm(),
+        "new_token": request.session.pop("new_token", None),
+    }, status=status)
+
+
+@login_required
+@require_POST
+def token_create(request, slug, agent_slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    _admin_or_404(role)
+    agent = get_object_or_404(Agent, project=project, slug=agent_slug)
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Give the token a name (up to 100 characters).")
+    else:
+        days = form.cleaned_data["expires_in_days"]
+        _, raw = hooks.token_create(
+            agent=agent, name=form.cleaned_data["name"], created_by=request.user,
+            expires_at=timezone.now() + dt.timedelta(days=days) if days else None)
+        # Shown once, on the next page only; only its hash is stored.
+        request.session["new_token"] = raw
+    return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
+
+
+@login_required
+@require_POST
+def token_revoke(request, slug, agent_slug, token_id):
+    project, role = permissions.project_or_404(request.user, slug)
+    _admin_or_404(role)
+    token = get_object_or_404(AgentToken, pk=token_id, agent__project=project,
+                              agent__slug=agent_slug)
+    hooks.token_revoke(token=token, by=request.user)
+    messages.success(request, f"Revoked {token}.")
+    return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
+
+
+@login_required
+def session_list(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    sessions = AgentSession.objects.filter(agent__project=project).select_related("agent", "user")
+    if role == permissions.EMPLOYEE:
+        sessions = sessions.filter(user=request.user)
+    page = Paginator(sessions.order_by("-created_at"), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "projects/session_list.html",
+                  {"project": project, "role": role, "page": page})
+
+
+@login_required
+def session_detail(request, slug, session_id):
+    project, role = permissions.project_or_404(request.user, slug)
+    session = get_object_or_404(AgentSession.objects.select_related("agent", "user"),
+                                pk=session_id, agent__project=project)
+    if role == permissions.EMPLOYEE and session.user_id != request.user.pk:
+        raise Http404("No such session.")
+    file_ids = {f["file_id"] for s in session.receipt for f in s["files"] if f.get("file_id")}
+    known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids)
+                .values_list("pk", flat=True))
+    return render(request, "projects/session_detail.html", {
+        "project": project, "role": role, "session": session, "known": known,
+        "events": session.events.all(), "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f"),
+    })
+
+
+@login_required
+def proposal_list(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    if role not in (permissions.ADMIN, permissions.COMPLIANCE):
+        raise Http404("No such page.")
+    status = request.GET.get("status", "pending")
+    proposals = (Proposal.objects.filter(project=project, status=status)
+                 .select_related("file", "file__head", "file__agent", "file__user", "agent",
+                                 "decided_by").order_by("-created_at"))
+    page = Paginator(proposals, 10).get_page(request.GET.get("page"))
+    items = []
+    for proposal in page:
+        try:
+            current = store.file_read(proposal.file).text if proposal.file.head else ""
+        except store.StoreError:
+            current = ""
+        after = (current + ("" if not current or current.endswith("\n") else "\n")
+                 + proposal.content) if proposal.mode == "append" else proposal.content
+        items.append((proposal, diff_texts(current, after)))
+    return render(request, "projects/proposal_list.html", {
+        "project": project, "role": role, "page": page, "items": items, "status": status})
+
+
+@login_required
+@require_POST
+def proposal_decide(request, slug, proposal_id):
+    project, role = permissions.project_or_404(request.user, slug)
+    _admin_or_404(role)
+    proposal = get_object_or_404(Proposal, pk=proposal_id, project=project)
+    note = request.POST.get("note", "")[:500]
+    try:
+        if request.POST.get("decision") == "approve":
+            revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
+            messages.success(request, f"Approved: {proposal.file} is now revision {revision.number}.")
+        elif request.POST.get("decision") == "reject":
+            hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
+            messages.success(request, "Rejected. Nothing was written.")
+        else:
+            messages.error(request, "Choose approve or reject.")
+    except hooks.HookError as exc:
+        messages.error(request, exc.message)
+    except store.SaveConflict as exc:
+        messages.error(request, "The file changed since the agent proposed this replace: "
+                       f"{exc.message.split(' Your text')[0]} Reject it, or ask the agent again.")
+    except store.StoreError as exc:
+        messages.error(request, exc.message)
+    return redirect("projects:proposal_list", slug=slug)

@@ -1,0 +1,19 @@
+// Simulate view: the budget bar's widths (set here, since the CSP allows no inline styles)
+// and the copy button.
+(function () {
+  "use strict";
+  document.querySelectorAll(".budget-part").forEach(function (part) {
+    part.style.width = Math.min(100, parseFloat(part.dataset.width) || 0) + "%";
+  });
+  var button = document.getElementById("copy-prompt");
+  if (!button) { return; }
+  var status = document.getElementById("copy-status");
+  button.addEventListener("click", function () {
+    var text = document.getElementById(button.dataset.target).textContent;
+    navigator.clipboard.writeText(text).then(function () {
+      status.textContent = "Copied " + text.length.toLocaleString() + " characters.";
+    }, function () {
+      status.textContent = "The browser refused the clipboard; select the text and copy it.";
+    });
+  });
+})();
