@@ -1,0 +1,150 @@
+"""An agent's memory as a local folder, synchronised through the hook API.
+
+pull() writes the files the session was shown, at the revisions it was shown; files the
+agent's policy does not let it write are made read-only. push() sends every changed or new
+Markdown file back through the post hook (each change becomes a revision carrying the
+session id) and reports, per file, what happened. A file that changed in S3 meanwhile comes
+back as a conflict: the local copy is left exactly as it is, never dropped.
+
+    python -m runnerkit.sandbox pull --url URL --token T --session S --dir DIR
+    python -m runnerkit.sandbox push --url URL --token T --dir DIR [--summary TEXT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+from runnerkit.client import Client
+
+STATE = ".mgc-sandbox.json"
+BASE = ".mgc-base"  # the texts as pulled, to tell an append from an edit
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Sandbox:
+    def __init__(self, client: Client, session: str | None, folder: str | os.PathLike):
+        self.client = client
+        self.folder = Path(folder)
+        self.session = session
+
+    # -- pull ------------------------------------------------------------------------------------
+    def pull(self) -> dict:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        listing = self.client.sandbox_files(self.session)
+        state = {"session": self.session, "files": {}}
+        for item in listing["files"]:
+            target = self._local(item["path"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists():
+                target.chmod(stat.S_IRUSR | stat.S_IWUSR)
+            data = item["content"].encode("utf-8")
+            target.write_bytes(data)
+            mode = (stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH
+                    if item["writable"] else stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            target.chmod(mode)
+            base = self.folder / BASE / item["path"]
+            base.parent.mkdir(parents=True, exist_ok=True)
+            base.write_bytes(data)
+            state["files"][item["path"]] = {"revision": item["revision"], "sha256": _sha(data),
+                                            "writable": item["writable"], "modes": item["modes"]}
+        (self.folder / STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False),
+                                         encoding="utf-8")
+        return state
+
+    def _local(self, path: str) -> Path:
+        target = (self.folder / path).resolve()
+        if self.folder.resolve() not in target.parents:
+            raise ValueError(f"refusing a path outside the sandbox: {path}")
+        return target
+
+    # -- push ------------------------------------------------------------------------------------
+    def changes(self) -> tuple[list[dict], list[dict]]:
+        """(writes to send, local notes) from comparing the folder with what was pulled."""
+        state = json.loads((self.folder / STATE).read_text(encoding="utf-8"))
+        self.session = self.session or state["session"]
+        known = state["files"]
+        writes, notes = [], []
+        for local in sorted(self.folder.rglob("*.md")):
+            path = local.relative_to(self.folder).as_posix()
+            if path.startswith(BASE + "/"):
+                continue
+            data = local.read_bytes()
+            before = known.get(path)
+            if before and _sha(data) == before["sha256"]:
+                continue
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                notes.append({"path": path, "status": "kept_locally", "code": "not_utf8",
+                              "message": "Not UTF-8 text; not sent."})
+                continue
+            if before is None:
+                # A new file: the post hook's policy decides whether the agent may create it.
+                writes.append({"path": path, "mode": "append", "content": text})
+            elif not before["writable"]:
+                notes.append({"path": path, "status": "kept_locally", "code": "read_only",
+                              "message": "The policy does not let this agent write it."})
+            elif "replace" in before["modes"]:
+                writes.append({"path": path, "mode": "replace", "content": text,
+                               "base_revision": before["revision"]})
+            else:
+                old = self._pulled_text(path, before)
+                if old is not None and text.startswith(old):
+                    writes.append({"path": path, "mode": "append", "content": text[len(old):]})
+                else:
+                    notes.append({"path": path, "status": "kept_locally", "code": "append_only",
+                                  "message": "Only appends are allowed here, and the file was "
+                                             "changed above its end."})
+        for path in known:
+            if not (self.folder / path).exists():
+                notes.append({"path": path, "status": "kept_locally", "code": "deleted_locally",
+                              "message": "Deleting through the sandbox is not supported."})
+        return writes, notes
+
+    def _pulled_text(self, path: str, before: dict) -> str | None:
+        base = self.folder / BASE / path
+        if not base.exists() or _sha(base.read_bytes()) != before["sha256"]:
+            return None
+        return base.read_text(encoding="utf-8")
+
+    def push(self, summary: str | None = None) -> list[dict]:
+        writes, notes = self.changes()
+        results = []
+        if writes:
+            results = self.client.post(self.session, writes, summary)["results"]
+        return results + notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runnerkit.sandbox")
+    parser.add_argument("action", choices=["pull", "push"])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--token", default=os.environ.get("MGC_RUNNER_TOKEN", ""))
+    parser.add_argument("--session")
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--summary")
+    args = parser.parse_args(argv)
+    box = Sandbox(Client(args.url, args.token), args.session, args.dir)
+    if args.action == "pull":
+        if not args.session:
+            parser.error("pull needs --session")
+        state = box.pull()
+        print(f"pulled {len(state['files'])} file(s) into {args.dir}")
+        return 0
+    report = box.push(args.summary)
+    for item in report:
+        print(f"{item['status']:<12} {item['path']}  {item.get('message') or ''}".rstrip())
+    return 1 if any(r["status"] in ("conflict", "rejected") for r in report) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
