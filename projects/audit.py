@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from datetime import UTC
 
-from projects.models import Agent, AuditEvent, Project, Revision
+from django.db import transaction
+from django.utils import timezone
+
+from projects.models import Agent, AuditChain, AuditEvent, Project, Revision
 
 
 @dataclass(frozen=True)
@@ -52,15 +58,70 @@ def audit_record(
     obj: object | None = None,
     details: dict | None = None,
 ) -> AuditEvent:
-    """Append one event; call inside the transaction of the change it describes."""
-    return AuditEvent.objects.create(
-        actor_user=actor.user if actor.user is not None and actor.user.pk else None,
-        actor_agent=actor.agent,
-        actor_label=actor.label[:200],
-        action=action,
-        project=project,
-        object_type=type(obj).__name__.lower() if obj is not None else "",
-        object_id=str(getattr(obj, "pk", "") or ""),
-        object_repr=str(obj)[:300] if obj is not None else "",
-        details=details or {},
-    )
+    """Append one event to the hash chain; call inside the transaction of the change."""
+    with transaction.atomic():
+        chain = _chain_head()
+        event = AuditEvent(
+            created_at=timezone.now(),
+            actor_user=actor.user if actor.user is not None and actor.user.pk else None,
+            actor_agent=actor.agent,
+            actor_label=actor.label[:200],
+            action=action,
+            project=project,
+            object_type=type(obj).__name__.lower() if obj is not None else "",
+            object_id=str(getattr(obj, "pk", "") or ""),
+            object_repr=str(obj)[:300] if obj is not None else "",
+            details=json.loads(json.dumps(details or {}, default=str)),
+            seq=chain.last_seq + 1,
+            prev_hash=chain.last_hash,
+        )
+        event.hash = event_hash(event)
+        event.save()
+        chain.last_seq, chain.last_hash = event.seq, event.hash
+        chain.save(update_fields=["last_seq", "last_hash"])
+    return event
+
+
+def _chain_head() -> AuditChain:
+    chain = AuditChain.objects.select_for_update().filter(pk=1).first()
+    if chain is None:
+        AuditChain.objects.get_or_create(pk=1)
+        chain = AuditChain.objects.select_for_update().get(pk=1)
+    return chain
+
+
+def event_hash(event: AuditEvent) -> str:
+    """sha256 over the previous hash and every field a reader relies on."""
+    fields = {
+        "seq": event.seq, "prev": event.prev_hash,
+        "at": event.created_at.astimezone(UTC).isoformat(),
+        "actor_user": event.actor_user_id, "actor_agent": str(event.actor_agent_id or ""),
+        "actor": event.actor_label, "action": event.action,
+        "project": str(event.project_id or ""), "type": event.object_type,
+        "object": event.object_id, "repr": event.object_repr, "details": event.details,
+    }
+    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def audit_verify() -> list[str]:
+    """Problems in the chain: edited events (hash mismatch), deleted ones (gaps, broken
+    links, a head that points past the newest event). Empty means intact."""
+    problems: list[str] = []
+    expected_seq, previous = 1, ""
+    for event in AuditEvent.objects.order_by("seq").iterator(chunk_size=2000):
+        if event.seq is None:
+            problems.append(f"event {event.pk} is outside the chain")
+            continue
+        if event.seq != expected_seq:
+            problems.append(f"events {expected_seq}..{event.seq - 1} are missing")
+        if event.prev_hash != previous:
+            problems.append(f"event {event.seq} does not follow the event before it")
+        if event_hash(event) != event.hash:
+            problems.append(f"event {event.seq} was edited (hash mismatch)")
+        expected_seq, previous = event.seq + 1, event.hash
+    chain = AuditChain.objects.filter(pk=1).first()
+    if chain is not None and (chain.last_seq != expected_seq - 1 or chain.last_hash != previous):
+        problems.append(f"the newest events after {expected_seq - 1} are missing "
+                        f"(the chain's head is at {chain.last_seq})")
+    return problems

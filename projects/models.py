@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from projects import layout
 
@@ -236,7 +237,7 @@ class Revision(models.Model):
 class AuditEvent(models.Model):
     """Append-only trail: who did what to which object, when (shape of admin's LogEntry)."""
 
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True, help_text="When.")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True, help_text="When.")
     actor_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="+", help_text="The person who acted.",
@@ -255,12 +256,29 @@ class AuditEvent(models.Model):
     object_id = models.CharField(max_length=64, blank=True, help_text="Id of the object.")
     object_repr = models.CharField(max_length=300, blank=True, help_text="Object as shown.")
     details = models.JSONField(default=dict, blank=True, help_text="Revision numbers, reasons.")
+    seq = models.PositiveBigIntegerField(
+        unique=True, null=True, help_text="Position in the hash chain: 1, 2, 3... with no gaps.")
+    prev_hash = models.CharField(max_length=64, blank=True,
+                                 help_text="hash of the event before (empty for the first).")
+    hash = models.CharField(max_length=64, blank=True,
+                            help_text="sha256 over prev_hash and this event's fields.")
 
     class Meta:
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action} {self.object_repr}"
+
+
+class AuditChain(models.Model):
+    """The chain's head, one row: locked while an event is appended, so the chain never forks,
+    and compared by verify_audit so that deleting the newest events is noticed too."""
+
+    last_seq = models.PositiveBigIntegerField(default=0, help_text="seq of the newest event.")
+    last_hash = models.CharField(max_length=64, blank=True, help_text="hash of the newest event.")
+
+    def __str__(self) -> str:
+        return f"audit chain at {self.last_seq}"
 
 
 class AgentToken(models.Model):

@@ -1,0 +1,61 @@
+"""The audit trail is a hash chain: verify_audit notices an edited or deleted event."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from projects import store
+from projects.audit import Actor, audit_record, audit_verify
+from projects.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def trail(project, person):
+    actor = Actor.person(person)
+    for n in range(5):
+        audit_record(actor=actor, action="test.event", project=project,
+                     details={"n": n, "text": "Профиль"})
+    return list(AuditEvent.objects.order_by("seq"))
+
+
+def test_events_are_chained(trail):
+    assert [e.seq for e in trail] == [1, 2, 3, 4, 5]
+    assert trail[0].prev_hash == "" and all(
+        b.prev_hash == a.hash for a, b in zip(trail, trail[1:], strict=False))
+    assert audit_verify() == []
+    out = StringIO()
+    call_command("verify_audit", stdout=out)
+    assert "intact: 5 event(s)" in out.getvalue()
+
+
+def test_an_edited_event_is_detected(trail):
+    AuditEvent.objects.filter(pk=trail[2].pk).update(actor_label="someone else")
+    assert audit_verify() == ["event 3 was edited (hash mismatch)"]
+    with pytest.raises(CommandError, match="NOT intact"):
+        call_command("verify_audit", stdout=StringIO(), stderr=StringIO())
+
+
+def test_edited_details_are_detected(trail):
+    AuditEvent.objects.filter(pk=trail[1].pk).update(details={"n": 99})
+    assert "event 2 was edited (hash mismatch)" in audit_verify()
+
+
+def test_a_deleted_event_is_detected(trail):
+    AuditEvent.objects.filter(pk=trail[2].pk).delete()
+    problems = audit_verify()
+    assert "events 3..3 are missing" in problems
+    assert "event 4 does not follow the event before it" in problems
+
+
+def test_deleting_the_newest_events_is_detected(trail):
+    AuditEvent.objects.filter(seq__gte=4).delete()
+    assert audit_verify() == ["the newest events after 3 are missing (the chain's head is at 5)"]
+
+
+def test_store_writes_join_the_chain(s3, workspace_file, actor):
+    store.file_save(file=workspace_file, content="2\n", actor=actor, base_revision=1)
+    assert audit_verify() == []
+    assert list(AuditEvent.objects.order_by("seq").values_list("seq", flat=True)) == [1, 2]
