@@ -149,7 +149,7 @@ MGC_MAX_FILE_BYTES = env_int("MGC_MAX_FILE_BYTES", 256 * 1024)
 
 # Largest runner API request body (a post hook carrying several files), in bytes.
 MGC_API_MAX_BODY_BYTES = env_int("MGC_API_MAX_BODY_BYTES", 2 * 1024 * 1024)
-# Accepted but unused by Django for JSON bodies; kept above the API limit so the API's own
+# Django refuses request bodies above this; kept above the API limit so the API's own JSON
 # 413 answers first.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MGC_API_MAX_BODY_BYTES + 1024)
 

@@ -154,16 +154,19 @@ def _head_text(file: MemoryFile) -> tuple[str, int | None]:
     return store.revision_read(head), head.number
 
 
+def appended(text: str, content: str) -> str:
+    """`content` added at the end of `text`, on a line of its own."""
+    return text + ("" if not text or text.endswith("\n") else "\n") + content
+
+
 def _append(file: MemoryFile, content: str, actor: Actor, message: str):
     for attempt in range(_APPEND_ATTEMPTS):
         text, base = _head_text(file)
-        joined = text + ("" if not text or text.endswith("\n") else "\n") + content
         try:
-            return store.file_save(file=file, content=joined, actor=actor, message=message,
-                                   base_revision=base)
+            return store.file_save(file=file, content=appended(text, content), actor=actor,
+                                   message=message, base_revision=base)
         except store.SaveConflict:
             # An append commutes with whatever landed meanwhile: take the new head, try again.
-            file.refresh_from_db()
             file = MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
             if attempt == _APPEND_ATTEMPTS - 1:
                 raise

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.core.exceptions import ValidationError
 from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from projects import injection, store
 from projects.models import Agent, MemoryFile, Revision
@@ -53,6 +56,18 @@ def context_files(*, agent: Agent, user, manifest: injection.Manifest,
                                    file_id=str(f.pk)) for f, r in pairs]
         for tag, pairs in by_source.items()
     }
+
+
+def parse_moment(raw: str) -> dt.datetime | None:
+    """A moment typed by a person ('2026-12-01T09:00', UTC unless it says otherwise)."""
+    if not raw:
+        return None
+    value = parse_datetime(raw)
+    if value is None:
+        raise ValidationError("Give the moment as YYYY-MM-DDTHH:MM (UTC).", code="bad_time")
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, dt.UTC)
+    return value
 
 
 def _display(file: MemoryFile) -> str:

@@ -79,15 +79,15 @@ class SaveConflict(StoreError):
     def __init__(self, *, reason: str, head: Revision | None, head_text: str, your_text: str,
                  base_revision: int | None):
         if reason == "external_change":
-            message = ("The file was changed directly in storage since you opened it; that "
-                       "change is now revision %s. Your text is kept below." % (
-                           head.number if head else "-"))
+            summary = ("The file was changed directly in storage since you opened it; that "
+                       "change is now revision %s." % (head.number if head else "-"))
         else:
-            message = ("The file changed since you opened it (you started from revision %s, "
-                       "the latest is %s). Your text is kept below." % (
+            summary = ("The file changed since you opened it (you started from revision %s, "
+                       "the latest is %s)." % (
                            base_revision if base_revision is not None else "none",
                            head.number if head else "none"))
-        super().__init__(message)
+        super().__init__(f"{summary} Your text is kept below.")
+        self.summary = summary  # without the editor's note, for callers that keep no text
         self.reason = reason
         self.head = head
         self.head_text = head_text

@@ -122,6 +122,14 @@ def person(make_user, project):
 
 
 @pytest.fixture
+def admin(make_user, project):
+    """Olga, an admin of the project."""
+    user = make_user("olga")
+    Membership.objects.create(user=user, project=project, role="admin")
+    return user
+
+
+@pytest.fixture
 def actor(person) -> Actor:
     return Actor.person(person)
 

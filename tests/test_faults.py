@@ -87,16 +87,22 @@ def revision_inserts_fail():
             cursor.execute("CREATE TRIGGER mgc_refuse BEFORE INSERT ON projects_revision "
                            "BEGIN SELECT RAISE(ABORT, 'injected database failure'); END")
     yield
+    _drop_refusal_trigger()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("DROP FUNCTION IF EXISTS mgc_refuse()")
+
+
+def _drop_refusal_trigger():
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse ON projects_revision")
-            cursor.execute("DROP FUNCTION IF EXISTS mgc_refuse()")
         else:
             cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse")
 
 
 def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishes_save(
-        s3, workspace_file, actor, revision_inserts_fail, request):
+        s3, workspace_file, actor, revision_inserts_fail):
     with pytest.raises(DatabaseError):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1,
                         message="half done")
@@ -107,12 +113,7 @@ def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishe
     content = store.file_read(file)
     assert (content.text, content.drifted) == ("first\n", True)
 
-    request.getfixturevalue("revision_inserts_fail")  # still installed: drop it now
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse ON projects_revision")
-        else:
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse")
+    _drop_refusal_trigger()  # the database works again
 
     findings = store.reconcile(project=file.project, orphan_grace_seconds=0)
     assert [f.kind for f in findings] == ["adopted"]
@@ -128,11 +129,7 @@ def test_next_save_after_half_done_save_recovers_it_first(s3, workspace_file, ac
                                                          revision_inserts_fail):
     with pytest.raises(DatabaseError):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse ON projects_revision")
-        else:
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse")
+    _drop_refusal_trigger()
     # The editor still shows base 1; saving again finds the unrecorded head and says so.
     with pytest.raises(store.SaveConflict) as info:
         store.file_save(file=_reload(workspace_file), content="second, edited\n", actor=actor,

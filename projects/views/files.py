@@ -4,6 +4,8 @@ Every read and write goes through projects.store (no second path to S3). A faile
 loses text: the page comes back with the text in the editor and says what went wrong.
 """
 
+from urllib.parse import quote
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -165,14 +167,9 @@ def revision_raw(request, slug, file_id, number):
     name = file.path.rsplit("/", 1)[-1].removesuffix(".md")
     response["Content-Disposition"] = (
         f'attachment; filename="r{revision.number}.md"; '
-        f"filename*=UTF-8''{_quote(name)}.r{revision.number}.md")
+        f"filename*=UTF-8''{quote(name, safe='')}.r{revision.number}.md")
     response["X-Content-Type-Options"] = "nosniff"
     return response
-
-
-def _quote(value: str) -> str:
-    from urllib.parse import quote
-    return quote(value, safe="")
 
 
 @login_required
@@ -211,7 +208,7 @@ def file_restore(request, slug, file_id, number):
                                       message=form.cleaned_data["message"],
                                       base_revision=form.cleaned_data["base_revision"])
     except store.SaveConflict as conflict:
-        messages.error(request, conflict.message.replace(" Your text is kept below.", "")
+        messages.error(request, conflict.summary
                        + " Nothing was restored; look at the latest revision and try again.")
         return redirect("projects:file_history", slug=slug, file_id=file.pk)
     except (store.StoreError, ValidationError) as exc:
@@ -236,8 +233,7 @@ def file_delete(request, slug, file_id):
                           message=form.cleaned_data["message"],
                           base_revision=form.cleaned_data["base_revision"])
     except store.SaveConflict as conflict:
-        messages.error(request, conflict.message.replace(" Your text is kept below.", "")
-                       + " Nothing was deleted.")
+        messages.error(request, conflict.summary + " Nothing was deleted.")
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
     except store.StoreError as exc:
         messages.error(request, exc.message)

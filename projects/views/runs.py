@@ -10,10 +10,9 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
-from projects import hooks, injection, permissions, selectors, store
+from projects import hooks, permissions, selectors, store
 from projects.diffing import diff_texts
 from projects.forms import JsonSettingForm, TokenForm
 from projects.models import Agent, AgentSession, AgentToken, Membership, MemoryFile, Proposal
@@ -24,17 +23,6 @@ PAGE_SIZE = 25
 def _admin_or_404(role: str) -> None:
     if role != permissions.ADMIN:
         raise Http404("No such page.")
-
-
-def _parse_at(raw: str) -> dt.datetime | None:
-    if not raw:
-        return None
-    value = parse_datetime(raw)
-    if value is None:
-        raise ValidationError("Give the moment as YYYY-MM-DDTHH:MM (UTC).", code="bad_time")
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value, dt.UTC)
-    return value
 
 
 @login_required
@@ -62,7 +50,7 @@ def simulate(request, slug):
     if agent is None:
         return render(request, "projects/simulate.html", context)
     try:
-        at = _parse_at(context["at_raw"])
+        at = selectors.parse_moment(context["at_raw"])
         assembly = selectors.build_context(agent=agent, user=user, at=at)
     except ValidationError as exc:
         context["error"] = " ".join(exc.messages)
@@ -99,28 +87,23 @@ def agent_settings(request, slug, agent_slug):
     status = 200
     if request.method == "POST":
         which = request.POST.get("which")
-        form = JsonSettingForm(request.POST, prefix=which if which in ("manifest", "policy") else "x")
+        if which not in ("manifest", "policy"):
+            raise Http404("No such setting.")
+        form = JsonSettingForm(request.POST, prefix=which)
         if which == "manifest":
             manifest_form = form
-            if form.is_valid():
-                try:
-                    injection.parse_manifest(form.cleaned_data["value"])
-                except ValidationError as exc:
-                    form.add_error("value", exc)
-        elif which == "policy":
-            policy_form = form
-            if form.is_valid():
-                try:
-                    hooks.validate_policy(form.cleaned_data["value"])
-                except ValidationError as exc:
-                    form.add_error("value", exc)
         else:
-            raise Http404("No such setting.")
+            policy_form = form
         if form.is_valid():
-            hooks.agent_settings_update(agent=agent, by=request.user, **{which: form.cleaned_data["value"]})
-            messages.success(request, "Saved the " + ("injection manifest." if which == "manifest"
-                                                     else "hook policy."))
-            return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
+            try:
+                hooks.agent_settings_update(agent=agent, by=request.user,
+                                            **{which: form.cleaned_data["value"]})
+            except ValidationError as exc:
+                form.add_error("value", exc)
+            else:
+                messages.success(request, "Saved the " + ("injection manifest."
+                                                         if which == "manifest" else "hook policy."))
+                return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
         status = 400
     tokens = AgentToken.objects.filter(agent=agent).select_related("created_by")
     return render(request, "projects/agent_settings.html", {
@@ -204,8 +187,8 @@ def proposal_list(request, slug):
             current = store.file_read(proposal.file).text if proposal.file.head else ""
         except store.StoreError:
             current = ""
-        after = (current + ("" if not current or current.endswith("\n") else "\n")
-                 + proposal.content) if proposal.mode == "append" else proposal.content
+        after = (hooks.appended(current, proposal.content) if proposal.mode == "append"
+                 else proposal.content)
         items.append((proposal, diff_texts(current, after)))
     return render(request, "projects/proposal_list.html", {
         "project": project, "role": role, "page": page, "items": items, "status": status})
@@ -231,7 +214,7 @@ def proposal_decide(request, slug, proposal_id):
         messages.error(request, exc.message)
     except store.SaveConflict as exc:
         messages.error(request, "The file changed since the agent proposed this replace: "
-                       f"{exc.message.split(' Your text')[0]} Reject it, or ask the agent again.")
+                       f"{exc.summary} Reject it, or ask the agent again.")
     except store.StoreError as exc:
         messages.error(request, exc.message)
     return redirect("projects:proposal_list", slug=slug)

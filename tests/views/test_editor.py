@@ -11,13 +11,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin(make_user, project):
-    user = make_user("olga")
-    Membership.objects.create(user=user, project=project, role="admin")
-    return user
-
-
-@pytest.fixture
 def profile(s3, project, person):
     """Maria's USER.md with two revisions."""
     revision = store.file_create(project=project, scope="user", user=person, path="USER.md",

@@ -17,13 +17,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin(make_user, project):
-    user = make_user("olga")
-    Membership.objects.create(user=user, project=project, role="admin")
-    return user
-
-
-@pytest.fixture
 def memory(s3, project, agent, person):
     system = Actor.system("t")
     store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",

@@ -5,7 +5,6 @@ from django.core.management.base import BaseCommand, CommandError
 from projects import selectors
 from projects.models import Agent, Membership
 from projects.store import StoreError
-from projects.views.runs import _parse_at
 
 
 class Command(BaseCommand):
@@ -31,7 +30,7 @@ class Command(BaseCommand):
                                                                project=found.project).exists():
                 raise CommandError(f"No member {user!r} in project {project!r}.")
         try:
-            assembly = selectors.build_context(agent=found, user=person, at=_parse_at(at))
+            assembly = selectors.build_context(agent=found, user=person, at=selectors.parse_moment(at))
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from exc
         except StoreError as exc:
