@@ -222,6 +222,10 @@ class Revision(models.Model):
     restored_from = models.PositiveIntegerField(
         null=True, blank=True, help_text="Number of the revision this one restores.",
     )
+    findings = models.JSONField(
+        default=list, blank=True,
+        help_text="Likely personal data and secrets the scanner saw (kind, place, masked excerpt).",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was recorded.")
 
     class Meta:
@@ -386,3 +390,47 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.mode} {self.file} by {self.agent}"
+
+
+class ReviewMark(models.Model):
+    """How far one reviewer has read one file: every revision up to `number` is reviewed."""
+
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                 related_name="review_marks", help_text="The reviewer.")
+    file = models.ForeignKey(MemoryFile, on_delete=models.CASCADE, related_name="review_marks",
+                             help_text="The file reviewed.")
+    number = models.PositiveIntegerField(help_text="Revisions up to this number are reviewed.")
+    reviewed_at = models.DateTimeField(default=timezone.now, help_text="When it was marked.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["reviewer", "file"], name="one_mark_per_reviewer_file"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} reviewed {self.file} up to r{self.number}"
+
+
+class Flag(models.Model):
+    """A reviewer's concern about a revision, with a comment, until someone resolves it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="flags",
+                                help_text="Owning project.")
+    file = models.ForeignKey(MemoryFile, on_delete=models.CASCADE, related_name="flags",
+                             help_text="The file flagged.")
+    revision = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="flags",
+                                 help_text="The revision the concern is about.")
+    comment = models.TextField(help_text="What is wrong, for whoever fixes it.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+", help_text="The reviewer who raised it.")
+    created_at = models.DateTimeField(default=timezone.now, help_text="When it was raised.")
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+",
+                                    help_text="Who resolved it.")
+    resolved_at = models.DateTimeField(null=True, blank=True, help_text="When it was resolved.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"flag on {self.file} r{self.revision.number if self.revision_id else '?'}"

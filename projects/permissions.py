@@ -2,6 +2,15 @@
 
 Superusers are global admins. Everyone else acts through a Membership in a project. A person
 with no membership in a project gets 404 for it and for everything in it: no hint it exists.
+A member who lacks the right for a page gets 404 too, so the answer never says that an object
+exists which the person may not see. The matrix:
+
+    admin       manages the project: members, agents, tokens, hook policies, isolation,
+                proposals, erasure; edits every file; reads everything
+    compliance  reads everything (files, history, diffs, sessions, audit); reviews and flags;
+                exports; never edits memory. Its reads of memory are audited.
+    employee    edits only their own USER.md, sees its history, reads the agents' files and
+                simulates what agents are told about them; sees only their own sessions
 """
 
 from __future__ import annotations
@@ -42,6 +51,32 @@ def project_or_404(user, slug: str) -> tuple[Project, str]:
     return project, role
 
 
+def require(allowed: bool) -> None:
+    """404, never 403: a refusal must not confirm that the object exists."""
+    if not allowed:
+        raise Http404("No such page.")
+
+
+def can_manage(role: str | None) -> bool:
+    """Members, agents, tokens, hook policies, isolation, proposals, erasure."""
+    return role == ADMIN
+
+
+def can_review(role: str | None) -> bool:
+    """Audit trail, review queue, flags, proposals (read), export."""
+    return role in (ADMIN, COMPLIANCE)
+
+
+def sees_everyone(role: str | None) -> bool:
+    """Everyone's profiles, sessions and simulations; an employee sees only their own."""
+    return role in (ADMIN, COMPLIANCE)
+
+
+def reads_are_audited(role: str | None) -> bool:
+    """Compliance staff read everyone's memory; each of those reads leaves an audit event."""
+    return role == COMPLIANCE
+
+
 def can_read_file(user, role: str, file: MemoryFile) -> bool:
     """Admins and compliance read every file of their projects; employees their own USER.md
     and the agents' files (they see what agents are told, not others' profiles)."""
@@ -59,7 +94,7 @@ def can_edit_file(user, role: str, file: MemoryFile) -> bool:
     return role == EMPLOYEE and file.scope == MemoryFile.Scope.USER and file.user_id == user.pk
 
 
-def can_see_workspace(role: str) -> bool:
+def can_see_workspace(role: str | None) -> bool:
     """Episodic memory is the team's: admins and compliance staff, not each employee."""
     return role in (ADMIN, COMPLIANCE)
 

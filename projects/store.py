@@ -35,7 +35,7 @@ from django.db import transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from projects import layout
+from projects import layout, scanning
 from projects.audit import Actor, audit_record
 from projects.models import Agent, MemoryFile, Project, Revision
 from projects.storage import MARKDOWN_CONTENT_TYPE, MemoryStorage
@@ -526,7 +526,7 @@ def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, sha
         raise _HeadChanged() from None
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from,
-                   action="file.restore" if restored_from else "file.save")
+                   action="file.restore" if restored_from else "file.save", data=data)
 
 
 def _delete_quietly(storage: MemoryStorage, key: str) -> None:
@@ -538,12 +538,16 @@ def _delete_quietly(storage: MemoryStorage, key: str) -> None:
 
 def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Actor, message: str,
             snapshot_key: str, etag: str, action: str, is_deletion: bool = False,
-            restored_from: int | None = None, details: dict | None = None) -> Revision:
+            restored_from: int | None = None, details: dict | None = None,
+            data: bytes = b"") -> Revision:
+    findings = [finding.as_dict() for finding in scanning.scan(_decode(data))] if data else []
+    if findings:
+        details = {**(details or {}), "findings": scanning.summary(findings)}
     revision = Revision.objects.create(
         file=locked, number=number, sha256=sha, size=size, author_kind=actor.kind,
         author_user=actor.user, author_agent=actor.agent, author_label=actor.label[:200],
         session_ref=actor.session_ref, message=message[:500], snapshot_key=snapshot_key,
-        is_deletion=is_deletion, restored_from=restored_from,
+        is_deletion=is_deletion, restored_from=restored_from, findings=findings,
     )
     locked.head = revision
     locked.head_etag = etag
@@ -597,7 +601,7 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
             details["not_utf8"] = True
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from, action=action,
-                   details=details)
+                   details=details, data=data)
 
 
 # --- Reconcile -----------------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 from django import template
 
+from projects import permissions
+from projects.scanning import LABELS
+
 register = template.Library()
 
 
@@ -9,3 +12,18 @@ def page_query(context, number) -> str:
     query = context["request"].GET.copy()
     query["page"] = number
     return "?" + query.urlencode()
+
+
+@register.filter
+def finding_label(kind: str) -> str:
+    """'api_key' -> 'API key or token'."""
+    return LABELS.get(kind, kind)
+
+
+@register.filter
+def can(role: str | None, capability: str) -> bool:
+    """`{% if role|can:"manage" %}`: templates ask permissions.py, never compare roles."""
+    checks = {"manage": permissions.can_manage, "review": permissions.can_review,
+              "see_everyone": permissions.sees_everyone,
+              "see_workspace": permissions.can_see_workspace}
+    return checks[capability](role)

@@ -38,7 +38,7 @@ def project_detail(request, slug):
         "workspace_count": MemoryFile.objects.filter(project=project, scope="workspace").count(),
         "pending_count": project.proposals.filter(status="pending").count(),
     }
-    if role == permissions.EMPLOYEE:
+    if not permissions.sees_everyone(role):
         context["my_profile"] = store.file_lookup(project=project, scope="user", user=request.user,
                                                   path=layout.USER_FILE)
     return render(request, "projects/project_detail.html", context)
@@ -53,7 +53,7 @@ def agent_detail(request, slug, agent_slug):
     files = [(name, existing.get(name)) for name in layout.AGENT_FILES]
     return render(request, "projects/agent_detail.html", {
         "project": project, "role": role, "agent": agent, "files": files,
-        "can_edit": role == permissions.ADMIN,
+        "can_edit": permissions.can_manage(role),
     })
 
 
@@ -62,7 +62,7 @@ def people(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     members = Membership.objects.filter(project=project).select_related("user").order_by(
         "user__username")
-    if role == permissions.EMPLOYEE:
+    if not permissions.sees_everyone(role):
         members = members.filter(user=request.user)
     page = Paginator(members, PAGE_SIZE).get_page(request.GET.get("page"))
     profiles = {f.user_id: f for f in MemoryFile.objects.filter(
@@ -98,7 +98,7 @@ def workspace(request, slug):
     return render(request, "projects/workspace.html", {
         "project": project, "role": role, "folder": folder, "crumbs": crumbs,
         "subfolders": sorted(subfolders), "page": page, "form": form,
-        "can_create": role == permissions.ADMIN,
+        "can_create": permissions.can_manage(role),
     })
 
 
@@ -106,8 +106,7 @@ def workspace(request, slug):
 @require_POST
 def workspace_new(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
-    if role != permissions.ADMIN:
-        raise Http404("No such page.")
+    permissions.require(permissions.can_manage(role))
     form = NewWorkspaceFileForm(request.POST)
     if form.is_valid():
         file = store.file_ensure(project=project, scope="workspace", path=form.cleaned_data["path"])
@@ -128,15 +127,13 @@ def file_open(request, slug):
     try:
         if scope == "agent":
             agent = get_object_or_404(Agent, project=project, pk=request.POST.get("agent"))
-            if role != permissions.ADMIN:
-                raise Http404("No such page.")
+            permissions.require(permissions.can_manage(role))
             file = store.file_ensure(project=project, scope="agent", agent=agent,
                                      path=request.POST.get("path", ""))
         elif scope == "user":
             user = get_object_or_404(get_user_model(), pk=request.POST.get("user"),
                                      memberships__project=project)
-            if not (role == permissions.ADMIN or user.pk == request.user.pk):
-                raise Http404("No such page.")
+            permissions.require(permissions.can_manage(role) or user.pk == request.user.pk)
             file = store.file_ensure(project=project, scope="user", user=user,
                                      path=layout.USER_FILE)
         else:

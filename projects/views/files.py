@@ -14,7 +14,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from projects import permissions, store
+from projects import permissions, scanning, store
 from projects.audit import Actor
 from projects.diffing import diff_texts
 from projects.forms import DeleteForm, EditForm, RestoreForm
@@ -94,6 +94,10 @@ def file_edit(request, slug, file_id):
                 form.add_error(None, exc)
             else:
                 messages.success(request, f"Saved revision {revision.number}.")
+                if revision.findings:
+                    messages.warning(request, "The scanner saw what may be personal data or a "
+                                     f"secret: {scanning.summary(revision.findings)}. Reviewers "
+                                     "see it flagged; remove it if agents should not read it.")
                 return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
         context.update(form=form, opened_revision=form.data.get("base_revision")
                        if not context.get("conflict") else form.initial.get("base_revision"),
@@ -122,8 +126,11 @@ def preview(request):
     text = request.POST.get("content", "")
     if len(text.encode("utf-8", errors="replace")) > settings.MGC_MAX_FILE_BYTES:
         return JsonResponse({"error": "The text is larger than the file size limit."}, status=413)
-    return JsonResponse({"html": render_markdown(text.replace("\r\n", "\n")),
-                         "bytes": len(text.replace("\r\n", "\n").encode("utf-8", errors="replace"))})
+    text = text.replace("\r\n", "\n")
+    warnings = [{"label": f.label, "line": f.line, "excerpt": f.excerpt}
+                for f in scanning.scan(text)]
+    return JsonResponse({"html": render_markdown(text), "warnings": warnings,
+                         "bytes": len(text.encode("utf-8", errors="replace"))})
 
 
 @login_required

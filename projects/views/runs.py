@@ -20,11 +20,6 @@ from projects.models import Agent, AgentSession, AgentToken, Membership, MemoryF
 PAGE_SIZE = 25
 
 
-def _admin_or_404(role: str) -> None:
-    if role != permissions.ADMIN:
-        raise Http404("No such page.")
-
-
 @login_required
 def simulate(request, slug):
     """The prompt exactly as the runner would receive it, section by section. No side effects."""
@@ -32,14 +27,14 @@ def simulate(request, slug):
     agents = list(Agent.objects.filter(project=project).order_by("name"))
     members = (Membership.objects.filter(project=project).select_related("user")
                .order_by("user__username"))
-    if role == permissions.EMPLOYEE:
+    if not permissions.sees_everyone(role):
         members = members.filter(user=request.user)  # "what does the agent know about me"
     members = list(members)
     agent = next((a for a in agents if a.slug == request.GET.get("agent")), None)
     if agent is None and agents:
         agent = agents[0]
     user = None
-    if role == permissions.EMPLOYEE:
+    if not permissions.sees_everyone(role):
         user = request.user
     elif request.GET.get("user"):
         user = next((m.user for m in members if str(m.user_id) == request.GET["user"]), None)
@@ -78,7 +73,7 @@ def simulate(request, slug):
 @login_required
 def agent_settings(request, slug, agent_slug):
     project, role = permissions.project_or_404(request.user, slug)
-    _admin_or_404(role)
+    permissions.require(permissions.can_manage(role))
     agent = get_object_or_404(Agent, project=project, slug=agent_slug)
     manifest_form = JsonSettingForm(prefix="manifest", initial={
         "value": json.dumps(agent.manifest, indent=2, ensure_ascii=False)})
@@ -117,7 +112,7 @@ def agent_settings(request, slug, agent_slug):
 @require_POST
 def token_create(request, slug, agent_slug):
     project, role = permissions.project_or_404(request.user, slug)
-    _admin_or_404(role)
+    permissions.require(permissions.can_manage(role))
     agent = get_object_or_404(Agent, project=project, slug=agent_slug)
     form = TokenForm(request.POST)
     if not form.is_valid():
@@ -136,7 +131,7 @@ def token_create(request, slug, agent_slug):
 @require_POST
 def token_revoke(request, slug, agent_slug, token_id):
     project, role = permissions.project_or_404(request.user, slug)
-    _admin_or_404(role)
+    permissions.require(permissions.can_manage(role))
     token = get_object_or_404(AgentToken, pk=token_id, agent__project=project,
                               agent__slug=agent_slug)
     hooks.token_revoke(token=token, by=request.user)
@@ -148,7 +143,7 @@ def token_revoke(request, slug, agent_slug, token_id):
 def session_list(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     sessions = AgentSession.objects.filter(agent__project=project).select_related("agent", "user")
-    if role == permissions.EMPLOYEE:
+    if not permissions.sees_everyone(role):
         sessions = sessions.filter(user=request.user)
     page = Paginator(sessions.order_by("-created_at"), PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "projects/session_list.html",
@@ -160,7 +155,7 @@ def session_detail(request, slug, session_id):
     project, role = permissions.project_or_404(request.user, slug)
     session = get_object_or_404(AgentSession.objects.select_related("agent", "user"),
                                 pk=session_id, agent__project=project)
-    if role == permissions.EMPLOYEE and session.user_id != request.user.pk:
+    if not permissions.sees_everyone(role) and session.user_id != request.user.pk:
         raise Http404("No such session.")
     file_ids = {f["file_id"] for s in session.receipt for f in s["files"] if f.get("file_id")}
     known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids)
@@ -174,8 +169,7 @@ def session_detail(request, slug, session_id):
 @login_required
 def proposal_list(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
-    if role not in (permissions.ADMIN, permissions.COMPLIANCE):
-        raise Http404("No such page.")
+    permissions.require(permissions.can_review(role))
     status = request.GET.get("status", "pending")
     proposals = (Proposal.objects.filter(project=project, status=status)
                  .select_related("file", "file__head", "file__agent", "file__user", "agent",
@@ -198,7 +192,7 @@ def proposal_list(request, slug):
 @require_POST
 def proposal_decide(request, slug, proposal_id):
     project, role = permissions.project_or_404(request.user, slug)
-    _admin_or_404(role)
+    permissions.require(permissions.can_manage(role))
     proposal = get_object_or_404(Proposal, pk=proposal_id, project=project)
     note = request.POST.get("note", "")[:500]
     try:

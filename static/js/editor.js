@@ -8,6 +8,7 @@
   var preview = document.getElementById("preview");
   var size = document.getElementById("size");
   var status = document.getElementById("preview-status");
+  var warnings = document.getElementById("scan-warnings");
   var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   var maxBytes = parseInt(form.dataset.maxBytes, 10);
   var dirty = form.dataset.dirty === "true";
@@ -39,12 +40,25 @@
       if (result.ok) {
         preview.innerHTML = result.data.html;  // sanitized by the server (nh3)
         status.textContent = "Preview up to date";
+        showWarnings(result.data.warnings || []);
       } else {
         status.textContent = result.data.error || "Preview failed";
       }
     }).catch(function () {
       if (mine === sequence) { status.textContent = "Preview unavailable: the server did not answer"; }
     });
+  }
+
+  // What the scanner sees while the person types: text only, built with textContent.
+  function showWarnings(items) {
+    var list = warnings.querySelector("ul");
+    list.textContent = "";
+    items.forEach(function (item) {
+      var li = document.createElement("li");
+      li.textContent = "Line " + item.line + ": " + item.label + " (" + item.excerpt + ")";
+      list.appendChild(li);
+    });
+    warnings.hidden = items.length === 0;
   }
 
   text.addEventListener("input", function () {
