@@ -122,8 +122,16 @@ def agent_file_key(prefix: str, agent_id: uuid.UUID, name: str) -> str:
     return f"{prefix}agents/{_uuid(agent_id)}/{name}"
 
 
+def agent_prefix(prefix: str, agent_id: uuid.UUID) -> str:
+    return f"{prefix}agents/{_uuid(agent_id)}/"
+
+
+def user_prefix(prefix: str, user_id: int) -> str:
+    return f"{prefix}users/{_user_id(user_id)}/"
+
+
 def user_file_key(prefix: str, user_id: int) -> str:
-    return f"{prefix}users/{_user_id(user_id)}/{USER_FILE}"
+    return f"{user_prefix(prefix, user_id)}{USER_FILE}"
 
 
 def workspace_file_key(prefix: str, relative_path: str) -> str:

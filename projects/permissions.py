@@ -33,6 +33,16 @@ def visible_projects(user) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user=user).distinct()
 
 
+def reviewable_projects(user) -> QuerySet[Project]:
+    """Projects whose audit trail and review queue the user may see."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    if user.is_superuser:
+        return Project.objects.all()
+    return Project.objects.filter(memberships__user=user,
+                                  memberships__role__in=[ADMIN, COMPLIANCE]).distinct()
+
+
 def role_in(user, project: Project) -> str | None:
     """The user's role in the project; superusers are admins everywhere."""
     if not user.is_authenticated:

@@ -4,14 +4,24 @@ as they were at a moment in the past. Assembly itself is pure (projects.injectio
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from projects import injection, store
-from projects.models import Agent, MemoryFile, Revision
+from projects import injection, permissions, store
+from projects.models import (
+    Agent,
+    AuditEvent,
+    Flag,
+    MemoryFile,
+    Project,
+    ReviewMark,
+    Revision,
+)
 
 
 def _revision_at(files: list[MemoryFile], at: dt.datetime | None) -> dict:
@@ -82,3 +92,87 @@ def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenize
     manifest = injection.parse_manifest(agent.manifest)
     files = context_files(agent=agent, user=user, manifest=manifest, at=at)
     return injection.assemble(manifest, files, tokenizer or get_tokenizer())
+
+
+def audit_events(*, user, project: Project | None = None, actor: str = "", action: str = "",
+                 since: dt.datetime | None = None, until: dt.datetime | None = None
+                 ) -> QuerySet[AuditEvent]:
+    """The audit trail as one reviewer may see it, newest first. Events with no project
+    (console-wide ones) are for superusers only."""
+    if user.is_superuser:
+        events = AuditEvent.objects.all()
+    else:
+        events = AuditEvent.objects.filter(project__in=permissions.reviewable_projects(user))
+    if project is not None:
+        events = events.filter(project=project)
+    if actor:
+        events = events.filter(actor_label__icontains=actor)
+    if action.endswith("."):
+        events = events.filter(action__startswith=action)
+    elif action:
+        events = events.filter(action=action)
+    if since is not None:
+        events = events.filter(created_at__gte=since)
+    if until is not None:
+        events = events.filter(created_at__lt=until)
+    return events.select_related("project").order_by("-seq", "-id")
+
+
+@dataclass
+class ReviewItem:
+    """One file with changes the reviewer has not seen: from `since` (0: never) to the head."""
+
+    file: MemoryFile
+    since: int
+    revisions: list[Revision]
+    by_agent: bool
+    findings: list[dict]
+    flags: list[Flag]
+    diff: object = None
+
+
+def review_queue(*, reviewer, project: Project) -> QuerySet[MemoryFile]:
+    """Files changed since this reviewer last marked them reviewed; files with agents' writes
+    among the unreviewed ones first, then the most recently changed."""
+    seen = ReviewMark.objects.filter(reviewer=reviewer, file=OuterRef("pk")).values("number")[:1]
+    files = (MemoryFile.objects.filter(project=project, head__isnull=False)
+             .annotate(seen=Coalesce(Subquery(seen), 0))
+             .filter(head__number__gt=F("seen")))
+    agent_writes = Revision.objects.filter(file=OuterRef("pk"), number__gt=OuterRef("seen"),
+                                           author_kind=Revision.AuthorKind.AGENT)
+    return (files.annotate(by_agent=Exists(agent_writes))
+            .select_related("head", "agent", "user", "project")
+            .order_by("-by_agent", "-head__created_at", "pk"))
+
+
+def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
+    """Each queued file with its unreviewed revisions, their scanner findings, open flags and
+    the diff from the last reviewed revision to the head (texts fetched in one batch)."""
+    from projects.diffing import diff_texts
+
+    if not files:
+        return []
+    pending = Q()
+    for file in files:
+        pending |= Q(file=file, number__gte=max(file.seen, 1))
+    revisions = list(Revision.objects.filter(pending).order_by("file_id", "number"))
+    by_file: dict = {}
+    for revision in revisions:
+        by_file.setdefault(revision.file_id, []).append(revision)
+    flags: dict = {}
+    for flag in (Flag.objects.filter(file__in=files, resolved_at__isnull=True)
+                 .select_related("revision", "created_by")):
+        flags.setdefault(flag.file_id, []).append(flag)
+    texts = store.revision_texts(files[0].project, revisions)
+    items = []
+    for file in files:
+        history = by_file.get(file.pk, [])
+        base = next((r for r in history if r.number == file.seen), None)
+        new = [r for r in history if r.number > file.seen]
+        items.append(ReviewItem(
+            file=file, since=file.seen, revisions=new, by_agent=file.by_agent,
+            findings=[dict(f, revision=r.number) for r in new for f in r.findings],
+            flags=flags.get(file.pk, []),
+            diff=diff_texts(texts[base.pk] if base else "", texts[file.head.pk]),
+        ))
+    return items

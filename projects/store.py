@@ -259,6 +259,44 @@ def _list_objects(storage: MemoryStorage, prefix: str) -> list[dict]:
     return objects
 
 
+list_objects = _list_objects  # public name for the isolation check
+
+
+def object_read(project: Project, key: str) -> bytes | None:
+    """An object as it stands in the bucket now (None if missing), for export."""
+    found = _get(storage_for(project), key)
+    return found[0] if found else None
+
+
+def purge(project: Project, prefixes: list[str]) -> int:
+    """Delete every object under the prefixes, and every old version and delete marker if the
+    bucket keeps versions: for erasure, where nothing may stay behind. Returns how many."""
+    storage = storage_for(project)
+    client, bucket = storage.client, storage.bucket_name
+    removed = 0
+    try:
+        for prefix in prefixes:
+            for obj in _list_objects(storage, prefix):
+                client.delete_object(Bucket=bucket, Key=obj["Key"])
+                removed += 1
+            pages = client.get_paginator("list_object_versions").paginate(Bucket=bucket,
+                                                                           Prefix=prefix)
+            for page in pages:
+                for version in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                    if version.get("VersionId") in (None, "null"):
+                        continue  # unversioned objects went with delete_object above
+                    client.delete_object(Bucket=bucket, Key=version["Key"],
+                                         VersionId=version["VersionId"])
+                    removed += 1
+    except (ClientError, BotoCoreError) as exc:
+        raise _unavailable(exc) from exc
+    return removed
+
+
+def forget_cached(revisions: list[Revision]) -> None:
+    cache.delete_many([_cache_key(r) for r in revisions])
+
+
 # Snapshot metadata says who wrote a revision, so a half-done save can be finished faithfully.
 def _snapshot_metadata(actor: Actor, message: str, base: int | None, restored_from: int | None,
                        ) -> dict[str, str]:

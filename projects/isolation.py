@@ -1,0 +1,169 @@
+"""Isolation per project: IAM-style policies that confine a project (or one agent's runner) to
+its own key prefix, and a read-only check that every object in the buckets belongs somewhere.
+
+The policies use the AWS IAM grammar, which MinIO, Ceph RGW and VK Cloud accept as well.
+check_isolation only reports; `manage.py reconcile` is the command that changes things.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from projects import layout, store
+from projects.models import Agent, AgentSession, MemoryFile, Project, Revision
+
+
+def bucket_of(project: Project) -> str:
+    return store.storage_for(project).bucket_name
+
+
+def _arn(bucket: str, key_pattern: str = "") -> str:
+    return f"arn:aws:s3:::{bucket}" + (f"/{key_pattern}" if key_pattern else "")
+
+
+def _list_statement(bucket: str, prefixes: list[str]) -> dict:
+    return {
+        "Sid": "ListOnlyOwnPrefix",
+        "Effect": "Allow",
+        "Action": ["s3:ListBucket", "s3:ListBucketVersions"],
+        "Resource": _arn(bucket),
+        "Condition": {"StringLike": {"s3:prefix": [p + "*" for p in prefixes]}},
+    }
+
+
+def project_policy(project: Project) -> dict:
+    """What the console's credentials for this project need: everything under its prefix,
+    nothing outside it (a second project's console user cannot read this one's keys)."""
+    bucket, prefix = bucket_of(project), project.prefix
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            _list_statement(bucket, [prefix]),
+            {
+                "Sid": "ReadWriteOwnPrefix",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject",
+                           "s3:DeleteObject", "s3:DeleteObjectVersion"],
+                "Resource": _arn(bucket, prefix + "*"),
+            },
+        ],
+    }
+
+
+def runner_policy(agent: Agent) -> dict:
+    """For a runner that reads its sandbox straight from the bucket: read this agent's files,
+    the project's profiles and workspace; write only session scratch space. Memory changes
+    go through the hooks API, where the agent's hook policy and the audit trail apply."""
+    project = agent.project
+    bucket, prefix = bucket_of(project), project.prefix
+    readable = [layout.agent_prefix(prefix, agent.pk), f"{prefix}users/", f"{prefix}workspace/"]
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            _list_statement(bucket, readable + [f"{prefix}sessions/"]),
+            {
+                "Sid": "ReadOwnMemory",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": [_arn(bucket, p + "*") for p in readable],
+            },
+            {
+                "Sid": "WriteSessionScratch",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject"],
+                "Resource": _arn(bucket, f"{prefix}sessions/*"),
+            },
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class IsolationFinding:
+    kind: str  # stray | foreign | outside_layout | missing_object | missing_snapshot | overlap
+    bucket: str
+    key: str
+    detail: str
+
+
+def check_isolation(projects: list[Project] | None = None) -> list[IsolationFinding]:
+    """Objects no record owns, records whose object is missing, keys outside the layout, and
+    project prefixes that overlap. With no projects given, whole buckets are checked, so an
+    object outside every project is found too."""
+    whole = projects is None
+    projects = list(Project.objects.all()) if whole else projects
+    findings: list[IsolationFinding] = []
+    by_bucket: dict[str, list[Project]] = {}
+    for project in projects:
+        by_bucket.setdefault(bucket_of(project), []).append(project)
+    if whole:
+        default = store.storage_for(Project(bucket="")).bucket_name
+        by_bucket.setdefault(default, [])
+    for bucket, members in sorted(by_bucket.items()):
+        findings += _overlaps(bucket, members)
+        storage = store.storage_for(members[0]) if members else store.storage_for(Project())
+        prefixes = [""] if whole else [p.prefix for p in members]
+        keys = {obj["Key"] for prefix in prefixes for obj in store.list_objects(storage, prefix)}
+        owned: set[str] = set()
+        for project in members:
+            findings += _check_project(bucket, project, keys, owned)
+        findings += [IsolationFinding("stray", bucket, key, "under no project's prefix")
+                     for key in sorted(keys - owned)]
+    return findings
+
+
+def _overlaps(bucket: str, projects: list[Project]) -> list[IsolationFinding]:
+    found = []
+    for a in projects:
+        for b in projects:
+            if a.pk != b.pk and b.prefix.startswith(a.prefix):
+                found.append(IsolationFinding("overlap", bucket, b.prefix,
+                                              f"{b.slug}'s prefix lies inside {a.slug}'s"))
+    return found
+
+
+def _check_project(bucket: str, project: Project, keys: set[str], owned: set[str]
+                   ) -> list[IsolationFinding]:
+    prefix = project.prefix
+    findings: list[IsolationFinding] = []
+    files = {f.key: f for f in MemoryFile.objects.filter(project=project).select_related("head")}
+    file_ids = {str(f.pk) for f in files.values()}
+    snapshots = set(Revision.objects.filter(file__project=project).exclude(snapshot_key="")
+                    .values_list("snapshot_key", flat=True))
+    agents = {str(pk) for pk in Agent.objects.filter(project=project).values_list("pk", flat=True)}
+    members = set(project.memberships.values_list("user_id", flat=True))
+    sessions = {str(pk) for pk in AgentSession.objects.filter(agent__project=project)
+                .values_list("pk", flat=True)}
+    mine = sorted(k for k in keys if k.startswith(prefix))
+    owned.update(mine)
+    for key in mine:
+        parsed = layout.parse_key(prefix, key)
+        if parsed.kind is None:
+            findings.append(IsolationFinding("outside_layout", bucket, key,
+                                             f"in {project.slug}'s prefix, not a layout key"))
+        elif parsed.kind == "history":
+            if str(parsed.file_id) not in file_ids:
+                findings.append(IsolationFinding("foreign", bucket, key,
+                                                 f"history of a file {project.slug} does not have"))
+            elif key not in snapshots:
+                findings.append(IsolationFinding("stray", bucket, key,
+                                                 "snapshot no revision points to"))
+        elif parsed.kind == "session":
+            if str(parsed.session_id) not in sessions:
+                findings.append(IsolationFinding("foreign", bucket, key,
+                                                 f"session {project.slug} did not run"))
+        elif key not in files:
+            if parsed.kind == layout.SCOPE_AGENT and str(parsed.agent_id) not in agents:
+                detail = f"agent not in {project.slug}"
+            elif parsed.kind == layout.SCOPE_USER and parsed.user_id not in members:
+                detail = f"user {parsed.user_id} is not a member of {project.slug}"
+            else:
+                detail = "no record owns it (reconcile adopts it)"
+            findings.append(IsolationFinding(
+                "foreign" if detail.startswith(("agent", "user")) else "stray", bucket, key, detail))
+    for key, file in files.items():
+        if file.head is not None and not file.head.is_deletion and key not in keys:
+            findings.append(IsolationFinding("missing_object", bucket, key,
+                                             f"{file.display_path} r{file.head.number}"))
+    for key in sorted(snapshots - keys):
+        findings.append(IsolationFinding("missing_snapshot", bucket, key, "a revision's copy"))
+    return findings
