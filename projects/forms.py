@@ -3,9 +3,11 @@ always sent back to the page, never dropped."""
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from projects import layout
+from projects.models import Membership
 
 
 class EditForm(forms.Form):
@@ -66,3 +68,71 @@ class TokenForm(forms.Form):
         attrs={"placeholder": "e.g. production runner"}))
     expires_in_days = forms.IntegerField(required=False, min_value=1, max_value=3650,
                                          help_text="Empty: does not expire.")
+
+
+_MOMENT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
+
+
+class AuditFilterForm(forms.Form):
+    """Filters of the audit page; every field optional. Times are in the console's time zone."""
+
+    project = forms.ChoiceField(required=False)
+    actor = forms.CharField(required=False, max_length=200, widget=forms.TextInput(
+        attrs={"placeholder": "name, agent:slug, external", "class": "short"}))
+    action = forms.ChoiceField(required=False)
+    since = forms.DateTimeField(required=False, input_formats=_MOMENT_FORMATS, widget=forms.DateTimeInput(
+        attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
+    until = forms.DateTimeField(required=False, input_formats=_MOMENT_FORMATS, widget=forms.DateTimeInput(
+        attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
+
+    def __init__(self, *args, projects, actions, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [("", "All projects")] + [(p.slug, p.name)
+                                                                   for p in projects]
+        groups = sorted({a.split(".", 1)[0] + "." for a in actions if "." in a})
+        self.fields["action"].choices = (
+            [("", "All actions")]
+            + [(g, f"{g}* (any)") for g in groups]
+            + [(a, a) for a in sorted(actions)])
+
+    def clean(self):
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            raise ValidationError("'From' must be before 'until'.", code="bad_range")
+        return data
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150, widget=forms.TextInput(
+        attrs={"autocomplete": "off", "placeholder": "username"}))
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EMPLOYEE)
+
+    def clean_username(self) -> str:
+        name = self.cleaned_data["username"].strip()
+        user = get_user_model().objects.filter(username=name, is_active=True).first()
+        if user is None:
+            raise ValidationError("No active account is called %(name)s. Accounts are created "
+                                  "by a superuser in Django admin.", code="no_user",
+                                  params={"name": name})
+        self.cleaned_data["user"] = user
+        return name
+
+
+class EraseForm(forms.Form):
+    """Erasure cannot be undone: the admin types the person's username to confirm."""
+
+    reason = forms.CharField(max_length=500, widget=forms.TextInput(
+        attrs={"placeholder": "e.g. GDPR art. 17 request #1234"}))
+    confirm = forms.CharField(max_length=150, label="Type the username to confirm",
+                              widget=forms.TextInput(attrs={"autocomplete": "off"}))
+
+    def __init__(self, *args, username: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.username = username
+
+    def clean_confirm(self) -> str:
+        if self.cleaned_data["confirm"].strip() != self.username:
+            raise ValidationError("Type %(name)s exactly to confirm.", code="confirm",
+                                  params={"name": self.username})
+        return self.cleaned_data["confirm"]

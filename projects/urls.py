@@ -1,12 +1,13 @@
 from django.urls import path
 
-from projects.views import browse, files, runs
+from projects.views import browse, files, governance, runs
 
 app_name = "projects"
 
 urlpatterns = [
     path("", browse.project_list, name="project_list"),
     path("preview/", files.preview, name="preview"),
+    path("audit/", governance.audit_log, name="audit_log"),
     path("p/<slug:slug>/", browse.project_detail, name="project_detail"),
     path("p/<slug:slug>/agents/<slug:agent_slug>/", browse.agent_detail, name="agent_detail"),
     path("p/<slug:slug>/agents/<slug:agent_slug>/settings/", runs.agent_settings,
@@ -21,6 +22,18 @@ urlpatterns = [
     path("p/<slug:slug>/proposals/<int:proposal_id>/decide/", runs.proposal_decide,
          name="proposal_decide"),
     path("p/<slug:slug>/people/", browse.people, name="people"),
+    path("p/<slug:slug>/members/", governance.members, name="members"),
+    path("p/<slug:slug>/members/<int:membership_id>/", governance.member_change,
+         name="member_change"),
+    path("p/<slug:slug>/people/<int:user_id>/erase/", governance.profile_erase,
+         name="profile_erase"),
+    path("p/<slug:slug>/isolation/", governance.isolation_page, name="isolation"),
+    path("p/<slug:slug>/export/", governance.project_export, name="project_export"),
+    path("p/<slug:slug>/review/", governance.review_queue, name="review_queue"),
+    path("p/<slug:slug>/review/<uuid:file_id>/mark/", governance.review_mark, name="review_mark"),
+    path("p/<slug:slug>/review/<uuid:file_id>/flag/", governance.flag_create, name="flag_create"),
+    path("p/<slug:slug>/flags/<int:flag_id>/resolve/", governance.flag_resolve,
+         name="flag_resolve"),
     path("p/<slug:slug>/workspace/", browse.workspace, name="workspace"),
     path("p/<slug:slug>/workspace/new/", browse.workspace_new, name="workspace_new"),
     path("p/<slug:slug>/open/", browse.file_open, name="file_open"),

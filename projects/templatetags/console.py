@@ -1,3 +1,5 @@
+import json
+
 from django import template
 
 from projects import permissions
@@ -27,3 +29,9 @@ def can(role: str | None, capability: str) -> bool:
               "see_everyone": permissions.sees_everyone,
               "see_workspace": permissions.can_see_workspace}
     return checks[capability](role)
+
+
+@register.filter
+def json_line(value) -> str:
+    """A JSON value on one line, for details columns (escaped by the template as usual)."""
+    return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True) if value else ""

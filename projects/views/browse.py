@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from projects import layout, permissions, store
+from projects import layout, permissions, selectors, store
 from projects.forms import NewWorkspaceFileForm
 from projects.models import Agent, Membership, MemoryFile
 
@@ -38,6 +38,9 @@ def project_detail(request, slug):
         "workspace_count": MemoryFile.objects.filter(project=project, scope="workspace").count(),
         "pending_count": project.proposals.filter(status="pending").count(),
     }
+    if permissions.can_review(role):
+        context["review_count"] = selectors.review_queue(reviewer=request.user,
+                                                         project=project).count()
     if not permissions.sees_everyone(role):
         context["my_profile"] = store.file_lookup(project=project, scope="user", user=request.user,
                                                   path=layout.USER_FILE)

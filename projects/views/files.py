@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from projects import permissions, scanning, store
-from projects.audit import Actor
+from projects.audit import Actor, audit_read
 from projects.diffing import diff_texts
 from projects.forms import DeleteForm, EditForm, RestoreForm
 from projects.models import MemoryFile, Revision
@@ -57,6 +57,12 @@ def file_detail(request, slug, file_id):
     except store.StoreError as exc:
         context["error"] = exc.message
         status = 503
+    else:
+        audit_read(user=request.user, role=role, action="read.file", project=project, obj=file,
+                   details={"revision": file.head.number if file.head else None})
+    if permissions.can_review(role) or permissions.can_manage(role):
+        context["open_flags"] = (file.flags.filter(resolved_at__isnull=True)
+                                 .select_related("revision", "created_by"))
     context["recent"] = store.file_history(file, 1, per_page=5)
     context["delete_form"] = DeleteForm(initial={"base_revision": file.head.number if file.head else 0})
     return render(request, "projects/file_detail.html", context, status=status)
@@ -138,6 +144,7 @@ def file_history(request, slug, file_id):
     project, role, file = _file_or_404(request, slug, file_id)
     context = _base_context(request, project, role, file)
     context["page"] = store.file_history(file, request.GET.get("page"))
+    audit_read(user=request.user, role=role, action="read.history", project=project, obj=file)
     return render(request, "projects/file_history.html", context)
 
 
@@ -151,6 +158,8 @@ def revision_detail(request, slug, file_id, number):
     except store.StoreError as exc:
         context.update(revision=revision, error=exc.message)
         return render(request, "projects/revision_detail.html", context, status=503)
+    audit_read(user=request.user, role=role, action="read.revision", project=project, obj=file,
+               details={"revision": revision.number})
     context.update(
         revision=revision, text=text, html=render_markdown(text),
         raw=request.GET.get("view") == "raw",
@@ -170,6 +179,8 @@ def revision_raw(request, slug, file_id, number):
         text = store.revision_read(revision)
     except store.StoreError as exc:
         return HttpResponse(exc.message, status=503, content_type="text/plain; charset=utf-8")
+    audit_read(user=request.user, role=role, action="read.download", project=project, obj=file,
+               details={"revision": revision.number})
     response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
     name = file.path.rsplit("/", 1)[-1].removesuffix(".md")
     response["Content-Disposition"] = (
@@ -196,6 +207,8 @@ def file_diff(request, slug, file_id):
     except store.StoreError as exc:
         context.update(error=exc.message, old=old, new=new, mode=mode)
         return render(request, "projects/file_diff.html", context, status=503)
+    audit_read(user=request.user, role=role, action="read.diff", project=project, obj=file,
+               details={"from": old.number, "to": new.number})
     context.update(old=old, new=new, diff=diff, mode=mode,
                    numbers=list(Revision.objects.filter(file=file).order_by("-number")
                                 .values_list("number", flat=True)[:200]))

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from projects import hooks, permissions, selectors, store
+from projects.audit import audit_read
 from projects.diffing import diff_texts
 from projects.forms import JsonSettingForm, TokenForm
 from projects.models import Agent, AgentSession, AgentToken, Membership, MemoryFile, Proposal
@@ -53,6 +54,10 @@ def simulate(request, slug):
     except store.StoreError as exc:
         context["error"] = exc.message
         return render(request, "projects/simulate.html", context, status=503)
+    audit_read(user=request.user, role=role, action="read.simulate", project=project, obj=agent,
+               details={"user": user.get_username() if user else None,
+                        "at": at.isoformat() if at else None,
+                        "prompt_sha256": assembly.sha256})
     if request.GET.get("download"):
         response = HttpResponse(assembly.prompt, content_type="text/plain; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{agent.slug}-prompt.txt"'
@@ -160,6 +165,7 @@ def session_detail(request, slug, session_id):
     file_ids = {f["file_id"] for s in session.receipt for f in s["files"] if f.get("file_id")}
     known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids)
                 .values_list("pk", flat=True))
+    audit_read(user=request.user, role=role, action="read.session", project=project, obj=session)
     return render(request, "projects/session_detail.html", {
         "project": project, "role": role, "session": session, "known": known,
         "events": session.events.all(), "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f"),
@@ -184,6 +190,9 @@ def proposal_list(request, slug):
         after = (hooks.appended(current, proposal.content) if proposal.mode == "append"
                  else proposal.content)
         items.append((proposal, diff_texts(current, after)))
+    if items:
+        audit_read(user=request.user, role=role, action="read.proposals", project=project,
+                   details={"status": status, "proposals": [p.pk for p, _ in items]})
     return render(request, "projects/proposal_list.html", {
         "project": project, "role": role, "page": page, "items": items, "status": status})
 

@@ -1,0 +1,320 @@
+"""Governance pages: the audit trail with filters and export, the review queue and flags,
+members, isolation, export of a project's memory and erasure of a profile."""
+
+import csv
+import itertools
+import json
+import tempfile
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from projects import governance, isolation, permissions, selectors, store
+from projects.audit import Actor, audit_read, audit_record
+from projects.forms import AuditFilterForm, EraseForm, MemberForm
+from projects.models import Agent, AuditEvent, Flag, Membership, MemoryFile, Revision
+
+PAGE_SIZE = 50
+REVIEW_PAGE_SIZE = 10
+EXPORT_FIELDS = ["seq", "created_at", "actor_label", "action", "project", "object_type",
+                 "object_id", "object_repr", "details", "prev_hash", "hash"]
+
+
+@login_required
+def audit_log(request):
+    """Who did what, when: filters by project, actor, action and time; CSV/JSONL export."""
+    projects = list(permissions.reviewable_projects(request.user).order_by("name"))
+    if not projects and not request.user.is_superuser:
+        permissions.require(False)
+    visible = selectors.audit_events(user=request.user)
+    actions = set(visible.order_by().values_list("action", flat=True).distinct())
+    form = AuditFilterForm(request.GET or None, projects=projects, actions=actions)
+    status = 200
+    filters = {}
+    if form.is_bound:
+        if form.is_valid():
+            data = form.cleaned_data
+            filters = {"project": next((p for p in projects if p.slug == data["project"]), None),
+                       "actor": data["actor"].strip(), "action": data["action"],
+                       "since": data["since"], "until": data["until"]}
+        else:
+            status = 400
+    events = selectors.audit_events(user=request.user, **filters) if status == 200 \
+        else AuditEvent.objects.none()
+    export = request.GET.get("export")
+    if export in ("csv", "jsonl") and status == 200:
+        return _export(request, events, export, filters)
+    page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "projects/audit_log.html",
+                  {"form": form, "page": page, "filtered": any(filters.values())}, status=status)
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+def _cell(value) -> str:
+    """A CSV cell that a spreadsheet shows as text: a leading = + - @ would run as a formula."""
+    if value is None or isinstance(value, int):
+        return "" if value is None else str(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _row(event: AuditEvent) -> dict:
+    return {"seq": event.seq, "created_at": event.created_at.isoformat(),
+            "actor_label": event.actor_label, "action": event.action,
+            "project": event.project.slug if event.project_id else "",
+            "object_type": event.object_type, "object_id": event.object_id,
+            "object_repr": event.object_repr, "details": event.details,
+            "prev_hash": event.prev_hash, "hash": event.hash}
+
+
+def _export(request, events, kind: str, filters: dict):
+    """Streamed, oldest first, so a large trail never sits in memory and reads like a log."""
+    mark = audit_record(actor=Actor.person(request.user), action="audit.export",
+                        project=filters.get("project"),
+                        details={"format": kind, "filters": {k: v for k, v in filters.items() if v}})
+    # The trail as it stood when the export was asked for, without the export's own event.
+    ordered = events.filter(seq__lt=mark.seq).order_by("seq", "id").iterator(chunk_size=2000)
+    if kind == "csv":
+        writer = csv.writer(_Echo())
+        lines = (writer.writerow([_cell(value) for value in _row(e).values()]) for e in ordered)
+        body = itertools.chain([writer.writerow(EXPORT_FIELDS)], lines)
+        content_type = "text/csv; charset=utf-8"
+    else:
+        body = (json.dumps(_row(e), ensure_ascii=False, default=str) + "\n" for e in ordered)
+        content_type = "application/x-ndjson; charset=utf-8"
+    response = StreamingHttpResponse(body, content_type=content_type)
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{kind}"'
+    return response
+
+
+# --- Review ---------------------------------------------------------------------------------------
+
+
+@login_required
+def review_queue(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_review(role))
+    queue = selectors.review_queue(reviewer=request.user, project=project)
+    page = Paginator(queue, REVIEW_PAGE_SIZE).get_page(request.GET.get("page"))
+    status = 200
+    try:
+        items = selectors.review_items(list(page.object_list))
+    except store.StoreError as exc:
+        items, status = [], 503
+        messages.error(request, exc.message)
+    if items:
+        audit_read(user=request.user, role=role, action="read.review", project=project,
+                   details={"files": [str(item.file.pk) for item in items]})
+    open_flags = (Flag.objects.filter(project=project, resolved_at__isnull=True)
+                  .select_related("file", "file__agent", "file__user", "revision", "created_by"))
+    return render(request, "projects/review_queue.html", {
+        "project": project, "role": role, "page": page, "items": items,
+        "open_flags": open_flags[:50], "open_flag_count": open_flags.count(),
+    }, status=status)
+
+
+def _review_target(request, slug, file_id):
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_review(role))
+    file = get_object_or_404(MemoryFile, project=project, pk=file_id)
+    return project, file
+
+
+@login_required
+@require_POST
+def review_mark(request, slug, file_id):
+    project, file = _review_target(request, slug, file_id)
+    try:
+        governance.review_mark(reviewer=request.user, file=file,
+                               number=_int(request.POST.get("number")))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Marked {file.display_path} reviewed.")
+    return redirect(_back(request, "projects:review_queue", slug))
+
+
+@login_required
+@require_POST
+def flag_create(request, slug, file_id):
+    project, file = _review_target(request, slug, file_id)
+    try:
+        governance.flag_create(by=request.user, file=file, number=_int(request.POST.get("number")),
+                               comment=request.POST.get("comment", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Flagged {file.display_path}.")
+    return redirect(_back(request, "projects:review_queue", slug))
+
+
+@login_required
+@require_POST
+def flag_resolve(request, slug, flag_id):
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_review(role))
+    flag = get_object_or_404(Flag.objects.select_related("file", "revision"), project=project,
+                             pk=flag_id)
+    governance.flag_resolve(by=request.user, flag=flag)
+    messages.success(request, f"Resolved the flag on {flag.file.display_path}.")
+    return redirect(_back(request, "projects:review_queue", slug))
+
+
+def _int(raw) -> int:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise ValidationError("The form was incomplete; nothing was changed.",
+                              code="incomplete") from None
+
+
+def _back(request, name: str, slug: str) -> str:
+    """Back to the page the form was on (same site only), else to `name`."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                                  require_https=request.is_secure()):
+        return target
+    return reverse(name, kwargs={"slug": slug})
+
+
+# --- Members --------------------------------------------------------------------------------------
+
+
+@login_required
+def members(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    form = MemberForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                governance.member_set(by=request.user, project=project,
+                                      user=form.cleaned_data["user"],
+                                      role=form.cleaned_data["role"])
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"{form.cleaned_data['user'].get_username()} is now "
+                                 f"{form.cleaned_data['role']} in {project.name}.")
+                return redirect("projects:members", slug=slug)
+        status = 400
+    memberships = (Membership.objects.filter(project=project).select_related("user")
+                   .order_by("user__username"))
+    page = Paginator(memberships, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "projects/members.html", {
+        "project": project, "role": role, "page": page, "form": form,
+        "roles": Membership.Role.choices}, status=status)
+
+
+@login_required
+@require_POST
+def member_change(request, slug, membership_id):
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    membership = get_object_or_404(Membership.objects.select_related("user"), project=project,
+                                   pk=membership_id)
+    try:
+        if request.POST.get("remove"):
+            governance.member_remove(by=request.user, membership=membership)
+            messages.success(request, f"Removed {membership.user.get_username()} from the project.")
+        else:
+            governance.member_set(by=request.user, project=project, user=membership.user,
+                                  role=request.POST.get("role", ""))
+            messages.success(request, f"Changed {membership.user.get_username()}'s role.")
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("projects:members", slug=slug)
+
+
+# --- Isolation, export, erasure -------------------------------------------------------------------
+
+
+@login_required
+def isolation_page(request, slug):
+    """The project's prefix and bucket, and the IAM-style policies that confine it."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    agents = list(Agent.objects.filter(project=project).order_by("name"))
+    wanted = request.GET.get("policy")
+    if wanted:
+        if wanted == "project":
+            document, name = isolation.project_policy(project), f"{project.slug}-console"
+        else:
+            agent = next((a for a in agents if a.slug == wanted), None)
+            if agent is None:
+                raise Http404("No such agent.")
+            document, name = isolation.runner_policy(agent), f"{project.slug}-{agent.slug}-runner"
+        response = HttpResponse(json.dumps(document, indent=2),
+                                content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}-policy.json"'
+        return response
+    return render(request, "projects/isolation.html", {
+        "project": project, "role": role, "agents": agents,
+        "bucket": isolation.bucket_of(project),
+        "project_policy": json.dumps(isolation.project_policy(project), indent=2),
+    })
+
+
+@login_required
+def project_export(request, slug):
+    """A zip of the project's memory as it stands in S3, plus history.json."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_review(role))
+    out = tempfile.SpooledTemporaryFile(max_size=32 * 1024 * 1024)
+    try:
+        governance.project_export(by=request.user, project=project, out=out)
+    except store.StoreError as exc:
+        out.close()
+        messages.error(request, exc.message + " No export was made.")
+        return redirect("projects:project_detail", slug=slug)
+    out.seek(0)
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    return FileResponse(out, as_attachment=True, filename=f"{project.slug}-memory-{stamp}.zip",
+                        content_type="application/zip")
+
+
+@login_required
+def profile_erase(request, slug, user_id):
+    """Erase one employee's profile memory in this project, after a confirmation."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    person = get_object_or_404(get_user_model(), pk=user_id, memberships__project=project)
+    files = MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.USER, user=person)
+    revisions = Revision.objects.filter(file__in=files).count()
+    form = EraseForm(request.POST or None, username=person.get_username())
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                done = governance.profile_erase(by=request.user, user=person,
+                                                reason=form.cleaned_data["reason"],
+                                                projects=[project])
+            except ValidationError as exc:
+                form.add_error("reason", exc)
+            except store.StoreError as exc:
+                form.add_error(None, exc.message + " Some objects may be gone already; run "
+                               "the erasure again to finish it.")
+            else:
+                messages.success(request, f"Erased {person.get_username()}'s profile: "
+                                 f"{done.revisions} revision(s), {done.objects} object(s). "
+                                 "The audit trail keeps who, when and why.")
+                return redirect("projects:people", slug=slug)
+        status = 400
+    return render(request, "projects/profile_erase.html", {
+        "project": project, "role": role, "person": person, "form": form,
+        "file_count": files.count(), "revision_count": revisions}, status=status)
