@@ -1,15 +1,25 @@
 """Django admin registrations. Content edits go through the console (the store), never here:
 revisions and audit events are read-only in the admin."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 
+from projects import governance
 from projects.models import Agent, AuditEvent, Membership, MemoryFile, Project, Revision
 
 
 class MembershipInline(admin.TabularInline):
+    """Shown for reference; memberships change on their own admin page or the console's
+    Members page, both of which leave an audit event."""
+
     model = Membership
     extra = 0
-    autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Project)
@@ -27,6 +37,28 @@ class MembershipAdmin(admin.ModelAdmin):
     list_filter = ["role", "project"]
     search_fields = ["user__username", "project__name"]
     list_select_related = ["user", "project"]
+    autocomplete_fields = ["user"]
+    actions = None  # bulk delete would skip the audit trail
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["user", "project"] if obj else []
+
+    def save_model(self, request, obj, form, change):
+        # Permission changes go through the audited service, as in the console.
+        try:
+            governance.member_set(by=request.user, project=obj.project, user=obj.user,
+                                  role=obj.role)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        saved = Membership.objects.filter(project=obj.project, user=obj.user).first()
+        if saved is not None:
+            obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        try:
+            governance.member_remove(by=request.user, membership=obj)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
 
 
 @admin.register(Agent)

@@ -1,6 +1,8 @@
 """Forms of the editor and the workspace. Validation says what is wrong; the text typed is
 always sent back to the page, never dropped."""
 
+import re
+
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -136,3 +138,38 @@ class EraseForm(forms.Form):
             raise ValidationError("Type %(name)s exactly to confirm.", code="confirm",
                                   params={"name": self.username})
         return self.cleaned_data["confirm"]
+
+
+class AgentForm(forms.Form):
+    slug = forms.SlugField(max_length=50, help_text="Short name used in URLs and by runners.")
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class ProjectForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class NewProjectForm(ProjectForm):
+    slug = forms.SlugField(max_length=50, help_text="Short name used in URLs.")
+    bucket = forms.CharField(required=False, max_length=63,
+                             help_text="Own S3 bucket; empty uses the console's bucket.")
+    key_prefix = forms.CharField(required=False, max_length=200,
+                                 help_text="Own key prefix ending with '/'; empty uses "
+                                           "projects/<id>/.")
+
+    field_order = ["slug", "name", "description", "bucket", "key_prefix"]
+
+    def clean_bucket(self) -> str:
+        bucket = self.cleaned_data["bucket"].strip()
+        if bucket and not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
+            raise ValidationError("A bucket name is 3-63 lowercase letters, digits, '.' and '-'.",
+                                  code="bucket")
+        return bucket
+
+    def clean_key_prefix(self) -> str:
+        prefix = self.cleaned_data["key_prefix"].strip()
+        if prefix:
+            layout.project_prefix(None, prefix)
+        return prefix

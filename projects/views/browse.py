@@ -22,7 +22,8 @@ def project_list(request):
     projects = (permissions.visible_projects(request.user)
                 .annotate(agent_count=Count("agents", distinct=True)).order_by("name"))
     page = Paginator(projects, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "projects/project_list.html", {"page": page})
+    can_audit = permissions.reviewable_projects(request.user).exists()
+    return render(request, "projects/project_list.html", {"page": page, "can_audit": can_audit})
 
 
 @login_required

@@ -20,7 +20,14 @@ from django.views.decorators.http import require_POST
 
 from projects import governance, isolation, permissions, selectors, store
 from projects.audit import Actor, audit_read, audit_record
-from projects.forms import AuditFilterForm, EraseForm, MemberForm
+from projects.forms import (
+    AgentForm,
+    AuditFilterForm,
+    EraseForm,
+    MemberForm,
+    NewProjectForm,
+    ProjectForm,
+)
 from projects.models import Agent, AuditEvent, Flag, Membership, MemoryFile, Revision
 
 PAGE_SIZE = 50
@@ -318,3 +325,55 @@ def profile_erase(request, slug, user_id):
     return render(request, "projects/profile_erase.html", {
         "project": project, "role": role, "person": person, "form": form,
         "file_count": files.count(), "revision_count": revisions}, status=status)
+
+
+# --- Projects and agents --------------------------------------------------------------------------
+
+
+@login_required
+def project_new(request):
+    """Superusers open projects; the creator becomes the project's first admin."""
+    permissions.require(request.user.is_superuser)
+    form = NewProjectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            project = governance.project_create(by=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Created {project.name}. Add members and agents next.")
+            return redirect("projects:project_detail", slug=project.slug)
+    return render(request, "projects/project_form.html", {"form": form, "creating": True},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+def project_settings(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    form = ProjectForm(request.POST or None, initial={"name": project.name,
+                                                      "description": project.description})
+    if request.method == "POST" and form.is_valid():
+        governance.project_update(by=request.user, project=project, **form.cleaned_data)
+        messages.success(request, "Saved the project's settings.")
+        return redirect("projects:project_detail", slug=slug)
+    return render(request, "projects/project_form.html", {
+        "form": form, "project": project, "role": role}, status=400 if form.errors else 200)
+
+
+@login_required
+def agent_new(request, slug):
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    form = AgentForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            agent = governance.agent_create(by=request.user, project=project, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error("slug", exc)
+        else:
+            messages.success(request, f"Created {agent.name}. Write its SOUL.md, then give its "
+                             "runner a token under Settings.")
+            return redirect("projects:agent_detail", slug=slug, agent_slug=agent.slug)
+    return render(request, "projects/agent_form.html", {
+        "form": form, "project": project, "role": role}, status=400 if form.errors else 200)

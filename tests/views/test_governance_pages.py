@@ -251,3 +251,49 @@ def test_erasure_page_needs_the_username_typed(client, s3, project, profile, adm
     assert [k for k in s3.keys() if f"users/{person.pk}/" in k] == []
     assert governance.profile_erase  # the page used the service (tombstone below)
     assert AuditEvent.objects.get(action="profile.erase").details["reason"] == "request 7"
+
+
+# --- Projects and agents ----------------------------------------------------------------------
+
+
+def test_superuser_creates_a_project_and_becomes_its_admin(client, make_user, s3):
+    boss = make_user("boss", is_superuser=True)
+    client.force_login(boss)
+    url = reverse("projects:project_new")
+    bad = client.post(url, {"slug": "x", "name": "X", "key_prefix": "../escape/"})
+    assert bad.status_code == 400 and b"key prefix" in bad.content
+    response = client.post(url, {"slug": "legal", "name": "Legal", "key_prefix": "teams/legal/"})
+    assert response.status_code == 302
+    assert Membership.objects.get(project__slug="legal").user == boss
+    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["project.create",
+                                                                      "member.grant"]
+    duplicate = client.post(url, {"slug": "legal", "name": "Again"})
+    assert duplicate.status_code == 400 and b"exists" in duplicate.content
+
+
+def test_admin_creates_an_agent_and_edits_the_project(client, project, admin):
+    client.force_login(admin)
+    url = reverse("projects:agent_new", args=[project.slug])
+    assert client.post(url, {"slug": "scout", "name": "Scout"}).status_code == 302
+    again = client.post(url, {"slug": "scout", "name": "Scout 2"})
+    assert again.status_code == 400 and b"already has an agent called scout" in again.content
+    client.post(reverse("projects:project_settings", args=[project.slug]),
+                {"name": "Incidents (renamed)", "description": "d"})
+    project.refresh_from_db()
+    assert project.name == "Incidents (renamed)"
+    assert list(AuditEvent.objects.order_by("seq").values_list("action", flat=True)) == [
+        "agent.create", "project.update"]
+
+
+def test_membership_changes_in_django_admin_are_audited_too(client, project, make_user):
+    boss = make_user("boss", is_superuser=True, is_staff=True)
+    nina = make_user("nina")
+    client.force_login(boss)
+    response = client.post(reverse("admin:projects_membership_add"),
+                           {"user": nina.pk, "project": project.pk, "role": "compliance"})
+    assert response.status_code == 302, response.content[:2000]
+    membership = Membership.objects.get(user=nina)
+    client.post(reverse("admin:projects_membership_delete", args=[membership.pk]), {"post": "yes"})
+    assert not Membership.objects.filter(user=nina).exists()
+    assert [(e.action, e.actor_user) for e in AuditEvent.objects.order_by("seq")] == [
+        ("member.grant", boss), ("member.remove", boss)]

@@ -80,7 +80,10 @@ ROWS = [
     ("project_list", "get", {}, None, ALL | {OUTSIDER}),
     ("preview", "post", {}, {"content": "# hi"}, ALL | {OUTSIDER}),
     ("audit_log", "get", {}, None, REVIEW | {OUTSIDER}),  # the outsider sees their own project's
+    ("project_new", "get", {}, None, set()),  # superusers only; none of these people is one
     ("project_detail", "get", {"slug": "slug"}, None, ALL),
+    ("project_settings", "get", {"slug": "slug"}, None, MANAGE),
+    ("agent_new", "get", {"slug": "slug"}, None, MANAGE),
     ("agent_detail", "get", {"slug": "slug", "agent_slug": "agent"}, None, ALL),
     ("agent_settings", "get", {"slug": "slug", "agent_slug": "agent"}, None, MANAGE),
     ("token_create", "post", {"slug": "slug", "agent_slug": "agent"}, {"name": ""}, MANAGE),
