@@ -20,7 +20,7 @@ from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field
 
 from projects import hooks, store
-from projects.models import AgentSession, Membership
+from projects.models import AgentSession
 
 MAX_TEXT = 512 * 1024
 
@@ -211,8 +211,9 @@ def pre(request, body: PreIn):
     agent = request.auth.agent
     user = None
     if body.user:
-        user = get_user_model().objects.filter(username=body.user).first()
-        if user is None or not Membership.objects.filter(user=user, project=agent.project).exists():
+        user = get_user_model().objects.filter(username=body.user,
+                                               memberships__project=agent.project).first()
+        if user is None:
             raise Http404("No such user in this agent's project.")
     session, assembly = hooks.hook_pre(agent=agent, user=user, external_ref=body.session or "")
     sections = []

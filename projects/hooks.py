@@ -86,12 +86,19 @@ def token_authenticate(raw: str) -> AgentToken | None:
 
 def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSession, injection.Assembly]:
     assembly = selectors.build_context(agent=agent, user=user)
+    with transaction.atomic():  # one commit for the receipt and its event
+        session = _pre_records(agent, user, external_ref, assembly)
+    return session, assembly
+
+
+def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Assembly
+                 ) -> AgentSession:
     session = AgentSession.objects.create(
         agent=agent, user=user, external_ref=external_ref[:200], prompt_sha256=assembly.sha256,
         total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt)
     SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.PRE, payload={
         "total_tokens": assembly.total_tokens, "prompt_sha256": assembly.sha256})
-    return session, assembly
+    return session
 
 
 def receipt_revisions(session: AgentSession) -> dict[str, int]:

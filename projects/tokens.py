@@ -16,6 +16,7 @@ import logging
 import os
 import tempfile
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,13 @@ _URLS = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
 }
 _LOCK = threading.Lock()
+# Counts of texts already seen: a pre hook assembles the same files again and again, and BPE
+# over the whole prompt is the costliest step of a warm pre hook. Keyed by a digest of the
+# text, so the cache holds numbers, never memory content.
+_COUNTS: OrderedDict[tuple[str, bytes], int] = OrderedDict()
+_COUNTS_MAX = 4096
+_COUNTS_LOCK = threading.Lock()
+_COUNT_CACHE_MIN_CHARS = 256  # shorter texts encode faster than they hash and look up
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,21 @@ class Tokenizer:
         return self._encoding.encode_ordinary(text)
 
     def count(self, text: str) -> int:
-        return len(self.encode(text))
+        if len(text) < _COUNT_CACHE_MIN_CHARS:
+            return len(self.encode(text))
+        key = (self.name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
+                                          digest_size=16).digest())
+        with _COUNTS_LOCK:
+            found = _COUNTS.get(key)
+            if found is not None:
+                _COUNTS.move_to_end(key)
+                return found
+        counted = len(self.encode(text))
+        with _COUNTS_LOCK:
+            _COUNTS[key] = counted
+            if len(_COUNTS) > _COUNTS_MAX:
+                _COUNTS.popitem(last=False)
+        return counted
 
     def decode(self, tokens: list[int]) -> str:
         data = self._encoding.decode_bytes(tokens)
