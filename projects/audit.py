@@ -12,6 +12,30 @@ from django.utils import timezone
 
 from projects.models import Agent, AuditChain, AuditEvent, Project, Revision
 
+# Every action the console records, for the audit page's filter (a fixed list: a DISTINCT over
+# millions of events would be the slowest query of the page). tests/test_audit.py checks that
+# the code records no other.
+ACTIONS = {
+    "file.save": "saved a file", "file.restore": "restored a revision",
+    "file.delete": "deleted a file", "file.save_recovered": "finished a half-done save",
+    "file.external_change": "change found in storage",
+    "file.external_delete": "deletion found in storage",
+    "proposal.create": "agent proposed a change", "proposal.approve": "approved a proposal",
+    "proposal.reject": "rejected a proposal",
+    "token.create": "created a runner token", "token.revoke": "revoked a runner token",
+    "agent.create": "created an agent", "agent.settings": "changed agent settings",
+    "project.create": "created a project", "project.update": "changed project settings",
+    "project.export": "exported project memory",
+    "member.grant": "added a member", "member.role": "changed a role",
+    "member.remove": "removed a member",
+    "review.mark": "marked reviewed", "review.flag": "flagged", "review.resolve": "resolved a flag",
+    "profile.erase": "erased a profile", "audit.export": "exported the audit trail",
+    "read.file": "read a file", "read.history": "read a history", "read.revision": "read a revision",
+    "read.download": "downloaded a revision", "read.diff": "read a diff",
+    "read.simulate": "simulated a prompt", "read.session": "read a session",
+    "read.proposals": "read proposals", "read.review": "read the review queue",
+}
+
 
 @dataclass(frozen=True)
 class Actor:

@@ -76,9 +76,12 @@ _MOMENT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-
 
 
 class AuditFilterForm(forms.Form):
-    """Filters of the audit page; every field optional. Times are in the console's time zone."""
+    """Filters of the audit page; every field optional. Times are in the console's time zone.
+    A reviewer of a few projects picks one from a list; one of hundreds types its slug."""
 
-    project = forms.ChoiceField(required=False)
+    PROJECT_CHOICES_MAX = 200
+
+    project = forms.CharField(required=False, max_length=50)
     actor = forms.CharField(required=False, max_length=200, widget=forms.TextInput(
         attrs={"placeholder": "name, agent:slug, external", "class": "short"}))
     action = forms.ChoiceField(required=False)
@@ -87,15 +90,30 @@ class AuditFilterForm(forms.Form):
     until = forms.DateTimeField(required=False, input_formats=_MOMENT_FORMATS, widget=forms.DateTimeInput(
         attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
 
-    def __init__(self, *args, projects, actions, **kwargs):
+    def __init__(self, *args, projects, actions: dict[str, str], **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["project"].choices = [("", "All projects")] + [(p.slug, p.name)
-                                                                   for p in projects]
-        groups = sorted({a.split(".", 1)[0] + "." for a in actions if "." in a})
+        self.projects = projects  # a queryset: only the chosen one is fetched
+        few = list(projects.order_by("name")[:self.PROJECT_CHOICES_MAX + 1])
+        if len(few) <= self.PROJECT_CHOICES_MAX:
+            self.fields["project"] = forms.ChoiceField(
+                required=False, choices=[("", "All projects")] + [(p.slug, p.name) for p in few])
+        else:
+            self.fields["project"].widget.attrs.update(placeholder="project slug", **{"class": "short"})
+        groups = sorted({a.split(".", 1)[0] + "." for a in actions})
         self.fields["action"].choices = (
             [("", "All actions")]
             + [(g, f"{g}* (any)") for g in groups]
-            + [(a, a) for a in sorted(actions)])
+            + [(a, f"{a}: {label}") for a, label in sorted(actions.items())])
+
+    def clean_project(self):
+        slug = self.cleaned_data["project"].strip()
+        if not slug:
+            return None
+        project = self.projects.filter(slug=slug).first()
+        if project is None:
+            raise ValidationError("No project %(slug)s that you review.", code="project",
+                                  params={"slug": slug})
+        return project
 
     def clean(self):
         data = super().clean()

@@ -59,3 +59,16 @@ def test_store_writes_join_the_chain(s3, workspace_file, actor):
     store.file_save(file=workspace_file, content="2\n", actor=actor, base_revision=1)
     assert audit_verify() == []
     assert list(AuditEvent.objects.order_by("seq").values_list("seq", flat=True)) == [1, 2]
+
+
+def test_the_code_records_only_listed_actions():
+    """The audit page filters by a fixed list of actions; a new action must join it."""
+    import re
+    from pathlib import Path
+
+    from projects.audit import ACTIONS
+
+    source = "\n".join(p.read_text() for p in Path("projects").rglob("*.py"))
+    used = set(re.findall(r'action=f?"([a-z_]+\.[a-z_]+)"', source))
+    used |= set(re.findall(r'"((?:file|member)\.[a-z_]+)"', source))
+    assert used and used <= set(ACTIONS), used - set(ACTIONS)

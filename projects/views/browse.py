@@ -19,9 +19,14 @@ PAGE_SIZE = 25
 
 @login_required
 def project_list(request):
-    projects = (permissions.visible_projects(request.user)
-                .annotate(agent_count=Count("agents", distinct=True)).order_by("name"))
+    projects = permissions.visible_projects(request.user).order_by("name", "pk")
     page = Paginator(projects, PAGE_SIZE).get_page(request.GET.get("page"))
+    # Agents counted for this page only: annotating the whole list would group every
+    # project a person belongs to before the page is cut.
+    counts = dict(Agent.objects.filter(project__in=[p.pk for p in page]).values("project")
+                  .annotate(n=Count("pk")).values_list("project", "n"))
+    for project in page:
+        project.agent_count = counts.get(project.pk, 0)
     can_audit = permissions.reviewable_projects(request.user).exists()
     return render(request, "projects/project_list.html", {"page": page, "can_audit": can_audit})
 

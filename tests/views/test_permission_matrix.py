@@ -249,3 +249,16 @@ def test_api_matrix(client, world, tokens, caller):
             expected = 200 if caller in allowed else 404
         assert response.status_code == expected, (caller, path, response.content[:300])
         assert response["Content-Type"].startswith("application/json")
+
+
+def test_every_console_post_needs_a_csrf_token(world):
+    """The admin may do every POST of the matrix, yet none is accepted without the token."""
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(world.people[ADMIN])
+    posts = [row for row in ROWS if row[1] == "post"]
+    assert len(posts) >= 15
+    for name, _method, kwargs, data, _allowed in posts:
+        response = strict.post(_url(world, name, kwargs), _data(world, data) or {})
+        assert response.status_code == 403, name

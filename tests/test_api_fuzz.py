@@ -1,0 +1,31 @@
+"""A bounded fuzz run of the runner API from its own OpenAPI description (schemathesis, in
+process over WSGI): valid and invalid bodies for every endpoint, with a real token. No
+answer may be a 500 or break the schema the API publishes."""
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from memoryadmin.wsgi import application
+from projects import hooks, store
+from projects.audit import Actor
+
+pytestmark = pytest.mark.django_db
+
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+
+
+@pytest.fixture
+def token(s3, project, agent, person, admin):
+    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
+                      content="You are calm.\n", actor=Actor.system("t"))
+    _, raw = hooks.token_create(agent=agent, name="fuzz", created_by=admin)
+    return raw
+
+
+@schema.parametrize()
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.filter_too_much])
+def test_runner_api_survives_generated_requests(case, token):
+    case.call_and_validate(headers={"Authorization": f"Bearer {token}"})
