@@ -4,6 +4,8 @@ answer may be a 500 or break the schema the API publishes."""
 
 import pytest
 import schemathesis
+from django.core import signals
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
 from memoryadmin.wsgi import application
@@ -13,6 +15,17 @@ from projects.audit import Actor
 pytestmark = pytest.mark.django_db
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Requests go through WSGI here, not Django's test client, so do what the client does:
+    keep the test's database connection (and its transaction) open across requests."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
