@@ -107,7 +107,7 @@ STATIC_ROOT = Path(env_str("MGC_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "projects:project_list"
+LOGIN_REDIRECT_URL = "projects:dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -7,10 +7,12 @@ check_isolation only reports; `manage.py reconcile` is the command that changes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from projects import layout, store
-from projects.models import Agent, AgentSession, MemoryFile, Project, Revision
+from projects.models import Agent, AgentSession, IsolationCheck, MemoryFile, Project, Revision
+
+KEEP_FINDINGS = 200
 
 
 def bucket_of(project: Project) -> str:
@@ -166,4 +168,25 @@ def _check_project(bucket: str, project: Project, keys: set[str], owned: set[str
                                              f"{file.display_path} r{file.head.number}"))
     for key in sorted(snapshots - keys):
         findings.append(IsolationFinding("missing_snapshot", bucket, key, "a revision's copy"))
+    return findings
+
+
+def check_and_record(projects: list[Project] | None = None, *, ran_by: str
+                     ) -> list[IsolationFinding]:
+    """Run the check and keep each project's outcome (and, for a whole run, the strays under
+    no project) for the dashboard and the isolation page."""
+    findings = check_isolation(projects)
+    checked = list(Project.objects.all()) if projects is None else projects
+    for project in checked:
+        bucket, prefix = bucket_of(project), project.prefix
+        mine = [f for f in findings if f.bucket == bucket and f.key.startswith(prefix)]
+        IsolationCheck.objects.create(project=project, ran_by=ran_by[:200],
+                                      finding_count=len(mine),
+                                      findings=[asdict(f) for f in mine[:KEEP_FINDINGS]])
+    if projects is None:
+        owned = {id(f) for p in checked for f in findings
+                 if f.bucket == bucket_of(p) and f.key.startswith(p.prefix)}
+        rest = [f for f in findings if id(f) not in owned]
+        IsolationCheck.objects.create(project=None, ran_by=ran_by[:200], finding_count=len(rest),
+                                      findings=[asdict(f) for f in rest[:KEEP_FINDINGS]])
     return findings

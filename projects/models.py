@@ -434,3 +434,22 @@ class Flag(models.Model):
 
     def __str__(self) -> str:
         return f"flag on {self.file} r{self.revision.number if self.revision_id else '?'}"
+
+
+class IsolationCheck(models.Model):
+    """The outcome of one check_isolation run for one project (the dashboard shows the last)."""
+
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="isolation_checks",
+                                help_text="Project checked; empty for objects under no project.")
+    ran_at = models.DateTimeField(default=timezone.now, db_index=True, help_text="When it ran.")
+    ran_by = models.CharField(max_length=200, help_text="Who ran it (a person or the command).")
+    finding_count = models.PositiveIntegerField(help_text="How many findings.")
+    findings = models.JSONField(default=list, blank=True,
+                                help_text="The first findings: kind, bucket, key, detail.")
+
+    class Meta:
+        ordering = ["-ran_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"isolation check of {self.project or 'all buckets'}: {self.finding_count}"

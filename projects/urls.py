@@ -1,11 +1,12 @@
 from django.urls import path
 
-from projects.views import browse, files, governance, runs
+from projects.views import browse, dashboard, files, governance, runs
 
 app_name = "projects"
 
 urlpatterns = [
-    path("", browse.project_list, name="project_list"),
+    path("", dashboard.dashboard, name="dashboard"),
+    path("projects/", browse.project_list, name="project_list"),
     path("preview/", files.preview, name="preview"),
     path("audit/", governance.audit_log, name="audit_log"),
     path("new-project/", governance.project_new, name="project_new"),

@@ -253,6 +253,16 @@ def isolation_page(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_manage(role))
     agents = list(Agent.objects.filter(project=project).order_by("name"))
+    if request.method == "POST":
+        try:
+            found = isolation.check_and_record([project], ran_by=request.user.get_username())
+        except store.StoreError as exc:
+            messages.error(request, exc.message)
+        else:
+            (messages.warning if found else messages.success)(
+                request, f"Isolation check: {len(found)} finding(s)." if found
+                else "Isolation check: every object has an owner and every record its object.")
+        return redirect("projects:isolation", slug=slug)
     wanted = request.GET.get("policy")
     if wanted:
         if wanted == "project":
@@ -270,6 +280,7 @@ def isolation_page(request, slug):
         "project": project, "role": role, "agents": agents,
         "bucket": isolation.bucket_of(project),
         "project_policy": json.dumps(isolation.project_policy(project), indent=2),
+        "last_check": project.isolation_checks.first(),
     })
 
 

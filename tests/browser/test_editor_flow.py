@@ -37,12 +37,14 @@ def _login(page, live_server):
     page.get_by_label("Username").fill("maria.ivanova")
     page.get_by_label("Password").fill("correct horse 42")
     page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name="Projects")).to_be_visible()
+    expect(page.get_by_role("heading", name="Hello, Мария Иванова")).to_be_visible()
 
 
 def test_edit_preview_save_history_diff_restore_and_conflict(page, live_server, maria, project, s3):
     SHOTS.mkdir(parents=True, exist_ok=True)
     _login(page, live_server)
+    expect(page.locator("#panel-profile")).to_contain_text("revision 2")
+    page.screenshot(path=str(SHOTS / "dashboard.png"), full_page=True)
     page.get_by_role("link", name=project.name).click()
     page.get_by_role("link", name="Open my profile").click()
     expect(page.locator("article.markdown h1")).to_have_text("Профиль: Мария Иванова")

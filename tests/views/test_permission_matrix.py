@@ -77,6 +77,7 @@ def world(s3, make_project, make_user) -> World:
 
 # (url name, method, kwargs with {placeholders}, POST data, who may) -- the whole console.
 ROWS = [
+    ("dashboard", "get", {}, None, ALL | {OUTSIDER}),
     ("project_list", "get", {}, None, ALL | {OUTSIDER}),
     ("preview", "post", {}, {"content": "# hi"}, ALL | {OUTSIDER}),
     ("audit_log", "get", {}, None, REVIEW | {OUTSIDER}),  # the outsider sees their own project's

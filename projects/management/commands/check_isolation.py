@@ -36,7 +36,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(document, indent=2))
             return
         try:
-            findings = isolation.check_isolation(selected)
+            findings = isolation.check_and_record(selected, ran_by="manage.py check_isolation")
         except store.StorageUnavailable as exc:
             raise CommandError(exc.message) from None
         for finding in findings:

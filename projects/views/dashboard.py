@@ -1,0 +1,11 @@
+"""The first page after login: each role's work, in the projects the person is in."""
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from projects import selectors
+
+
+@login_required
+def dashboard(request):
+    return render(request, "projects/dashboard.html", selectors.dashboard(request.user))
