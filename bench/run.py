@@ -142,6 +142,7 @@ def main() -> None:
         _bench_save(table, world, max(20, n // 4))
         _bench_history(table, world, max(20, n // 4))
         _bench_lists(table, world, 10 if args.quick else 10_000, max(10, n // 10))
+        _bench_search(table, world, 1_000 if args.quick else 10_000, max(10, n // 10))
         print(f"\nMeasured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
               f"{os.cpu_count()} cores; database {'PostgreSQL' if 'postgres' in database else 'SQLite'}; "
               f"S3: moto_server on loopback.\n")
@@ -479,6 +480,47 @@ def _bench_lists(table: Table, world: dict, rows: int, n: int) -> None:
                   f"10 rows: {q_small} queries, " + ms(t_small),
                   statistics.median(t_large) / statistics.median(t_small),
                   "same query count", q_large == q_small)
+
+
+# --- Search ----------------------------------------------------------------------------------------
+
+
+def _bench_search(table: Table, world: dict, files: int, n: int) -> None:
+    """The search page over a project with 10 files vs one with 10,000 (search copies bulk
+    loaded; one word in 1% of the files)."""
+    from django.test import Client
+
+    from projects import layout
+    from projects.models import Membership, MemoryFile, Project, SearchText
+
+    words = ("incident deploy rollback latency queue tender deadline budget owner report "
+             "timeline alert").split()
+    client = Client()
+    client.force_login(world["admin"])
+    results = []
+    for size in (10, files):
+        project = Project.objects.create(slug=f"search-{size}", name=f"Search {size}")
+        Membership.objects.create(user=world["admin"], project=project, role="admin")
+        records = MemoryFile.objects.bulk_create([
+            MemoryFile(project=project, scope="workspace", path=f"notes/{i}.md",
+                       key=layout.workspace_file_key(project.prefix, f"notes/{i}.md"))
+            for i in range(size)])
+        SearchText.objects.bulk_create([
+            SearchText(file=f, number=1, text=" ".join(words[(i + k) % len(words)]
+                                                        for k in range(300))
+                       + (" needle-word" if i % 100 == 0 else ""))
+            for i, f in enumerate(records)], batch_size=2000)
+        _analyze()
+        url = f"/p/{project.slug}/search/?q=needle-word"
+
+        def get(url=url):
+            response = client.get(url)
+            assert response.status_code == 200
+
+        results.append(timed(get, n))
+    ratio = statistics.median(results[1]) / statistics.median(results[0])
+    table.add(f"search page, {files:,} files (1% match)", ms(results[1]),
+              "10 files: " + ms(results[0]), ratio, "fast (no goal ratio)", None)
 
 
 if __name__ == "__main__":

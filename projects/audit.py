@@ -34,6 +34,7 @@ ACTIONS = {
     "read.download": "downloaded a revision", "read.diff": "read a diff",
     "read.simulate": "simulated a prompt", "read.session": "read a session",
     "read.proposals": "read proposals", "read.review": "read the review queue",
+    "read.search": "searched memory",
 }
 
 

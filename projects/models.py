@@ -453,3 +453,24 @@ class IsolationCheck(models.Model):
 
     def __str__(self) -> str:
         return f"isolation check of {self.project or 'all buckets'}: {self.finding_count}"
+
+
+class SearchText(models.Model):
+    """A searchable copy of one revision's text (derived from S3; the bucket stays the source).
+    The head of each live file has is_head set; older revisions stay for history search."""
+
+    file = models.ForeignKey(MemoryFile, on_delete=models.CASCADE, related_name="search_texts",
+                             help_text="The file.")
+    number = models.PositiveIntegerField(help_text="Revision number.")
+    is_head = models.BooleanField(default=True, help_text="The file's current text.")
+    text = models.TextField(help_text="The revision's text.")
+    created_at = models.DateTimeField(default=timezone.now, help_text="When the revision was made.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["file", "number"], name="one_search_text_per_revision"),
+        ]
+        indexes = [models.Index(fields=["file", "is_head"], name="search_text_head")]
+
+    def __str__(self) -> str:
+        return f"search text of {self.file_id} r{self.number}"

@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from projects import layout, scanning
 from projects.audit import Actor, audit_record
-from projects.models import Agent, MemoryFile, Project, Revision
+from projects.models import Agent, MemoryFile, Project, Revision, SearchText
 from projects.storage import MARKDOWN_CONTENT_TYPE, MemoryStorage
 
 logger = logging.getLogger(__name__)
@@ -611,10 +611,33 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
     locked.head = revision
     locked.head_etag = etag
     locked.save(update_fields=["head", "head_etag"])
+    _index_for_search(locked, revision, data)
     audit_record(actor=actor, action=action, project=locked.project, obj=locked,
                  details={"revision": number, "sha256": sha, "size": size,
                           "message": message[:500], **(details or {})})
     return revision
+
+
+def _index_for_search(file: MemoryFile, revision: Revision, data: bytes) -> None:
+    """Keep the search copy in step with the head, in the save's transaction."""
+    SearchText.objects.filter(file=file, is_head=True).update(is_head=False)
+    if not revision.is_deletion:
+        SearchText.objects.create(file=file, number=revision.number, text=_decode(data),
+                                  created_at=revision.created_at)
+
+
+def index_file(file: MemoryFile) -> bool:
+    """(Re)build the search copy of a file's head from S3; for files saved before search
+    existed. True if it wrote one."""
+    head = file.head
+    if head is None or head.is_deletion:
+        return False
+    text = revision_read(head)
+    with transaction.atomic():
+        SearchText.objects.filter(file=file).update(is_head=False)
+        SearchText.objects.update_or_create(file=file, number=head.number, defaults={
+            "is_head": True, "text": text, "created_at": head.created_at})
+    return True
 
 
 def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | None:

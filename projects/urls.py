@@ -31,6 +31,7 @@ urlpatterns = [
          name="member_change"),
     path("p/<slug:slug>/people/<int:user_id>/erase/", governance.profile_erase,
          name="profile_erase"),
+    path("p/<slug:slug>/search/", governance.search, name="search"),
     path("p/<slug:slug>/isolation/", governance.isolation_page, name="isolation"),
     path("p/<slug:slug>/export/", governance.project_export, name="project_export"),
     path("p/<slug:slug>/review/", governance.review_queue, name="review_queue"),

@@ -20,6 +20,7 @@ from projects.models import (
     MemoryFile,
     Proposal,
     Revision,
+    SearchText,
 )
 
 pytestmark = pytest.mark.django_db
@@ -276,6 +277,7 @@ def test_erasure_leaves_no_object_of_the_user_under_any_prefix(
     assert not MemoryFile.objects.filter(user=person).exists()
     assert not Revision.objects.filter(file_id=first.file_id).exists()
     assert not Proposal.objects.filter(content__contains="secret-health-fact").exists()
+    assert not SearchText.objects.filter(text__contains="secret-health-fact").exists()
     assert not Flag.objects.exists()
     tombstones = AuditEvent.objects.filter(action="profile.erase").order_by("seq")
     assert [t.project.slug for t in tombstones] == ["incidents", "reports"]

@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from projects import governance, isolation, permissions, selectors, store
@@ -384,3 +385,32 @@ def agent_new(request, slug):
             return redirect("projects:agent_detail", slug=slug, agent_slug=agent.slug)
     return render(request, "projects/agent_form.html", {
         "form": form, "project": project, "role": role}, status=400 if form.errors else 200)
+
+
+# --- Search ----------------------------------------------------------------------------------------
+
+
+SEARCH_PAGE_SIZE = 20
+
+
+@login_required
+def search(request, slug):
+    """Search a project's memory: current files, and old revisions on request."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_review(role))
+    query = request.GET.get("q", "").strip()[:200]
+    history = request.GET.get("history") == "1"
+    terms = selectors.search_terms(query)
+    context = {"project": project, "role": role, "query": query, "history": history,
+               "terms": terms}
+    if query and not terms:
+        context["error"] = "Type at least one word to search for."
+    elif terms:
+        page = Paginator(selectors.search_memory(project=project, query=query, history=history),
+                         SEARCH_PAGE_SIZE).get_page(request.GET.get("page"))
+        context["page"] = page
+        context["hits"] = [(hit, mark_safe(selectors.highlight(hit.text, terms)))  # noqa: S308 - escaped by highlight
+                           for hit in page]
+        audit_read(user=request.user, role=role, action="read.search", project=project,
+                   details={"query": query, "history": history, "results": page.paginator.count})
+    return render(request, "projects/search.html", context, status=400 if "error" in context else 200)

@@ -1,0 +1,132 @@
+"""Search across a project's memory: current files, optionally history, with highlighted
+matches; PostgreSQL full-text on the PostgreSQL run, LIKE on SQLite."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from projects import selectors, store
+from projects.audit import Actor
+from projects.models import AuditEvent, Membership, SearchText
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def reviewer(make_user, project):
+    user = make_user("rita")
+    Membership.objects.create(user=user, project=project, role="compliance")
+    return user
+
+
+@pytest.fixture
+def memory(s3, project, agent, person, make_project):
+    system = Actor.system("t")
+    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
+                      content="You analyse incidents calmly.\n", actor=system)
+    profile = store.file_create(project=project, scope="user", user=person, path="USER.md",
+                                content="Мария prefers the tender deadline in UTC.\n",
+                                actor=Actor.person(person))
+    store.file_save(file=profile.file, content="Мария prefers short reports.\n",
+                    actor=Actor.person(person), base_revision=1)
+    store.file_create(project=project, scope="workspace", path="tenders/2026.md",
+                      content="The tender deadline moved to Friday <script>x</script>.\n",
+                      actor=system)
+    other = make_project(slug="elsewhere")
+    store.file_create(project=other, scope="workspace", path="secret.md",
+                      content="tender deadline of another project\n", actor=system)
+    return profile
+
+
+def test_current_files_match_every_word_and_other_projects_never(memory, project):
+    hits = list(selectors.search_memory(project=project, query="tender deadline"))
+    assert [h.file.display_path for h in hits] == ["workspace/tenders/2026.md"]
+    assert list(selectors.search_memory(project=project, query="deadline nowhere")) == []
+
+
+def test_history_finds_old_revisions(memory, project):
+    hits = list(selectors.search_memory(project=project, query="tender deadline", history=True))
+    assert sorted((h.file.display_path, h.number, h.is_head) for h in hits) == [
+        ("users/maria/USER.md", 1, False), ("workspace/tenders/2026.md", 1, True)]
+
+
+def test_russian_words_match(memory, project):
+    [hit] = selectors.search_memory(project=project, query="мария")
+    assert hit.file.path == "USER.md" and hit.is_head
+
+
+def test_highlight_escapes_and_marks():
+    html = selectors.highlight("Before <b>deadline</b> and Deadline.", ["deadline"])
+    assert html == "Before &lt;b&gt;<mark>deadline</mark>&lt;/b&gt; and <mark>Deadline</mark>."
+
+
+def test_search_page_highlights_links_and_audits(client, memory, project, reviewer):
+    client.force_login(reviewer)
+    url = reverse("projects:search", args=[project.slug])
+    response = client.get(url, {"q": "deadline"})
+    html = response.content.decode()
+    assert "<mark>deadline</mark>" in html and "&lt;script&gt;" in html and "<script>x" not in html
+    assert "elsewhere" not in html
+    event = AuditEvent.objects.get(action="read.search")
+    assert event.details == {"query": "deadline", "history": False, "results": 1}
+    old = client.get(url, {"q": "UTC", "history": "1"}).content.decode()
+    assert reverse("projects:revision_detail", args=[project.slug, memory.file_id, 1]) in old
+
+
+def test_search_page_bad_and_empty_queries(client, memory, project, reviewer):
+    client.force_login(reviewer)
+    url = reverse("projects:search", args=[project.slug])
+    assert client.get(url, {"q": "!!!"}).status_code == 400
+    assert "Nothing matches" in client.get(url, {"q": "zebra"}).content.decode()
+    assert client.get(url).status_code == 200
+
+
+def test_search_query_count_does_not_grow_with_matches(client, s3, project, reviewer):
+    client.force_login(reviewer)
+    url = reverse("projects:search", args=[project.slug])
+
+    def count():
+        with CaptureQueriesContext(connection) as queries:
+            client.get(url, {"q": "incident"})
+        return len(queries)
+
+    for n in range(2):
+        store.file_create(project=project, scope="workspace", path=f"a{n}.md",
+                          content=f"incident {n}\n", actor=Actor.system("t"))
+    few = count()
+    for n in range(2, 20):
+        store.file_create(project=project, scope="workspace", path=f"a{n}.md",
+                          content=f"incident {n}\n", actor=Actor.system("t"))
+    assert count() == few
+
+
+def test_deleting_a_file_drops_it_from_current_search(memory, project):
+    [hit] = selectors.search_memory(project=project, query="Friday")
+    file = hit.file
+    store.file_delete(file=file, actor=Actor.system("t"), base_revision=1)
+    assert list(selectors.search_memory(project=project, query="Friday")) == []
+    assert len(selectors.search_memory(project=project, query="Friday", history=True)) == 1
+
+
+def test_index_search_rebuilds_from_s3(memory, project):
+    SearchText.objects.all().delete()
+    out = StringIO()
+    call_command("index_search", "--project", project.slug, stdout=out)
+    assert "indexed 3 file(s)" in out.getvalue()
+    assert len(selectors.search_memory(project=project, query="tender deadline")) == 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN index is PostgreSQL's")
+def test_postgresql_search_uses_the_full_text_index(memory, project):
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        sql, params = selectors.fulltext_match(SearchText.objects.all(),
+                                               ["deadline"]).query.sql_with_params()
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("SET enable_seqscan = on")
+    assert "projects_searchtext_fts" in plan, plan
