@@ -1,0 +1,72 @@
+"""A compliance officer reviews in a real browser: the dashboard points to the queue, an
+agent's write with a phone number shows up first, flagged by the scanner; she flags it, marks
+it reviewed, searches, and exports the audit trail. Screenshots go to docs/screenshots."""
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from projects import store
+from projects.audit import Actor
+from projects.models import AuditEvent, Membership
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture
+def rita(s3, project, agent, person, make_user):
+    user = make_user("rita", first_name="Rita", last_name="Kuznetsova")
+    user.set_password("review all the things")
+    user.save()
+    Membership.objects.create(user=user, project=project, role="compliance")
+    profile = store.file_create(project=project, scope="user", user=person, path="USER.md",
+                                content="# Maria\n\n- Prefers short reports.\n",
+                                actor=Actor.person(person))
+    store.file_save(file=profile.file, actor=Actor.for_agent(agent, "run-7"), base_revision=1,
+                    message="learned contact details",
+                    content="# Maria\n\n- Prefers short reports.\n- Mobile: +7 (916) 123-45-67.\n")
+    store.file_create(project=project, scope="workspace", path="incidents/2026-12-01.md",
+                      content="# Outage\n\nThe queue stalled after the deploy; rolled back.\n",
+                      actor=Actor.system("seed"))
+    return user
+
+
+def test_review_flag_mark_search_and_audit(page, live_server, rita, project):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("rita")
+    page.get_by_label("Password").fill("review all the things")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#panel-review")).to_contain_text("2 files changed")
+
+    page.locator("#panel-review").get_by_role("link", name=project.name).click()
+    first = page.locator("section.review-item").first
+    expect(first).to_contain_text("users/maria/USER.md")  # the agent's write comes first
+    expect(first).to_contain_text("phone number")
+    expect(first.locator("table.diff")).to_contain_text("Mobile")
+    page.screenshot(path=str(SHOTS / "review.png"), full_page=True)
+
+    first.locator("summary", has_text="Flag").click()
+    first.get_by_label("What is wrong with revision 2?").fill("Private phone number; remove it.")
+    first.get_by_role("button", name="Flag").click()
+    expect(page.locator("#open-flags")).to_contain_text("Private phone number")
+    page.locator("section.review-item").first.get_by_role(
+        "button", name="Mark reviewed up to r2").click()
+    expect(page.locator("section.review-item")).to_have_count(1)
+
+    page.goto(f"{live_server.url}/p/{project.slug}/search/")
+    page.get_by_label("Words to find").fill("queue deploy")
+    page.get_by_label("Words to find").press("Enter")
+    expect(page.locator(".snippet mark").first).to_have_text("queue")
+    page.screenshot(path=str(SHOTS / "search.png"), full_page=True)
+
+    page.goto(f"{live_server.url}/audit/?project={project.slug}")
+    expect(page.locator("#audit-table")).to_contain_text("review.flag")
+    page.screenshot(path=str(SHOTS / "audit.png"), full_page=True)
+    with page.expect_download() as download:
+        page.locator("#export-csv").click()
+    assert download.value.suggested_filename.endswith(".csv")
+    assert AuditEvent.objects.filter(action="audit.export", actor_user=rita).exists()
