@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "projects",
 ]
 
@@ -45,6 +46,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "projects.middleware.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language: the switcher's cookie, else the browser's Accept-Language, else LANGUAGE_CODE.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -67,10 +70,13 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
             ],
+            # {% translate %} in every template without a {% load i18n %} to forget.
+            "builtins": ["django.templatetags.i18n"],
         },
     },
 ]
@@ -97,7 +103,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# The console speaks English and Russian; each person picks with the switcher in the header.
+# Language names are written in their own language, so anyone can find theirs.
+LANGUAGES = [("en", "English"), ("ru", "Русский")]
 LANGUAGE_CODE = env_str("MGC_LANGUAGE_CODE", "en")
+if LANGUAGE_CODE not in dict(LANGUAGES):
+    raise ImproperlyConfigured(f"MGC_LANGUAGE_CODE must be one of {', '.join(dict(LANGUAGES))}")
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Dates as the console shows them per language (ISO-like in English, d.m.Y in Russian); what a
+# module here leaves out comes from Django's own locale formats.
+FORMAT_MODULE_PATH = ["memoryadmin.formats"]
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = env_str("MGC_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -186,6 +204,7 @@ if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env_int("MGC_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env_bool("MGC_HSTS_PRELOAD", True)

@@ -9,5 +9,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher
     path("", include("projects.urls")),
 ]

@@ -9,6 +9,7 @@ from datetime import UTC
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from projects.models import Agent, AuditChain, AuditEvent, Project, Revision
 
@@ -16,25 +17,25 @@ from projects.models import Agent, AuditChain, AuditEvent, Project, Revision
 # millions of events would be the slowest query of the page). tests/test_audit.py checks that
 # the code records no other.
 ACTIONS = {
-    "file.save": "saved a file", "file.restore": "restored a revision",
-    "file.delete": "deleted a file", "file.save_recovered": "finished a half-done save",
-    "file.external_change": "change found in storage",
-    "file.external_delete": "deletion found in storage",
-    "proposal.create": "agent proposed a change", "proposal.approve": "approved a proposal",
-    "proposal.reject": "rejected a proposal",
-    "token.create": "created a runner token", "token.revoke": "revoked a runner token",
-    "agent.create": "created an agent", "agent.settings": "changed agent settings",
-    "project.create": "created a project", "project.update": "changed project settings",
-    "project.export": "exported project memory",
-    "member.grant": "added a member", "member.role": "changed a role",
-    "member.remove": "removed a member",
-    "review.mark": "marked reviewed", "review.flag": "flagged", "review.resolve": "resolved a flag",
-    "profile.erase": "erased a profile", "audit.export": "exported the audit trail",
-    "read.file": "read a file", "read.history": "read a history", "read.revision": "read a revision",
-    "read.download": "downloaded a revision", "read.diff": "read a diff",
-    "read.simulate": "simulated a prompt", "read.session": "read a session",
-    "read.proposals": "read proposals", "read.review": "read the review queue",
-    "read.search": "searched memory",
+    "file.save": _("saved a file"), "file.restore": _("restored a revision"),
+    "file.delete": _("deleted a file"), "file.save_recovered": _("finished a half-done save"),
+    "file.external_change": _("change found in storage"),
+    "file.external_delete": _("deletion found in storage"),
+    "proposal.create": _("agent proposed a change"), "proposal.approve": _("approved a proposal"),
+    "proposal.reject": _("rejected a proposal"),
+    "token.create": _("created a runner token"), "token.revoke": _("revoked a runner token"),
+    "agent.create": _("created an agent"), "agent.settings": _("changed agent settings"),
+    "project.create": _("created a project"), "project.update": _("changed project settings"),
+    "project.export": _("exported project memory"),
+    "member.grant": _("added a member"), "member.role": _("changed a role"),
+    "member.remove": _("removed a member"),
+    "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),
+    "profile.erase": _("erased a profile"), "audit.export": _("exported the audit trail"),
+    "read.file": _("read a file"), "read.history": _("read a history"), "read.revision": _("read a revision"),
+    "read.download": _("downloaded a revision"), "read.diff": _("read a diff"),
+    "read.simulate": _("simulated a prompt"), "read.session": _("read a session"),
+    "read.proposals": _("read proposals"), "read.review": _("read the review queue"),
+    "read.search": _("searched memory"),
 }
 
 

@@ -7,6 +7,8 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.utils.formats import number_format
+from django.utils.translation import gettext_lazy as _
 
 from projects import layout
 from projects.models import Membership
@@ -14,12 +16,12 @@ from projects.models import Membership
 
 class EditForm(forms.Form):
     content = forms.CharField(
-        required=False, strip=False,
+        label="Markdown", required=False, strip=False,
         widget=forms.Textarea(attrs={"rows": 28, "spellcheck": "false", "class": "editor-text"}),
     )
     message = forms.CharField(
-        required=False, max_length=500,
-        widget=forms.TextInput(attrs={"placeholder": "What changed and why (optional)"}),
+        label=_("Message"), required=False, max_length=500,
+        widget=forms.TextInput(attrs={"placeholder": _("What changed and why (optional)")}),
     )
     base_revision = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
 
@@ -27,31 +29,32 @@ class EditForm(forms.Form):
         # Browsers send CRLF from a textarea; memory files use LF like the rest of the bucket.
         text = self.cleaned_data["content"].replace("\r\n", "\n")
         if "\x00" in text:
-            raise ValidationError("The text contains NUL characters.", code="binary")
+            raise ValidationError(_("The text contains NUL characters."), code="binary")
         size = len(text.encode("utf-8", errors="replace"))
         limit = settings.MGC_MAX_FILE_BYTES
         if size > limit:
             raise ValidationError(
-                "The text is %(size)s bytes; the limit is %(limit)s bytes.", code="too_large",
-                params={"size": f"{size:,}", "limit": f"{limit:,}"})
+                _("The text is %(size)s bytes; the limit is %(limit)s bytes."), code="too_large",
+                params={"size": number_format(size, force_grouping=True),
+                        "limit": number_format(limit, force_grouping=True)})
         return text
 
 
 class RestoreForm(forms.Form):
-    message = forms.CharField(required=False, max_length=500)
+    message = forms.CharField(label=_("Message"), required=False, max_length=500)
     base_revision = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
 
 
 class DeleteForm(forms.Form):
-    message = forms.CharField(required=False, max_length=500)
+    message = forms.CharField(label=_("Reason"), required=False, max_length=500)
     base_revision = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
 
 
 class NewWorkspaceFileForm(forms.Form):
     path = forms.CharField(
-        max_length=layout.MAX_PATH_CHARS, strip=False,
-        help_text="Relative path ending in .md, e.g. incidents/2026-12-02-outage.md",
-        widget=forms.TextInput(attrs={"placeholder": "folder/name.md", "autocomplete": "off"}),
+        label=_("Path"), max_length=layout.MAX_PATH_CHARS, strip=False,
+        help_text=_("Relative path ending in .md, e.g. incidents/2026-12-02-outage.md"),
+        widget=forms.TextInput(attrs={"placeholder": _("folder/name.md"), "autocomplete": "off"}),
     )
 
     def clean_path(self) -> str:
@@ -61,15 +64,15 @@ class NewWorkspaceFileForm(forms.Form):
 class JsonSettingForm(forms.Form):
     """An agent's manifest or hook policy as JSON; the caller validates its meaning."""
 
-    value = forms.JSONField(widget=forms.Textarea(attrs={"rows": 18, "class": "editor-text",
+    value = forms.JSONField(label="JSON", widget=forms.Textarea(attrs={"rows": 18, "class": "editor-text",
                                                          "spellcheck": "false"}))
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, widget=forms.TextInput(
-        attrs={"placeholder": "e.g. production runner"}))
-    expires_in_days = forms.IntegerField(required=False, min_value=1, max_value=3650,
-                                         help_text="Empty: does not expire.")
+    name = forms.CharField(label=_("Name"), max_length=100, widget=forms.TextInput(
+        attrs={"placeholder": _("e.g. production runner")}))
+    expires_in_days = forms.IntegerField(label=_("Expires in days"), required=False, min_value=1,
+                                         max_value=3650, help_text=_("Empty: does not expire."))
 
 
 _MOMENT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
@@ -81,14 +84,16 @@ class AuditFilterForm(forms.Form):
 
     PROJECT_CHOICES_MAX = 200
 
-    project = forms.CharField(required=False, max_length=50)
-    actor = forms.CharField(required=False, max_length=200, widget=forms.TextInput(
-        attrs={"placeholder": "name, agent:slug, external", "class": "short"}))
-    action = forms.ChoiceField(required=False)
-    since = forms.DateTimeField(required=False, input_formats=_MOMENT_FORMATS, widget=forms.DateTimeInput(
-        attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
-    until = forms.DateTimeField(required=False, input_formats=_MOMENT_FORMATS, widget=forms.DateTimeInput(
-        attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
+    project = forms.CharField(label=_("Project"), required=False, max_length=50)
+    actor = forms.CharField(label=_("Who"), required=False, max_length=200, widget=forms.TextInput(
+        attrs={"placeholder": _("name, agent:slug, external"), "class": "short"}))
+    action = forms.ChoiceField(label=_("Action"), required=False)
+    since = forms.DateTimeField(
+        label=_("From"), required=False, input_formats=_MOMENT_FORMATS,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
+    until = forms.DateTimeField(
+        label=_("until"), required=False, input_formats=_MOMENT_FORMATS,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
 
     def __init__(self, *args, projects, actions: dict[str, str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -96,13 +101,14 @@ class AuditFilterForm(forms.Form):
         few = list(projects.order_by("name")[:self.PROJECT_CHOICES_MAX + 1])
         if len(few) <= self.PROJECT_CHOICES_MAX:
             self.fields["project"] = forms.ChoiceField(
-                required=False, choices=[("", "All projects")] + [(p.slug, p.name) for p in few])
+                label=_("Project"), required=False,
+                choices=[("", _("All projects"))] + [(p.slug, p.name) for p in few])
         else:
-            self.fields["project"].widget.attrs.update(placeholder="project slug", **{"class": "short"})
+            self.fields["project"].widget.attrs.update(placeholder=_("project slug"), **{"class": "short"})
         groups = sorted({a.split(".", 1)[0] + "." for a in actions})
         self.fields["action"].choices = (
-            [("", "All actions")]
-            + [(g, f"{g}* (any)") for g in groups]
+            [("", _("All actions"))]
+            + [(g, _("%(group)s* (any)") % {"group": g}) for g in groups]
             + [(a, f"{a}: {label}") for a, label in sorted(actions.items())])
 
     def clean_project(self):
@@ -111,7 +117,7 @@ class AuditFilterForm(forms.Form):
             return None
         project = self.projects.filter(slug=slug).first()
         if project is None:
-            raise ValidationError("No project %(slug)s that you review.", code="project",
+            raise ValidationError(_("No project %(slug)s that you review."), code="project",
                                   params={"slug": slug})
         return project
 
@@ -119,21 +125,22 @@ class AuditFilterForm(forms.Form):
         data = super().clean()
         since, until = data.get("since"), data.get("until")
         if since and until and since >= until:
-            raise ValidationError("'From' must be before 'until'.", code="bad_range")
+            raise ValidationError(_("'From' must be before 'until'."), code="bad_range")
         return data
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(max_length=150, widget=forms.TextInput(
-        attrs={"autocomplete": "off", "placeholder": "username"}))
-    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EMPLOYEE)
+    username = forms.CharField(label=_("Username"), max_length=150, widget=forms.TextInput(
+        attrs={"autocomplete": "off", "placeholder": _("username")}))
+    role = forms.ChoiceField(label=_("Role"), choices=Membership.Role.choices,
+                             initial=Membership.Role.EMPLOYEE)
 
     def clean_username(self) -> str:
         name = self.cleaned_data["username"].strip()
         user = get_user_model().objects.filter(username=name, is_active=True).first()
         if user is None:
-            raise ValidationError("No active account is called %(name)s. Accounts are created "
-                                  "by a superuser in Django admin.", code="no_user",
+            raise ValidationError(_("No active account is called %(name)s. Accounts are created "
+                                    "by a superuser in Django admin."), code="no_user",
                                   params={"name": name})
         self.cleaned_data["user"] = user
         return name
@@ -142,9 +149,9 @@ class MemberForm(forms.Form):
 class EraseForm(forms.Form):
     """Erasure cannot be undone: the admin types the person's username to confirm."""
 
-    reason = forms.CharField(max_length=500, widget=forms.TextInput(
-        attrs={"placeholder": "e.g. GDPR art. 17 request #1234"}))
-    confirm = forms.CharField(max_length=150, label="Type the username to confirm",
+    reason = forms.CharField(label=_("Why"), max_length=500, widget=forms.TextInput(
+        attrs={"placeholder": _("e.g. GDPR art. 17 request #1234")}))
+    confirm = forms.CharField(max_length=150, label=_("Type the username to confirm"),
                               widget=forms.TextInput(attrs={"autocomplete": "off"}))
 
     def __init__(self, *args, username: str, **kwargs):
@@ -153,36 +160,39 @@ class EraseForm(forms.Form):
 
     def clean_confirm(self) -> str:
         if self.cleaned_data["confirm"].strip() != self.username:
-            raise ValidationError("Type %(name)s exactly to confirm.", code="confirm",
+            raise ValidationError(_("Type %(name)s exactly to confirm."), code="confirm",
                                   params={"name": self.username})
         return self.cleaned_data["confirm"]
 
 
 class AgentForm(forms.Form):
-    slug = forms.SlugField(max_length=50, help_text="Short name used in URLs and by runners.")
-    name = forms.CharField(max_length=200)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    slug = forms.SlugField(label=_("Slug"), max_length=50,
+                           help_text=_("Short name used in URLs and by runners."))
+    name = forms.CharField(label=_("Name"), max_length=200)
+    description = forms.CharField(label=_("Description"), required=False,
+                                  widget=forms.Textarea(attrs={"rows": 3}))
 
 
 class ProjectForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    name = forms.CharField(label=_("Name"), max_length=200)
+    description = forms.CharField(label=_("Description"), required=False,
+                                  widget=forms.Textarea(attrs={"rows": 3}))
 
 
 class NewProjectForm(ProjectForm):
-    slug = forms.SlugField(max_length=50, help_text="Short name used in URLs.")
-    bucket = forms.CharField(required=False, max_length=63,
-                             help_text="Own S3 bucket; empty uses the console's bucket.")
-    key_prefix = forms.CharField(required=False, max_length=200,
-                                 help_text="Own key prefix ending with '/'; empty uses "
-                                           "projects/<id>/.")
+    slug = forms.SlugField(label=_("Slug"), max_length=50, help_text=_("Short name used in URLs."))
+    bucket = forms.CharField(label=_("Bucket"), required=False, max_length=63,
+                             help_text=_("Own S3 bucket; empty uses the console's bucket."))
+    key_prefix = forms.CharField(label=_("Key prefix"), required=False, max_length=200,
+                                 help_text=_("Own key prefix ending with '/'; empty uses "
+                                             "projects/<id>/."))
 
     field_order = ["slug", "name", "description", "bucket", "key_prefix"]
 
     def clean_bucket(self) -> str:
         bucket = self.cleaned_data["bucket"].strip()
         if bucket and not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
-            raise ValidationError("A bucket name is 3-63 lowercase letters, digits, '.' and '-'.",
+            raise ValidationError(_("A bucket name is 3-63 lowercase letters, digits, '.' and '-'."),
                                   code="bucket")
         return bucket
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from projects import layout, store
 from projects.audit import Actor, audit_record
@@ -31,7 +32,7 @@ def review_mark(*, reviewer, file: MemoryFile, number: int) -> ReviewMark:
     """Mark every revision up to `number` (the head the reviewer saw) as reviewed. A mark
     never moves back: an older page submitted late does not undo a newer review."""
     if not Revision.objects.filter(file=file, number=number).exists():
-        raise ValidationError("Revision %(number)s does not exist.", code="no_revision",
+        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
                               params={"number": number})
     mark, created = ReviewMark.objects.select_for_update().get_or_create(
         reviewer=reviewer, file=file, defaults={"number": number})
@@ -49,11 +50,11 @@ def review_mark(*, reviewer, file: MemoryFile, number: int) -> ReviewMark:
 def flag_create(*, by, file: MemoryFile, number: int, comment: str) -> Flag:
     comment = comment.strip()
     if not comment:
-        raise ValidationError("Say what is wrong: the comment is what the fixer reads.",
+        raise ValidationError(_("Say what is wrong: the comment is what the fixer reads."),
                               code="flag_comment")
     revision = Revision.objects.filter(file=file, number=number).first()
     if revision is None:
-        raise ValidationError("Revision %(number)s does not exist.", code="no_revision",
+        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
                               params={"number": number})
     flag = Flag.objects.create(project=file.project, file=file, revision=revision,
                                comment=comment[:2000], created_by=by)
@@ -76,7 +77,7 @@ def flag_resolve(*, by, flag: Flag) -> Flag:
 def member_set(*, by, project: Project, user, role: str) -> Membership:
     """Grant a role or change it; audited as a permission change."""
     if role not in Membership.Role.values:
-        raise ValidationError("Unknown role %(role)s.", code="role", params={"role": role})
+        raise ValidationError(_("Unknown role %(role)s."), code="role", params={"role": role})
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     before = membership.role if membership else None
     if before == role:
@@ -109,7 +110,7 @@ def _keep_an_admin(project: Project, *, leaving) -> None:
     others = (Membership.objects.select_for_update()
               .filter(project=project, role=Membership.Role.ADMIN).exclude(user=leaving))
     if not others.exists():
-        raise ValidationError("This is the project's last admin. Make someone else admin first.",
+        raise ValidationError(_("This is the project's last admin. Make someone else admin first."),
                               code="last_admin")
 
 
@@ -175,7 +176,7 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
     that quote it. What stays is one audit tombstone per project: who, when, why, counts."""
     reason = reason.strip()
     if not reason:
-        raise ValidationError("Say why the profile is erased; the tombstone keeps the reason.",
+        raise ValidationError(_("Say why the profile is erased; the tombstone keeps the reason."),
                               code="erase_reason")
     total = Erasure(files=0, revisions=0, objects=0, projects=[])
     for project in projects:
@@ -210,7 +211,7 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
 @transaction.atomic
 def agent_create(*, by, project: Project, slug: str, name: str, description: str = "") -> Agent:
     if Agent.objects.filter(project=project, slug=slug).exists():
-        raise ValidationError("This project already has an agent called %(slug)s.",
+        raise ValidationError(_("This project already has an agent called %(slug)s."),
                               code="agent_slug", params={"slug": slug})
     agent = Agent.objects.create(project=project, slug=slug, name=name, description=description)
     audit_record(actor=Actor.person(by), action="agent.create", project=project, obj=agent,
@@ -237,7 +238,7 @@ def project_create(*, by, slug: str, name: str, description: str = "", bucket: s
     """A new project; its creator becomes its first admin. Bucket and prefix are fixed from
     here on: the keys of every file are built from them."""
     if Project.objects.filter(slug=slug).exists():
-        raise ValidationError("A project called %(slug)s exists.", code="project_slug",
+        raise ValidationError(_("A project called %(slug)s exists."), code="project_slug",
                               params={"slug": slug})
     project = Project(slug=slug, name=name, description=description, bucket=bucket,
                       key_prefix=key_prefix)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from projects import injection, layout, selectors, store
 from projects.audit import Actor, audit_record
@@ -279,7 +280,7 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict) -> dict:
 def proposal_approve(*, proposal: Proposal, by, note: str = ""):
     """Apply a pending proposal as the agent's revision; the approver is in the audit trail."""
     if proposal.status != Proposal.Status.PENDING:
-        raise HookError("not_pending", "This proposal was already decided.")
+        raise HookError("not_pending", _("This proposal was already decided."))
     file = MemoryFile.objects.select_related("head", "project").get(pk=proposal.file_id)
     actor = Actor.for_agent(proposal.agent, str(proposal.session_id or ""))
     revision = _apply(file, proposal.mode, proposal.content, proposal.base_revision, actor,
@@ -296,7 +297,7 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
 
 def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:
     if proposal.status != Proposal.Status.PENDING:
-        raise HookError("not_pending", "This proposal was already decided.")
+        raise HookError("not_pending", _("This proposal was already decided."))
     with transaction.atomic():
         proposal.status = Proposal.Status.REJECTED
         proposal.decided_by, proposal.decided_at = by, timezone.now()
@@ -341,33 +342,33 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
 def validate_policy(data: object) -> dict:
     """Check a hook policy's shape; ValidationError says what is wrong."""
     if not isinstance(data, dict) or set(data) - {"post", "tool", "error"}:
-        raise ValidationError("The policy is an object with post, tool and error.",
+        raise ValidationError(_("The policy is an object with post, tool and error."),
                               code="policy_shape")
     post = data.get("post", {})
     if not isinstance(post, dict):
-        raise ValidationError("post maps file paths or workspace globs to rules.",
+        raise ValidationError(_("post maps file paths or workspace globs to rules."),
                               code="policy_post")
     for target, rule in post.items():
         if not injection._valid_source(target):
-            raise ValidationError("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                  "workspace/<path or glob>.md.", code="policy_target",
+            raise ValidationError(_("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                                    "workspace/<path or glob>.md."), code="policy_target",
                                   params={"target": target})
         if (not isinstance(rule, dict) or set(rule) - {"modes", "approval"}
                 or not isinstance(rule.get("modes"), list) or not rule["modes"]
                 or set(rule["modes"]) - set(MODES)
                 or not isinstance(rule.get("approval", False), bool)):
-            raise ValidationError('%(target)s: a rule is {"modes": ["append"|"replace", ...], '
-                                  '"approval": true|false}.', code="policy_rule",
+            raise ValidationError(_('%(target)s: a rule is {"modes": ["append"|"replace", ...], '
+                                    '"approval": true|false}.'), code="policy_rule",
                                   params={"target": target})
     for kind in ("tool", "error"):
         section = data.get(kind, {})
         if not isinstance(section, dict) or set(section) - {"log"}:
-            raise ValidationError('%(kind)s is {"log": "workspace/<path>.md"} or {}.',
+            raise ValidationError(_('%(kind)s is {"log": "workspace/<path>.md"} or {}.'),
                                   code="policy_log", params={"kind": kind})
         log = section.get("log")
         if log is not None:
             if not isinstance(log, str) or not log.startswith(injection.WORKSPACE_PREFIX):
-                raise ValidationError("%(kind)s log must be a workspace/ path.",
+                raise ValidationError(_("%(kind)s log must be a workspace/ path."),
                                       code="policy_log", params={"kind": kind})
             layout.validate_workspace_path(log[len(injection.WORKSPACE_PREFIX):])
     return data

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 AGENT_SOURCES = ("SOUL.md", "AGENTS.md", "TOOLS.md")
 USER_SOURCE = "USER.md"
@@ -101,44 +102,44 @@ class Assembly:
 def parse_manifest(data: object) -> Manifest:
     """Validate a manifest (as stored in Agent.manifest); ValidationError says what is wrong."""
     if not isinstance(data, dict):
-        raise ValidationError("The manifest must be a JSON object.", code="manifest_type")
+        raise ValidationError(_("The manifest must be a JSON object."), code="manifest_type")
     unknown = set(data) - {"sections", "total_tokens"}
     if unknown:
-        raise ValidationError("Unknown manifest keys: %(keys)s.", code="manifest_keys",
+        raise ValidationError(_("Unknown manifest keys: %(keys)s."), code="manifest_keys",
                               params={"keys": ", ".join(sorted(unknown))})
     raw_sections = data.get("sections")
     if not isinstance(raw_sections, list) or not raw_sections:
-        raise ValidationError("The manifest needs a non-empty list of sections.",
+        raise ValidationError(_("The manifest needs a non-empty list of sections."),
                               code="manifest_sections")
     if len(raw_sections) > MAX_SECTIONS:
-        raise ValidationError("At most %(max)s sections.", code="manifest_sections",
+        raise ValidationError(_("At most %(max)s sections."), code="manifest_sections",
                               params={"max": MAX_SECTIONS})
     sections, tags = [], set()
     for index, raw in enumerate(raw_sections, start=1):
         if not isinstance(raw, dict) or set(raw) - {"tag", "source", "max_tokens"}:
             raise ValidationError(
-                "Section %(n)s must be an object with tag, source and max_tokens.",
+                _("Section %(n)s must be an object with tag, source and max_tokens."),
                 code="manifest_section", params={"n": index})
         tag, source, cap = raw.get("tag"), raw.get("source"), raw.get("max_tokens")
         if not isinstance(tag, str) or not _TAG_RE.match(tag):
             raise ValidationError(
-                "Section %(n)s: the tag must be lower-case letters, digits and _ (like "
-                "agent_rules).", code="manifest_tag", params={"n": index})
+                _("Section %(n)s: the tag must be lower-case letters, digits and _ (like "
+                  "agent_rules)."), code="manifest_tag", params={"n": index})
         if tag in tags:
-            raise ValidationError("Section %(n)s: tag %(tag)s is used twice.",
+            raise ValidationError(_("Section %(n)s: tag %(tag)s is used twice."),
                                   code="manifest_tag", params={"n": index, "tag": tag})
         tags.add(tag)
         if not isinstance(source, str) or not _valid_source(source):
             raise ValidationError(
-                "Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                "workspace/<path or glob>.md.", code="manifest_source", params={"n": index})
+                _("Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                  "workspace/<path or glob>.md."), code="manifest_source", params={"n": index})
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise ValidationError("Section %(n)s: max_tokens must be a positive whole number.",
+            raise ValidationError(_("Section %(n)s: max_tokens must be a positive whole number."),
                                   code="manifest_cap", params={"n": index})
         sections.append(SectionSpec(tag, source, cap))
     total = data.get("total_tokens")
     if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 1):
-        raise ValidationError("total_tokens must be a positive whole number.",
+        raise ValidationError(_("total_tokens must be a positive whole number."),
                               code="manifest_total")
     return Manifest(tuple(sections), total)
 
@@ -224,7 +225,7 @@ def _truncate(text: str, cap: int, tokenizer) -> tuple[str, bool]:
         return text, False
     budget = cap
     result = ""
-    for _ in range(8):  # decoded pieces can re-tokenize a little differently: re-check
+    for _attempt in range(8):  # decoded pieces can re-tokenize a little differently: re-check
         room = budget - tokenizer.count(_marker(len(tokens) - budget))
         if room <= 0:
             marker = _marker(len(tokens)).strip()
@@ -291,7 +292,7 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
             if new_cap < 24:  # too small to be useful: leave the section out
                 s.content, s.truncated = "", True
             else:
-                s.content, _ = _truncate(s.content, new_cap, tokenizer)
+                s.content, _dropped = _truncate(s.content, new_cap, tokenizer)
                 s.truncated = True
             prompt = build()
             total = tokenizer.count(prompt)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from projects import layout, store
 from projects.models import Agent, AgentSession, IsolationCheck, MemoryFile, Project, Revision
 
@@ -77,6 +79,17 @@ def runner_policy(agent: Agent) -> dict:
             },
         ],
     }
+
+
+# What each finding kind means, for the isolation page (details stay as recorded, in English).
+KIND_LABELS = {
+    "stray": _("object no record owns"),
+    "foreign": _("object of another owner"),
+    "outside_layout": _("key outside the layout"),
+    "missing_object": _("record without its object"),
+    "missing_snapshot": _("revision without its copy"),
+    "overlap": _("prefixes overlap"),
+}
 
 
 @dataclass(frozen=True)

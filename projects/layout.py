@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 SCOPE_AGENT = "agent"
 SCOPE_USER = "user"
@@ -50,56 +51,56 @@ def _invalid(message: str, code: str, **params) -> ValidationError:
 def validate_workspace_path(path: object) -> str:
     """Return the NFC form of a workspace-relative Markdown path, or raise ValidationError."""
     if not isinstance(path, str):
-        raise _invalid("The path must be text.", "path_type")
+        raise _invalid(_("The path must be text."), "path_type")
     if path == "":
-        raise _invalid("The path is empty.", "path_empty")
+        raise _invalid(_("The path is empty."), "path_empty")
     if "\x00" in path:
-        raise _invalid("The path contains a NUL character.", "path_control")
+        raise _invalid(_("The path contains a NUL character."), "path_control")
     path = unicodedata.normalize("NFC", path)
     if unicodedata.normalize("NFKC", path) != path:
         # Full-width dots and slashes, ligatures and the like read as other characters.
         raise _invalid(
-            "The path contains look-alike (compatibility) characters; type them plainly.",
+            _("The path contains look-alike (compatibility) characters; type them plainly."),
             "path_unicode",
         )
     if len(path) > MAX_PATH_CHARS or len(path.encode("utf-8")) > MAX_PATH_BYTES:
         raise _invalid(
-            "The path is too long (at most %(max)s characters).", "path_length", max=MAX_PATH_CHARS
+            _("The path is too long (at most %(max)s characters)."), "path_length", max=MAX_PATH_CHARS
         )
     if "\\" in path:
-        raise _invalid("Use / to separate folders, not a backslash.", "path_backslash")
+        raise _invalid(_("Use / to separate folders, not a backslash."), "path_backslash")
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
-        raise _invalid("The path must be relative, not absolute.", "path_absolute")
+        raise _invalid(_("The path must be relative, not absolute."), "path_absolute")
     for char in path:
         if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
             raise _invalid(
-                "The path contains an invisible or control character (U+%(codepoint)s).",
+                _("The path contains an invisible or control character (U+%(codepoint)s)."),
                 "path_control",
                 codepoint=f"{ord(char):04X}",
             )
         if char in _FORBIDDEN_CHARS:
-            raise _invalid("The path may not contain %(char)r.", "path_char", char=char)
+            raise _invalid(_("The path may not contain %(char)r."), "path_char", char=char)
         if char.isspace() and char != " ":
-            raise _invalid("The path may not contain tabs or other special spaces.", "path_space")
+            raise _invalid(_("The path may not contain tabs or other special spaces."), "path_space")
     segments = path.split("/")
     if len(segments) > MAX_DEPTH:
-        raise _invalid("The path is nested too deep (at most %(max)s levels).", "path_depth",
+        raise _invalid(_("The path is nested too deep (at most %(max)s levels)."), "path_depth",
                        max=MAX_DEPTH)
     for segment in segments:
         if segment == "":
-            raise _invalid("The path has an empty folder name (// or a trailing /).",
+            raise _invalid(_("The path has an empty folder name (// or a trailing /)."),
                            "path_empty_segment")
         if segment in {".", ".."}:
-            raise _invalid("The path may not contain '.' or '..' segments.", "path_dots")
+            raise _invalid(_("The path may not contain '.' or '..' segments."), "path_dots")
         if segment.startswith("."):
-            raise _invalid("Names may not start with a dot.", "path_hidden")
+            raise _invalid(_("Names may not start with a dot."), "path_hidden")
         if segment != segment.strip():
-            raise _invalid("Names may not start or end with a space.", "path_space")
+            raise _invalid(_("Names may not start or end with a space."), "path_space")
         if len(segment) > MAX_SEGMENT_CHARS:
-            raise _invalid("A name in the path is longer than %(max)s characters.",
+            raise _invalid(_("A name in the path is longer than %(max)s characters."),
                            "path_segment_length", max=MAX_SEGMENT_CHARS)
     if not path.endswith(".md") or len(segments[-1]) <= len(".md"):
-        raise _invalid("Memory files are Markdown: the name must end with .md.", "path_extension")
+        raise _invalid(_("Memory files are Markdown: the name must end with .md."), "path_extension")
     return path
 
 
@@ -108,7 +109,7 @@ def project_prefix(project_id: uuid.UUID, override: str = "") -> str:
     if override:
         if not _PREFIX_RE.match(override) or ".." in override:
             raise _invalid(
-                "A key prefix is letters, digits, '.', '_', '-' in folders ending with '/'.",
+                _("A key prefix is letters, digits, '.', '_', '-' in folders ending with '/'."),
                 "prefix_invalid",
             )
         return override
@@ -117,7 +118,7 @@ def project_prefix(project_id: uuid.UUID, override: str = "") -> str:
 
 def agent_file_key(prefix: str, agent_id: uuid.UUID, name: str) -> str:
     if name not in AGENT_FILES:
-        raise _invalid("An agent's memory files are %(names)s.", "agent_file",
+        raise _invalid(_("An agent's memory files are %(names)s."), "agent_file",
                        names=", ".join(AGENT_FILES))
     return f"{prefix}agents/{_uuid(agent_id)}/{name}"
 
@@ -148,9 +149,9 @@ def history_prefix(prefix: str, file_id: uuid.UUID) -> str:
 
 def snapshot_key(prefix: str, file_id: uuid.UUID, number: int, sha256: str) -> str:
     if not isinstance(number, int) or number < 1:
-        raise _invalid("Revision numbers start at 1.", "revision_number")
+        raise _invalid(_("Revision numbers start at 1."), "revision_number")
     if not re.fullmatch(r"[0-9a-f]{64}", sha256):
-        raise _invalid("Not a sha256 hex digest.", "sha256")
+        raise _invalid(_("Not a sha256 hex digest."), "sha256")
     return f"{history_prefix(prefix, file_id)}{number}-{sha256}.md"
 
 
@@ -160,11 +161,11 @@ def file_key(prefix: str, scope: str, *, agent_id=None, user_id=None, path: str 
         return agent_file_key(prefix, agent_id, path)
     if scope == SCOPE_USER:
         if path != USER_FILE:
-            raise _invalid("A user's memory file is USER.md.", "user_file")
+            raise _invalid(_("A user's memory file is USER.md."), "user_file")
         return user_file_key(prefix, user_id)
     if scope == SCOPE_WORKSPACE:
         return workspace_file_key(prefix, path)
-    raise _invalid("Unknown scope %(scope)r.", "scope", scope=scope)
+    raise _invalid(_("Unknown scope %(scope)r."), "scope", scope=scope)
 
 
 @dataclass(frozen=True)
@@ -218,10 +219,10 @@ def _uuid(value) -> str:
     try:
         return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
     except ValueError:
-        raise _invalid("Not an id: %(value)r.", "id", value=value) from None
+        raise _invalid(_("Not an id: %(value)r."), "id", value=value) from None
 
 
 def _user_id(value) -> str:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _invalid("Not a user id: %(value)r.", "user_id", value=value)
+        raise _invalid(_("Not a user id: %(value)r."), "user_id", value=value)
     return str(value)

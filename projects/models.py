@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from projects import layout
 
@@ -67,9 +68,9 @@ class Project(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        ADMIN = "admin", "Admin"
-        COMPLIANCE = "compliance", "Compliance"
-        EMPLOYEE = "employee", "Employee"
+        ADMIN = "admin", _("Admin")
+        COMPLIANCE = "compliance", _("Compliance")
+        EMPLOYEE = "employee", _("Employee")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships",
@@ -125,9 +126,9 @@ class Agent(models.Model):
 
 class MemoryFile(models.Model):
     class Scope(models.TextChoices):
-        AGENT = layout.SCOPE_AGENT, "Agent"
-        USER = layout.SCOPE_USER, "User"
-        WORKSPACE = layout.SCOPE_WORKSPACE, "Workspace"
+        AGENT = layout.SCOPE_AGENT, _("Agent")
+        USER = layout.SCOPE_USER, _("User")
+        WORKSPACE = layout.SCOPE_WORKSPACE, _("Workspace")
 
     id = models.UUIDField(
         primary_key=True, default=uuid.uuid4, editable=False,
@@ -185,10 +186,10 @@ class MemoryFile(models.Model):
 
 class Revision(models.Model):
     class AuthorKind(models.TextChoices):
-        PERSON = "person", "Person"
-        AGENT = "agent", "Agent"
-        EXTERNAL = "external", "External (written to S3 directly)"
-        SYSTEM = "system", "System"
+        PERSON = "person", _("Person")
+        AGENT = "agent", _("Agent")
+        EXTERNAL = "external", _("External (written to S3 directly)")
+        SYSTEM = "system", _("System")
 
     file = models.ForeignKey(
         MemoryFile, on_delete=models.CASCADE, related_name="revisions",
@@ -358,9 +359,9 @@ class Proposal(models.Model):
     """A write an agent's policy sends to a person for approval."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
+        PENDING = "pending", _("Pending")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="proposals",
                                 help_text="Owning project.")

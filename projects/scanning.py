@@ -12,6 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
 EMAIL = "email"
 PHONE = "phone"
 CARD = "card"
@@ -20,13 +24,27 @@ API_KEY = "api_key"
 PASSWORD = "password"
 
 LABELS = {
-    EMAIL: "e-mail address",
-    PHONE: "phone number",
-    CARD: "payment card number",
-    PASSPORT: "passport-like number",
-    API_KEY: "API key or token",
-    PASSWORD: "password",
+    EMAIL: _("e-mail address"),
+    PHONE: _("phone number"),
+    CARD: _("payment card number"),
+    PASSPORT: _("passport-like number"),
+    API_KEY: _("API key or token"),
+    PASSWORD: _("password"),
 }
+
+
+def _counted(kind: str, count: int) -> str:
+    """'2 e-mail addresses' in the active language (Russian has three plural forms)."""
+    forms = {
+        EMAIL: ngettext("%(count)d e-mail address", "%(count)d e-mail addresses", count),
+        PHONE: ngettext("%(count)d phone number", "%(count)d phone numbers", count),
+        CARD: ngettext("%(count)d payment card number", "%(count)d payment card numbers", count),
+        PASSPORT: ngettext("%(count)d passport-like number", "%(count)d passport-like numbers",
+                           count),
+        API_KEY: ngettext("%(count)d API key or token", "%(count)d API keys or tokens", count),
+        PASSWORD: ngettext("%(count)d password", "%(count)d passwords", count),
+    }
+    return forms.get(kind, f"%(count)d {kind}") % {"count": count}
 
 _EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*"
                        r"\.[A-Za-z]{2,24}(?![\w-])")
@@ -66,7 +84,7 @@ class Finding:
 
     @property
     def label(self) -> str:
-        return LABELS[self.kind]
+        return str(LABELS[self.kind])
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -146,15 +164,14 @@ def _looks_like_phone(candidate: str) -> bool:
     return bool(re.fullmatch(r"\d{3}[-. ]\d{3}[-. ]\d{4}", candidate))
 
 
-def summary(findings: list[dict] | list[Finding]) -> str:
-    """'2 e-mail addresses, 1 password' for messages and badges."""
+def summary(findings: list[dict] | list[Finding], language: str | None = None) -> str:
+    """'2 e-mail addresses, 1 password' for messages (the person's language) and for the
+    audit trail (language="en": records read the same whoever caused them)."""
+    if language:
+        with translation.override(language):
+            return summary(findings)
     counts: dict[str, int] = {}
     for finding in findings:
         kind = finding["kind"] if isinstance(finding, dict) else finding.kind
         counts[kind] = counts.get(kind, 0) + 1
-    parts = []
-    for kind, count in counts.items():
-        label = LABELS.get(kind, kind)
-        parts.append(f"{count} {label}{'es' if count > 1 and label.endswith('ss') else ''}"
-                     f"{'s' if count > 1 and not label.endswith('ss') else ''}")
-    return ", ".join(parts)
+    return ", ".join(_counted(kind, count) for kind, count in counts.items())

@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.html import escape
+from django.utils.translation import gettext as _
 
 from projects import injection, permissions, store
 from projects.models import (
@@ -78,7 +79,7 @@ def parse_moment(raw: str) -> dt.datetime | None:
         return None
     value = parse_datetime(raw)
     if value is None:
-        raise ValidationError("Give the moment as YYYY-MM-DDTHH:MM (UTC).", code="bad_time")
+        raise ValidationError(_("Give the moment as YYYY-MM-DDTHH:MM (UTC)."), code="bad_time")
     if timezone.is_naive(value):
         value = timezone.make_aware(value, dt.UTC)
     return value

@@ -34,6 +34,8 @@ from django.core.signals import setting_changed
 from django.db import transaction
 from django.dispatch import receiver
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
 
 from projects import layout, scanning
 from projects.audit import Actor, audit_record
@@ -79,14 +81,14 @@ class SaveConflict(StoreError):
     def __init__(self, *, reason: str, head: Revision | None, head_text: str, your_text: str,
                  base_revision: int | None):
         if reason == "external_change":
-            summary = ("The file was changed directly in storage since you opened it; that "
-                       "change is now revision %s." % (head.number if head else "-"))
+            summary = _("The file was changed directly in storage since you opened it; that "
+                        "change is now revision %(number)s.") % {"number": head.number if head else "-"}
         else:
-            summary = ("The file changed since you opened it (you started from revision %s, "
-                       "the latest is %s)." % (
-                           base_revision if base_revision is not None else "none",
-                           head.number if head else "none"))
-        super().__init__(f"{summary} Your text is kept below.")
+            summary = _("The file changed since you opened it (you started from revision "
+                        "%(base)s, the latest is %(head)s).") % {
+                "base": base_revision if base_revision is not None else _("none"),
+                "head": head.number if head else _("none")}
+        super().__init__(_("%(summary)s Your text is kept below.") % {"summary": summary})
         self.summary = summary  # without the editor's note, for callers that keep no text
         self.reason = reason
         self.head = head
@@ -102,31 +104,33 @@ def _encode(content: str | bytes) -> bytes:
     """UTF-8 bytes of a memory file's text, or ContentRejected saying why not."""
     if isinstance(content, bytes):
         if b"\x00" in content:
-            raise ContentRejected("The content contains NUL bytes: it looks like a binary file, "
-                                  "and memory files are Markdown text.")
+            raise ContentRejected(_("The content contains NUL bytes: it looks like a binary file, "
+                                    "and memory files are Markdown text."))
         try:
             content.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ContentRejected(
-                f"The content is not UTF-8 text (invalid byte at position {exc.start}). "
-                "Memory files are UTF-8 Markdown."
+                _("The content is not UTF-8 text (invalid byte at position %(position)s). "
+                  "Memory files are UTF-8 Markdown.") % {"position": exc.start}
             ) from None
         data = content
     elif isinstance(content, str):
         try:
             data = content.encode("utf-8")
         except UnicodeEncodeError:
-            raise ContentRejected("The content contains characters that are not valid text.") from None
+            raise ContentRejected(_("The content contains characters that are not valid text.")) from None
     else:
-        raise ContentRejected("The content must be text.")
+        raise ContentRejected(_("The content must be text."))
     if b"\x00" in data:
-        raise ContentRejected("The content contains NUL bytes: it looks like a binary file, "
-                              "and memory files are Markdown text.")
+        raise ContentRejected(_("The content contains NUL bytes: it looks like a binary file, "
+                                "and memory files are Markdown text."))
     limit = settings.MGC_MAX_FILE_BYTES
     if len(data) > limit:
         raise ContentRejected(
-            f"The content is {len(data):,} bytes; the limit is {limit:,} bytes "
-            f"({limit // 1024} KiB). Split it into smaller files."
+            _("The content is %(size)s bytes; the limit is %(limit)s bytes (%(kib)s KiB). "
+              "Split it into smaller files.") % {
+                "size": number_format(len(data), force_grouping=True),
+                "limit": number_format(limit, force_grouping=True), "kib": limit // 1024}
         )
     return data
 
@@ -186,8 +190,8 @@ def _is_missing(exc: ClientError) -> bool:
 def _unavailable(exc: Exception) -> StorageUnavailable:
     logger.warning("S3 request failed: %s", exc)
     return StorageUnavailable(
-        "The memory storage (S3) did not answer properly, so nothing was changed. "
-        "Try again in a moment; your text is kept."
+        _("The memory storage (S3) did not answer properly, so nothing was changed. "
+          "Try again in a moment; your text is kept.")
     )
 
 
@@ -365,8 +369,9 @@ def _read_snapshot(storage: MemoryStorage, revision: Revision) -> bytes:
     found = _get(storage, revision.snapshot_key)
     if found is None:
         raise StorageUnavailable(
-            f"The stored copy of revision {revision.number} is missing from storage "
-            f"({revision.snapshot_key}). Run `manage.py reconcile` and check the bucket."
+            _("The stored copy of revision %(number)s is missing from storage (%(key)s). "
+              "Run `manage.py reconcile` and check the bucket.")
+            % {"number": revision.number, "key": revision.snapshot_key}
         )
     return found[0]
 
@@ -457,11 +462,11 @@ def file_ensure(*, project: Project, scope: str, agent: Agent | None = None, use
     if scope == layout.SCOPE_WORKSPACE:
         path = layout.validate_workspace_path(path)
     if agent is not None and agent.project_id != project.pk:
-        raise ValidationError("The agent belongs to another project.", code="agent_project")
+        raise ValidationError(_("The agent belongs to another project."), code="agent_project")
     key = layout.file_key(project.prefix, scope, agent_id=agent.pk if agent else None,
                           user_id=user.pk if user else None, path=path)
     with transaction.atomic():
-        record, _ = MemoryFile.objects.get_or_create(
+        record, _created = MemoryFile.objects.get_or_create(
             project=project, key=key,
             defaults={"scope": scope, "agent": agent, "user": user, "path": path},
         )
@@ -508,10 +513,10 @@ def file_restore(*, file: MemoryFile, number: int, actor: Actor, message: str = 
     """Write an old revision's content as a new revision; history only grows."""
     old = Revision.objects.filter(file=file, number=number).first()
     if old is None:
-        raise ValidationError("Revision %(number)s does not exist.", code="no_revision",
+        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
                               params={"number": number})
     if old.is_deletion:
-        raise ValidationError("Revision %(number)s is a deletion; pick one with content.",
+        raise ValidationError(_("Revision %(number)s is a deletion; pick one with content."),
                               code="restore_deletion", params={"number": number})
     data = _read_snapshot(storage_for(file.project), old)
     return file_save(file=file, content=data, actor=actor,
@@ -528,7 +533,7 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str = "",
         locked = _lock(file)
         head = locked.head
         if head is None or head.is_deletion:
-            raise FileDeleted("The file is already deleted.")
+            raise FileDeleted(_("The file is already deleted."))
         if base_revision != head.number:
             conflict_reason = "stale_base"
         elif _adopt_s3_state(storage, locked) is not None:
@@ -601,7 +606,7 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
             data: bytes = b"") -> Revision:
     findings = [finding.as_dict() for finding in scanning.scan(_decode(data))] if data else []
     if findings:
-        details = {**(details or {}), "findings": scanning.summary(findings)}
+        details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
     revision = Revision.objects.create(
         file=locked, number=number, sha256=sha, size=size, author_kind=actor.kind,
         author_user=actor.user, author_agent=actor.agent, author_label=actor.label[:200],

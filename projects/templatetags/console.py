@@ -1,8 +1,10 @@
 import json
 
 from django import template
+from django.utils.translation import gettext_lazy as _
 
-from projects import permissions
+from projects import audit, isolation, permissions
+from projects.models import Membership
 from projects.scanning import LABELS
 
 register = template.Library()
@@ -20,6 +22,33 @@ def page_query(context, number) -> str:
 def finding_label(kind: str) -> str:
     """'api_key' -> 'API key or token'."""
     return LABELS.get(kind, kind)
+
+
+@register.filter
+def role_label(role: str | None) -> str:
+    """'compliance' -> 'Compliance' in the page's language."""
+    try:
+        return str(Membership.Role(role).label)
+    except ValueError:
+        return role or ""
+
+
+@register.filter
+def action_label(action: str) -> str:
+    """'file.save' -> 'saved a file' in the page's language."""
+    return str(audit.ACTIONS.get(action, ""))
+
+
+@register.filter
+def isolation_kind_label(kind: str) -> str:
+    """'missing_object' -> 'record without its object' in the page's language."""
+    return str(isolation.KIND_LABELS.get(kind, kind))
+
+
+@register.filter
+def write_mode_label(mode: str) -> str:
+    """A proposal's 'append' or 'replace', as words of the page's language."""
+    return str({"append": _("append"), "replace": _("replace")}.get(mode, mode))
 
 
 @register.filter

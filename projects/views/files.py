@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from projects import permissions, scanning, store
@@ -99,11 +100,12 @@ def file_edit(request, slug, file_id):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
-                messages.success(request, f"Saved revision {revision.number}.")
+                messages.success(request, _("Saved revision %(number)s.") % {"number": revision.number})
                 if revision.findings:
-                    messages.warning(request, "The scanner saw what may be personal data or a "
-                                     f"secret: {scanning.summary(revision.findings)}. Reviewers "
-                                     "see it flagged; remove it if agents should not read it.")
+                    messages.warning(request, _(
+                        "The scanner saw what may be personal data or a secret: %(found)s. "
+                        "Reviewers see it flagged; remove it if agents should not read it.")
+                        % {"found": scanning.summary(revision.findings)})
                 return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
         context.update(form=form, opened_revision=form.data.get("base_revision")
                        if not context.get("conflict") else form.initial.get("base_revision"),
@@ -131,7 +133,8 @@ def preview(request):
     """Live preview: the same server-side pipeline as the read view. No side effects."""
     text = request.POST.get("content", "")
     if len(text.encode("utf-8", errors="replace")) > settings.MGC_MAX_FILE_BYTES:
-        return JsonResponse({"error": "The text is larger than the file size limit."}, status=413)
+        return JsonResponse({"error": _("The text is larger than the file size limit.")},
+                            status=413)
     text = text.replace("\r\n", "\n")
     warnings = [{"label": f.label, "line": f.line, "excerpt": f.excerpt}
                 for f in scanning.scan(text)]
@@ -165,7 +168,7 @@ def revision_detail(request, slug, file_id, number):
         raw=request.GET.get("view") == "raw",
         restore_form=RestoreForm(initial={
             "base_revision": file.head.number if file.head else 0,
-            "message": f"Restore revision {revision.number}"}),
+            "message": _("Restore revision %(number)s") % {"number": revision.number}}),
         is_head=file.head_id == revision.pk,
     )
     return render(request, "projects/revision_detail.html", context)
@@ -221,20 +224,21 @@ def file_restore(request, slug, file_id, number):
     project, role, file = _file_or_404(request, slug, file_id, edit=True)
     form = RestoreForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "The restore form was incomplete; nothing was changed.")
+        messages.error(request, _("The restore form was incomplete; nothing was changed."))
         return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
     try:
         revision = store.file_restore(file=file, number=number, actor=Actor.person(request.user),
                                       message=form.cleaned_data["message"],
                                       base_revision=form.cleaned_data["base_revision"])
     except store.SaveConflict as conflict:
-        messages.error(request, conflict.summary
-                       + " Nothing was restored; look at the latest revision and try again.")
+        messages.error(request, _("%(summary)s Nothing was restored; look at the latest revision "
+                                  "and try again.") % {"summary": conflict.summary})
         return redirect("projects:file_history", slug=slug, file_id=file.pk)
     except (store.StoreError, ValidationError) as exc:
         messages.error(request, getattr(exc, "message", None) or " ".join(exc.messages))
         return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
-    messages.success(request, f"Restored revision {number} as revision {revision.number}.")
+    messages.success(request, _("Restored revision %(old)s as revision %(new)s.")
+                     % {"old": number, "new": revision.number})
     return redirect("projects:file_detail", slug=slug, file_id=file.pk)
 
 
@@ -246,17 +250,17 @@ def file_delete(request, slug, file_id):
         raise Http404("No such file.")
     form = DeleteForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "The delete form was incomplete; nothing was changed.")
+        messages.error(request, _("The delete form was incomplete; nothing was changed."))
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
     try:
         store.file_delete(file=file, actor=Actor.person(request.user),
                           message=form.cleaned_data["message"],
                           base_revision=form.cleaned_data["base_revision"])
     except store.SaveConflict as conflict:
-        messages.error(request, conflict.summary + " Nothing was deleted.")
+        messages.error(request, _("%(summary)s Nothing was deleted.") % {"summary": conflict.summary})
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
     except store.StoreError as exc:
         messages.error(request, exc.message)
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
-    messages.success(request, "Deleted. The history is kept and any revision can be restored.")
+    messages.success(request, _("Deleted. The history is kept and any revision can be restored."))
     return redirect("projects:file_detail", slug=slug, file_id=file.pk)

@@ -17,6 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from projects import governance, isolation, permissions, selectors, store
@@ -148,7 +150,7 @@ def review_mark(request, slug, file_id):
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"Marked {file.display_path} reviewed.")
+        messages.success(request, _("Marked %(path)s reviewed.") % {"path": file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
 
 
@@ -162,7 +164,7 @@ def flag_create(request, slug, file_id):
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"Flagged {file.display_path}.")
+        messages.success(request, _("Flagged %(path)s.") % {"path": file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
 
 
@@ -174,7 +176,8 @@ def flag_resolve(request, slug, flag_id):
     flag = get_object_or_404(Flag.objects.select_related("file", "revision"), project=project,
                              pk=flag_id)
     governance.flag_resolve(by=request.user, flag=flag)
-    messages.success(request, f"Resolved the flag on {flag.file.display_path}.")
+    messages.success(request, _("Resolved the flag on %(path)s.")
+                     % {"path": flag.file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
 
 
@@ -182,7 +185,7 @@ def _int(raw) -> int:
     try:
         return int(raw)
     except (TypeError, ValueError):
-        raise ValidationError("The form was incomplete; nothing was changed.",
+        raise ValidationError(_("The form was incomplete; nothing was changed."),
                               code="incomplete") from None
 
 
@@ -213,8 +216,9 @@ def members(request, slug):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
-                messages.success(request, f"{form.cleaned_data['user'].get_username()} is now "
-                                 f"{form.cleaned_data['role']} in {project.name}.")
+                messages.success(request, _("%(name)s is now %(role)s in %(project)s.") % {
+                    "name": form.cleaned_data["user"].get_username(),
+                    "role": Membership.Role(form.cleaned_data["role"]).label, "project": project.name})
                 return redirect("projects:members", slug=slug)
         status = 400
     memberships = (Membership.objects.filter(project=project).select_related("user")
@@ -235,11 +239,13 @@ def member_change(request, slug, membership_id):
     try:
         if request.POST.get("remove"):
             governance.member_remove(by=request.user, membership=membership)
-            messages.success(request, f"Removed {membership.user.get_username()} from the project.")
+            messages.success(request, _("Removed %(name)s from the project.")
+                             % {"name": membership.user.get_username()})
         else:
             governance.member_set(by=request.user, project=project, user=membership.user,
                                   role=request.POST.get("role", ""))
-            messages.success(request, f"Changed {membership.user.get_username()}'s role.")
+            messages.success(request, _("Changed %(name)s's role.")
+                             % {"name": membership.user.get_username()})
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     return redirect("projects:members", slug=slug)
@@ -261,8 +267,10 @@ def isolation_page(request, slug):
             messages.error(request, exc.message)
         else:
             (messages.warning if found else messages.success)(
-                request, f"Isolation check: {len(found)} finding(s)." if found
-                else "Isolation check: every object has an owner and every record its object.")
+                request, ngettext("Isolation check: %(count)d finding.",
+                                  "Isolation check: %(count)d findings.", len(found)) % {"count": len(found)}
+                if found else _("Isolation check: every object has an owner and every record its "
+                                "object."))
         return redirect("projects:isolation", slug=slug)
     wanted = request.GET.get("policy")
     if wanted:
@@ -295,7 +303,7 @@ def project_export(request, slug):
         governance.project_export(by=request.user, project=project, out=out)
     except store.StoreError as exc:
         out.close()
-        messages.error(request, exc.message + " No export was made.")
+        messages.error(request, _("%(problem)s No export was made.") % {"problem": exc.message})
         return redirect("projects:project_detail", slug=slug)
     out.seek(0)
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
@@ -322,12 +330,17 @@ def profile_erase(request, slug, user_id):
             except ValidationError as exc:
                 form.add_error("reason", exc)
             except store.StoreError as exc:
-                form.add_error(None, exc.message + " Some objects may be gone already; run "
-                               "the erasure again to finish it.")
+                form.add_error(None, _("%(problem)s Some objects may be gone already; run the "
+                                       "erasure again to finish it.") % {"problem": exc.message})
             else:
-                messages.success(request, f"Erased {person.get_username()}'s profile: "
-                                 f"{done.revisions} revision(s), {done.objects} object(s). "
-                                 "The audit trail keeps who, when and why.")
+                messages.success(request, _(
+                    "Erased %(name)s's profile: %(revisions)s, %(objects)s. The audit trail keeps "
+                    "who, when and why.") % {
+                    "name": person.get_username(),
+                    "revisions": ngettext("%(count)d revision", "%(count)d revisions",
+                                          done.revisions) % {"count": done.revisions},
+                    "objects": ngettext("%(count)d object", "%(count)d objects",
+                                        done.objects) % {"count": done.objects}})
                 return redirect("projects:people", slug=slug)
         status = 400
     return render(request, "projects/profile_erase.html", {
@@ -349,7 +362,8 @@ def project_new(request):
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            messages.success(request, f"Created {project.name}. Add members and agents next.")
+            messages.success(request, _("Created %(name)s. Add members and agents next.")
+                             % {"name": project.name})
             return redirect("projects:project_detail", slug=project.slug)
     return render(request, "projects/project_form.html", {"form": form, "creating": True},
                   status=400 if form.errors else 200)
@@ -363,7 +377,7 @@ def project_settings(request, slug):
                                                       "description": project.description})
     if request.method == "POST" and form.is_valid():
         governance.project_update(by=request.user, project=project, **form.cleaned_data)
-        messages.success(request, "Saved the project's settings.")
+        messages.success(request, _("Saved the project's settings."))
         return redirect("projects:project_detail", slug=slug)
     return render(request, "projects/project_form.html", {
         "form": form, "project": project, "role": role}, status=400 if form.errors else 200)
@@ -380,8 +394,8 @@ def agent_new(request, slug):
         except ValidationError as exc:
             form.add_error("slug", exc)
         else:
-            messages.success(request, f"Created {agent.name}. Write its SOUL.md, then give its "
-                             "runner a token under Settings.")
+            messages.success(request, _("Created %(name)s. Write its SOUL.md, then give its runner "
+                                        "a token under Settings.") % {"name": agent.name})
             return redirect("projects:agent_detail", slug=slug, agent_slug=agent.slug)
     return render(request, "projects/agent_form.html", {
         "form": form, "project": project, "role": role}, status=400 if form.errors else 200)
@@ -404,7 +418,7 @@ def search(request, slug):
     context = {"project": project, "role": role, "query": query, "history": history,
                "terms": terms}
     if query and not terms:
-        context["error"] = "Type at least one word to search for."
+        context["error"] = _("Type at least one word to search for.")
     elif terms:
         page = Paginator(selectors.search_memory(project=project, query=query, history=history),
                          SEARCH_PAGE_SIZE).get_page(request.GET.get("page"))

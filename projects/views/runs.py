@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from projects import hooks, permissions, selectors, store
@@ -101,8 +102,8 @@ def agent_settings(request, slug, agent_slug):
             except ValidationError as exc:
                 form.add_error("value", exc)
             else:
-                messages.success(request, "Saved the " + ("injection manifest."
-                                                         if which == "manifest" else "hook policy."))
+                messages.success(request, _("Saved the injection manifest.") if which == "manifest"
+                                 else _("Saved the hook policy."))
                 return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
         status = 400
     tokens = AgentToken.objects.filter(agent=agent).select_related("created_by")
@@ -121,10 +122,10 @@ def token_create(request, slug, agent_slug):
     agent = get_object_or_404(Agent, project=project, slug=agent_slug)
     form = TokenForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Give the token a name (up to 100 characters).")
+        messages.error(request, _("Give the token a name (up to 100 characters)."))
     else:
         days = form.cleaned_data["expires_in_days"]
-        _, raw = hooks.token_create(
+        _token, raw = hooks.token_create(
             agent=agent, name=form.cleaned_data["name"], created_by=request.user,
             expires_at=timezone.now() + dt.timedelta(days=days) if days else None)
         # Shown once, on the next page only; only its hash is stored.
@@ -140,7 +141,7 @@ def token_revoke(request, slug, agent_slug, token_id):
     token = get_object_or_404(AgentToken, pk=token_id, agent__project=project,
                               agent__slug=agent_slug)
     hooks.token_revoke(token=token, by=request.user)
-    messages.success(request, f"Revoked {token}.")
+    messages.success(request, _("Revoked %(token)s.") % {"token": token})
     return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
 
 
@@ -207,17 +208,19 @@ def proposal_decide(request, slug, proposal_id):
     try:
         if request.POST.get("decision") == "approve":
             revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
-            messages.success(request, f"Approved: {proposal.file} is now revision {revision.number}.")
+            messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
+                             % {"file": proposal.file, "number": revision.number})
         elif request.POST.get("decision") == "reject":
             hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
-            messages.success(request, "Rejected. Nothing was written.")
+            messages.success(request, _("Rejected. Nothing was written."))
         else:
-            messages.error(request, "Choose approve or reject.")
+            messages.error(request, _("Choose approve or reject."))
     except hooks.HookError as exc:
         messages.error(request, exc.message)
     except store.SaveConflict as exc:
-        messages.error(request, "The file changed since the agent proposed this replace: "
-                       f"{exc.summary} Reject it, or ask the agent again.")
+        messages.error(request, _("The file changed since the agent proposed this replace: "
+                                  "%(summary)s Reject it, or ask the agent again.")
+                       % {"summary": exc.summary})
     except store.StoreError as exc:
         messages.error(request, exc.message)
     return redirect("projects:proposal_list", slug=slug)

@@ -14,6 +14,16 @@
   var dirty = form.dataset.dirty === "true";
   var timer = null;
   var sequence = 0;
+  var lang = document.documentElement.lang || undefined;
+
+  // The page's words, translated by the server: data-text-* attributes of the form, with
+  // {name} placeholders filled in here.
+  function say(name, values) {
+    var text = form.dataset["text" + name.charAt(0).toUpperCase() + name.slice(1)] || name;
+    return text.replace(/\{(\w+)\}/g, function (all, key) {
+      return values && key in values ? values[key] : all;
+    });
+  }
 
   function byteLength(value) {
     return new TextEncoder().encode(value.replace(/\r\n/g, "\n")).length;
@@ -21,13 +31,13 @@
 
   function updateSize() {
     var n = byteLength(text.value);
-    size.textContent = n.toLocaleString() + " bytes";
+    size.textContent = say("bytes", { count: n.toLocaleString(lang) });
     size.classList.toggle("over", n > maxBytes);
   }
 
   function refresh() {
     var mine = ++sequence;
-    status.textContent = "Updating preview…";
+    status.textContent = say("updating");
     fetch(form.dataset.previewUrl, {
       method: "POST",
       credentials: "same-origin",
@@ -39,13 +49,13 @@
       if (mine !== sequence) { return; }  // a newer keystroke has asked already
       if (result.ok) {
         preview.innerHTML = result.data.html;  // sanitized by the server (nh3)
-        status.textContent = "Preview up to date";
+        status.textContent = say("current");
         showWarnings(result.data.warnings || []);
       } else {
-        status.textContent = result.data.error || "Preview failed";
+        status.textContent = result.data.error || say("failed");
       }
     }).catch(function () {
-      if (mine === sequence) { status.textContent = "Preview unavailable: the server did not answer"; }
+      if (mine === sequence) { status.textContent = say("offline"); }
     });
   }
 
@@ -55,7 +65,7 @@
     list.textContent = "";
     items.forEach(function (item) {
       var li = document.createElement("li");
-      li.textContent = "Line " + item.line + ": " + item.label + " (" + item.excerpt + ")";
+      li.textContent = say("line", { line: item.line, label: item.label, excerpt: item.excerpt });
       list.appendChild(li);
     });
     warnings.hidden = items.length === 0;
@@ -72,7 +82,7 @@
     dirty = false;
     var button = document.getElementById("save-button");
     button.disabled = true;
-    button.textContent = "Saving…";
+    button.textContent = say("saving");
   });
 
   document.addEventListener("keydown", function (event) {

@@ -1,5 +1,5 @@
 // Simulate view: the budget bar's widths (set here, since the CSP allows no inline styles)
-// and the copy button.
+// and the copy button (its messages come translated in data-text-* attributes).
 (function () {
   "use strict";
   document.querySelectorAll(".budget-part").forEach(function (part) {
@@ -11,9 +11,10 @@
   button.addEventListener("click", function () {
     var text = document.getElementById(button.dataset.target).textContent;
     navigator.clipboard.writeText(text).then(function () {
-      status.textContent = "Copied " + text.length.toLocaleString() + " characters.";
+      status.textContent = button.dataset.textCopied.replace(
+        "{count}", text.length.toLocaleString(document.documentElement.lang || undefined));
     }, function () {
-      status.textContent = "The browser refused the clipboard; select the text and copy it.";
+      status.textContent = button.dataset.textRefused;
     });
   });
 })();
