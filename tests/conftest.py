@@ -13,6 +13,7 @@ import boto3
 import pytest
 from django.conf import settings
 from django.test import override_settings
+from django.utils import translation
 from moto.server import ThreadedMotoServer
 
 from projects import store
@@ -59,6 +60,15 @@ class S3:
 
     def put(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+
+
+@pytest.fixture(autouse=True)
+def default_language():
+    """Each test starts in the console's default language: a request in Russian leaves Russian
+    active in its thread (LocaleMiddleware activates per request and does not reset)."""
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 @pytest.fixture(scope="session")

@@ -70,3 +70,23 @@ def test_review_flag_mark_search_and_audit(page, live_server, rita, project):
         page.locator("#export-csv").click()
     assert download.value.suggested_filename.endswith(".csv")
     assert AuditEvent.objects.filter(action="audit.export", actor_user=rita).exists()
+
+
+def test_russian_officer_switches_language_and_finds_her_work(page, live_server, rita, project):
+    """The switcher on the login page; the dashboard, queue and dates then read in Russian."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_role("button", name="Русский").click()
+    expect(page.locator("html")).to_have_attribute("lang", "ru")
+    page.get_by_label("Имя пользователя").fill("rita")
+    page.get_by_label("Пароль").fill("review all the things")
+    page.get_by_role("button", name="Войти").click()
+    expect(page.locator("#panel-review")).to_contain_text("2 файла изменились")
+    expect(page.get_by_role("button", name="English")).to_be_enabled()
+    page.screenshot(path=str(SHOTS / "dashboard-ru.png"), full_page=True)
+
+    page.locator("#panel-review").get_by_role("link", name=project.name).click()
+    first = page.locator("section.review-item").first
+    expect(first).to_contain_text("номер телефона")
+    expect(first.get_by_role("button", name="Отметить проверенным до r2")).to_be_visible()
+    page.screenshot(path=str(SHOTS / "review-ru.png"), full_page=True)
