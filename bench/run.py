@@ -461,7 +461,8 @@ def _bench_lists(table: Table, world: dict, rows: int, n: int) -> None:
 
     small_viewer, small_project = fill(10, "s")
     large_viewer, large_project = fill(rows, "l")
-    pages = [("projects", lambda p: "/"), ("agents (project page)", lambda p: f"/p/{p.slug}/"),
+    pages = [("dashboard", lambda p: "/"), ("projects", lambda p: "/projects/"),
+             ("agents (project page)", lambda p: f"/p/{p.slug}/"),
              ("people", lambda p: f"/p/{p.slug}/people/"),
              ("members", lambda p: f"/p/{p.slug}/members/"),
              ("audit", lambda p: f"/audit/?project={p.slug}")]

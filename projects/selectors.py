@@ -136,13 +136,24 @@ class ReviewItem:
     diff: object = None
 
 
+def _unreviewed(reviewer) -> QuerySet[MemoryFile]:
+    """Files whose head is past the revision this reviewer last marked reviewed (0: never)."""
+    seen = ReviewMark.objects.filter(reviewer=reviewer, file=OuterRef("pk")).values("number")[:1]
+    return (MemoryFile.objects.filter(head__isnull=False)
+            .annotate(seen=Coalesce(Subquery(seen), 0))
+            .filter(head__number__gt=F("seen")))
+
+
+def review_counts(*, reviewer, projects: list[Project]) -> dict:
+    """How many files wait in this reviewer's queue, per project, in one query."""
+    return dict(_unreviewed(reviewer).filter(project__in=projects).order_by()
+                .values("project").annotate(n=Count("pk")).values_list("project", "n"))
+
+
 def review_queue(*, reviewer, project: Project) -> QuerySet[MemoryFile]:
     """Files changed since this reviewer last marked them reviewed; files with agents' writes
     among the unreviewed ones first, then the most recently changed."""
-    seen = ReviewMark.objects.filter(reviewer=reviewer, file=OuterRef("pk")).values("number")[:1]
-    files = (MemoryFile.objects.filter(project=project, head__isnull=False)
-             .annotate(seen=Coalesce(Subquery(seen), 0))
-             .filter(head__number__gt=F("seen")))
+    files = _unreviewed(reviewer).filter(project=project)
     agent_writes = Revision.objects.filter(file=OuterRef("pk"), number__gt=OuterRef("seen"),
                                            author_kind=Revision.AuthorKind.AGENT)
     return (files.annotate(by_agent=Exists(agent_writes))
@@ -188,8 +199,7 @@ DASHBOARD_PROJECTS = 20
 
 def dashboard(user) -> dict:
     """What each role needs first, for the projects the user is in (the first 20 by name;
-    the project list has the rest). A constant number of queries per panel, except the
-    review counts: one per reviewed project shown."""
+    the project list has the rest). A constant number of queries per panel."""
     from projects.models import AgentSession, Membership, Proposal
 
     if user.is_superuser:
@@ -219,8 +229,8 @@ def dashboard(user) -> dict:
                                "pending": pending.get(p.pk, 0), "members": members.get(p.pk, 0),
                                "check": checks.get(p.pk)} for p in managed]
     if reviewed:
-        data["review_rows"] = [(p, review_queue(reviewer=user, project=p).count())
-                               for p in reviewed]
+        counts = review_counts(reviewer=user, projects=reviewed)
+        data["review_rows"] = [(p, counts.get(p.pk, 0)) for p in reviewed]
         data["recent_flags"] = list(
             Flag.objects.filter(project__in=reviewed, resolved_at__isnull=True)
             .select_related("project", "file", "file__agent", "file__user", "revision",

@@ -59,3 +59,22 @@ def test_history_pages_cost_the_same_for_any_length(client, s3, project, admin, 
     assert [r.number for r in store.file_history(file, page=3, per_page=25)] == list(
         range(31, 6, -1))
     assert store.file_history(file, page=99).number == 2  # out of range: the last page
+
+
+@pytest.mark.parametrize("page", ["projects:dashboard", "projects:project_list"])
+def test_first_pages_cost_the_same_for_any_number_of_projects(client, make_user, make_project,
+                                                              page):
+    """Dashboard panels (admin, review, profile) and the project list, for someone in 3
+    projects and in 30 (past the dashboard's 20 shown)."""
+    user = make_user("many")
+    client.force_login(user)
+
+    def join(count: int) -> None:
+        for i in range(count):
+            role = ("admin", "compliance", "employee")[i % 3]
+            Membership.objects.create(user=user, project=make_project(), role=role)
+
+    join(3)
+    few = _queries(client, reverse(page))
+    join(27)
+    assert _queries(client, reverse(page)) == few
