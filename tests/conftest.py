@@ -63,11 +63,9 @@ class S3:
 
 
 @pytest.fixture(autouse=True)
-def default_language():
+def default_language() -> None:
     """Each test starts in the console's default language: a request in Russian leaves Russian
     active in its thread (LocaleMiddleware activates per request and does not reset)."""
-    translation.activate(settings.LANGUAGE_CODE)
-    yield
     translation.activate(settings.LANGUAGE_CODE)
 
 
@@ -142,6 +140,14 @@ def admin(make_user, project):
     """Olga, an admin of the project."""
     user = make_user("olga")
     Membership.objects.create(user=user, project=project, role="admin")
+    return user
+
+
+@pytest.fixture
+def reviewer(make_user, project):
+    """Rita, compliance staff of the project."""
+    user = make_user("rita")
+    Membership.objects.create(user=user, project=project, role="compliance")
     return user
 
 

@@ -26,13 +26,6 @@ from projects.models import (
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def reviewer(make_user, project):
-    user = make_user("rita")
-    Membership.objects.create(user=user, project=project, role="compliance")
-    return user
-
-
 def _profile(project, user, text, actor=None):
     return store.file_create(project=project, scope="user", user=user, path="USER.md",
                              content=text, actor=actor or Actor.person(user))

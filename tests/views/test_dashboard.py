@@ -5,15 +5,13 @@ from django.urls import reverse
 
 from projects import governance, isolation, store
 from projects.audit import Actor
-from projects.models import Membership, Proposal
+from projects.models import Proposal
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def scene(s3, project, agent, person, admin, make_user):
-    reviewer = make_user("rita")
-    Membership.objects.create(user=reviewer, project=project, role="compliance")
+def scene(s3, project, agent, person, admin, reviewer):
     profile = store.file_create(project=project, scope="user", user=person, path="USER.md",
                                 content="Maria\n", actor=Actor.person(person))
     store.file_save(file=profile.file, content="Maria\nPrefers UTC.\n",

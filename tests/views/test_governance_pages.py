@@ -17,13 +17,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def reviewer(make_user, project):
-    user = make_user("rita")
-    Membership.objects.create(user=user, project=project, role="compliance")
-    return user
-
-
-@pytest.fixture
 def profile(s3, project, person) -> MemoryFile:
     revision = store.file_create(project=project, scope="user", user=person, path="USER.md",
                                  content="Maria, e-mail maria@example.com\n",

@@ -11,16 +11,9 @@ from django.urls import reverse
 
 from projects import selectors, store
 from projects.audit import Actor
-from projects.models import AuditEvent, Membership, SearchText
+from projects.models import AuditEvent, SearchText
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def reviewer(make_user, project):
-    user = make_user("rita")
-    Membership.objects.create(user=user, project=project, role="compliance")
-    return user
 
 
 @pytest.fixture
