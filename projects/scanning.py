@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext_lazy
 
 EMAIL = "email"
 PHONE = "phone"
@@ -32,19 +32,17 @@ LABELS = {
     PASSWORD: _("password"),
 }
 
-
-def _counted(kind: str, count: int) -> str:
-    """'2 e-mail addresses' in the active language (Russian has three plural forms)."""
-    forms = {
-        EMAIL: ngettext("%(count)d e-mail address", "%(count)d e-mail addresses", count),
-        PHONE: ngettext("%(count)d phone number", "%(count)d phone numbers", count),
-        CARD: ngettext("%(count)d payment card number", "%(count)d payment card numbers", count),
-        PASSPORT: ngettext("%(count)d passport-like number", "%(count)d passport-like numbers",
-                           count),
-        API_KEY: ngettext("%(count)d API key or token", "%(count)d API keys or tokens", count),
-        PASSWORD: ngettext("%(count)d password", "%(count)d passwords", count),
-    }
-    return forms.get(kind, f"%(count)d {kind}") % {"count": count}
+# "2 e-mail addresses" in the active language (Russian has three plural forms).
+COUNTED = {
+    EMAIL: ngettext_lazy("%(count)d e-mail address", "%(count)d e-mail addresses", "count"),
+    PHONE: ngettext_lazy("%(count)d phone number", "%(count)d phone numbers", "count"),
+    CARD: ngettext_lazy("%(count)d payment card number", "%(count)d payment card numbers",
+                        "count"),
+    PASSPORT: ngettext_lazy("%(count)d passport-like number", "%(count)d passport-like numbers",
+                            "count"),
+    API_KEY: ngettext_lazy("%(count)d API key or token", "%(count)d API keys or tokens", "count"),
+    PASSWORD: ngettext_lazy("%(count)d password", "%(count)d passwords", "count"),
+}
 
 _EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*"
                        r"\.[A-Za-z]{2,24}(?![\w-])")
@@ -174,4 +172,5 @@ def summary(findings: list[dict] | list[Finding], language: str | None = None) -
     for finding in findings:
         kind = finding["kind"] if isinstance(finding, dict) else finding.kind
         counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join(_counted(kind, count) for kind, count in counts.items())
+    return ", ".join(str(COUNTED[kind] % {"count": count}) if kind in COUNTED
+                     else f"{count} {kind}" for kind, count in counts.items())
