@@ -21,9 +21,12 @@ import fnmatch
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
+
+from projects import lookalikes
 
 AGENT_SOURCES = ("SOUL.md", "AGENTS.md", "TOOLS.md")
 USER_SOURCE = "USER.md"
@@ -32,9 +35,6 @@ DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_prof
                 "workspace_memory")
 MAX_SECTIONS = 20
 _TAG_RE = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
-_IGNORABLE = "[\\s\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*"
-_OPEN = "[<\uff1c\ufe64\u2039\u276e\u3008]"
-_CLOSE = "[>\uff1e\ufe65\u203a\u276f\u3009]"
 
 
 @dataclass(frozen=True)
@@ -185,30 +185,46 @@ def _glob_regex(pattern: str) -> re.Pattern:
 # --- Neutralizing ----------------------------------------------------------------------------------
 
 
-def _tag_pattern(tags) -> re.Pattern:
-    names = "|".join(_IGNORABLE.join(re.escape(ch) for ch in tag)
-                     for tag in sorted(set(tags), key=len, reverse=True))
-    return re.compile(
-        f"{_OPEN}{_IGNORABLE}/?{_IGNORABLE}(?:{names})(?![a-z0-9_])[^<>\uff1c\uff1e\n]{{0,200}}?"
-        f"(?:{_CLOSE}|$)",
-        re.IGNORECASE | re.MULTILINE,
-    )
+@lru_cache(maxsize=64)
+def _tag_regex(tags: tuple[str, ...]) -> re.Pattern:
+    """Tag-like sequences in the folded view (see projects.lookalikes): `<`, optional spaces
+    and `/`, one of the tag names (its words joined by `_`, `-` or spaces), then whatever
+    follows on that line up to a `>`, however long. A tag left open (no `>` before the end
+    of the line or the next `<`) counts too: a model may read it as a tag all the same."""
+    names = "|".join("[\\s_\\-]*".join(re.escape(word) for word in tag.split("_"))
+                     for tag in sorted(tags, key=len, reverse=True))
+    return re.compile(f"(?P<head><\\s*/?\\s*(?:{names}))(?![a-z0-9])(?P<rest>[^<>\\n]*)(?P<close>>?)",
+                      re.IGNORECASE)
 
 
 def neutralize(text: str, tags) -> tuple[str, int]:
-    """Defuse anything in `text` that reads as opening or closing one of `tags`."""
-    pattern = _tag_pattern(tags)
-    count = 0
+    """Defuse anything in `text` that reads as opening or closing one of `tags`.
 
-    def defuse(match: re.Match) -> str:
-        nonlocal count
-        count += 1
-        inner = match.group(0)
-        body = re.sub(_OPEN, "", inner, count=1)
-        body = re.sub(_CLOSE + "$", "", body)
-        return f"&lt;{body}&gt;"
+    Matching runs on the folded view of the text, so invisible characters, look-alike letters
+    and brackets change nothing; the defused sequence is written `&lt;/user_profile&gt;` in
+    plain letters, and the rest of the line stays as it was."""
+    return _neutralize(text, tuple(sorted(set(tags))))
 
-    return pattern.sub(defuse, text), count
+
+@lru_cache(maxsize=256)
+def _neutralize(text: str, tags: tuple[str, ...]) -> tuple[str, int]:
+    if not any("<" in lookalikes.fold_char(c) for c in set(text)):
+        return text, 0  # nothing reads as an opening bracket: no tag is possible
+    view = lookalikes.folded_view(text)
+    pieces, last, count = [], 0, 0
+    for match in _tag_regex(tags).finditer(view.text):
+        start, end = view.original_span(match.start(), match.end())
+        rest = ""
+        if match.group("rest"):
+            rest_start, rest_end = view.original_span(match.start("rest"), match.end("rest"))
+            rest = text[rest_start:rest_end]
+        head = match.group("head")[1:]
+        pieces += [text[last:start], f"&lt;{head}{rest}{'&gt;' if match.group('close') else ''}"]
+        last, count = end, count + 1
+    if not count:
+        return text, 0
+    pieces.append(text[last:])
+    return "".join(pieces), count
 
 
 # --- Assembly --------------------------------------------------------------------------------------
@@ -253,22 +269,28 @@ def _block(tag: str, content: str) -> str:
 
 
 def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) -> Assembly:
-    """The prompt for `manifest` given the files of each section (keyed by section tag)."""
+    """The prompt for `manifest` given the files of each section (keyed by section tag).
+
+    Everything a section carries, file texts and the `### file:` headers with their paths
+    alike, is neutralized as one text, and again after any cut: nothing but the console's own
+    tags can open or close a section."""
     all_tags = set(DEFAULT_TAGS) | {s.tag for s in manifest.sections}
+
+    def defused(text: str) -> tuple[str, int]:
+        return neutralize(text, all_tags)
+
+    def cut(text: str, cap: int) -> str:
+        return defused(_truncate(text, cap, tokenizer)[0])[0]
+
     sections: list[Section] = []
     for spec in manifest.sections:
         section_files = files.get(spec.tag, [])
-        neutralized_files, defused = [], 0
-        for f in section_files:
-            text, n = neutralize(f.text, all_tags)
-            defused += n
-            neutralized_files.append(SourceFile(f.path, text, f.revision, f.file_id))
-        content = _render_content(spec, neutralized_files)
+        content, count = defused(_render_content(spec, section_files))
         section = Section(tag=spec.tag, source=spec.source, files=section_files,
-                          max_tokens=spec.max_tokens, neutralized=defused)
+                          max_tokens=spec.max_tokens, neutralized=count)
         section.content_tokens_before = tokenizer.count(content) if content else 0
-        if content and spec.max_tokens:
-            content, section.truncated = _truncate(content, spec.max_tokens, tokenizer)
+        if content and spec.max_tokens and section.content_tokens_before > spec.max_tokens:
+            content, section.truncated = cut(content, spec.max_tokens), True
         section.content = content
         sections.append(section)
 
@@ -292,8 +314,7 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
             if new_cap < 24:  # too small to be useful: leave the section out
                 s.content, s.truncated = "", True
             else:
-                s.content, _dropped = _truncate(s.content, new_cap, tokenizer)
-                s.truncated = True
+                s.content, s.truncated = cut(s.content, new_cap), True
             prompt = build()
             total = tokenizer.count(prompt)
     receipt = [
