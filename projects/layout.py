@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
+from projects import lookalikes
+
 SCOPE_AGENT = "agent"
 SCOPE_USER = "user"
 SCOPE_WORKSPACE = "workspace"
@@ -40,6 +42,13 @@ _FORBIDDEN_CHARS = set('<>:"|?*') | {"\u2215", "\u2044", "\u29f8", "\uff0f", "\u
 # Unicode categories that never belong in a file name: control, format (bidi overrides,
 # zero-width joiners), surrogates, private use, unassigned, line/paragraph separators.
 _FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+# Names that mislead inside the workspace: the agent's and the profile's own files as they are
+# spelled (a workspace/USER.md reads as the employee's profile; logs/tools.md, a log of tool
+# calls, does not) and Windows device names, which no sandbox folder on Windows can hold.
+_RESERVED_NAMES = {*AGENT_FILES, USER_FILE}
+_DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(10)),
+                 *(f"LPT{n}" for n in range(10))}
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*/$")
 _SNAPSHOT_RE = re.compile(r"^(?P<number>[1-9][0-9]*)-(?P<sha>[0-9a-f]{64})\.md$")
 
@@ -72,7 +81,8 @@ def validate_workspace_path(path: object) -> str:
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         raise _invalid(_("The path must be relative, not absolute."), "path_absolute")
     for char in path:
-        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or \
+                lookalikes.is_default_ignorable(char):
             raise _invalid(
                 _("The path contains an invisible or control character (U+%(codepoint)s)."),
                 "path_control",
@@ -82,6 +92,14 @@ def validate_workspace_path(path: object) -> str:
             raise _invalid(_("The path may not contain %(char)r."), "path_char", char=char)
         if char.isspace() and char != " ":
             raise _invalid(_("The path may not contain tabs or other special spaces."), "path_space")
+        if lookalikes.is_bracket_lookalike(char) or lookalikes.is_full_stop_lookalike(char):
+            raise _invalid(
+                _("The path contains %(char)r (U+%(codepoint)s), which reads as another "
+                  "character (a bracket or a full stop); type it plainly."),
+                "path_lookalike", char=char, codepoint=f"{ord(char):04X}")
+    if _PERCENT_ESCAPE.search(path):
+        raise _invalid(_("The path contains a percent-encoded character (like %(example)s); "
+                         "type the character itself."), "path_percent", example="%2e")
     segments = path.split("/")
     if len(segments) > MAX_DEPTH:
         raise _invalid(_("The path is nested too deep (at most %(max)s levels)."), "path_depth",
@@ -99,9 +117,21 @@ def validate_workspace_path(path: object) -> str:
         if len(segment) > MAX_SEGMENT_CHARS:
             raise _invalid(_("A name in the path is longer than %(max)s characters."),
                            "path_segment_length", max=MAX_SEGMENT_CHARS)
+        if segment.endswith("."):
+            raise _invalid(_("Names may not end with a dot."), "path_trailing_dot")
+        if lookalikes.reads_as(segment) in _RESERVED_NAMES:
+            raise _invalid(_("%(name)s is the name of an agent's or a person's own memory file; "
+                             "inside the workspace it would mislead a reader. Pick another "
+                             "name."), "path_reserved", name=segment)
+        if segment.split(".", 1)[0].upper() in _DEVICE_NAMES:
+            raise _invalid(_("%(name)s is a device name on Windows; a sandbox folder there "
+                             "could not hold it."), "path_reserved", name=segment)
     if not path.endswith(".md") or len(segments[-1]) <= len(".md"):
         raise _invalid(_("Memory files are Markdown: the name must end with .md."), "path_extension")
     return path
+
+
+DEFAULT_PREFIX_ROOT = "projects/"
 
 
 def project_prefix(project_id: uuid.UUID, override: str = "") -> str:
@@ -112,8 +142,17 @@ def project_prefix(project_id: uuid.UUID, override: str = "") -> str:
                 _("A key prefix is letters, digits, '.', '_', '-' in folders ending with '/'."),
                 "prefix_invalid",
             )
+        if override.startswith(DEFAULT_PREFIX_ROOT):
+            # projects/<id>/ is where every project without its own prefix lives.
+            raise _invalid(_("Prefixes under projects/ belong to the console's default layout "
+                             "(projects/<id>/); pick another folder."), "prefix_reserved")
         return override
-    return f"projects/{_uuid(project_id)}/"
+    return f"{DEFAULT_PREFIX_ROOT}{_uuid(project_id)}/"
+
+
+def prefixes_overlap(a: str, b: str) -> bool:
+    """True when two prefixes (ending with '/') are equal or one lies inside the other."""
+    return a.startswith(b) or b.startswith(a)
 
 
 def agent_file_key(prefix: str, agent_id: uuid.UUID, name: str) -> str:

@@ -58,6 +58,8 @@ def test_parse_key_reports_keys_outside_the_layout(key):
 
 @pytest.mark.parametrize("path", [
     "today.md", "events/2026/12/01.md", "заметки/итоги дня.md", "a-b_c.d.md", "x" * 97 + ".md",
+    "logs/tools.md", "agents-notes.md", "AGENTS.md.md", "console.md", "100% done.md",
+    "нагрузка/пик.md", "नमस्ते.md",
 ])
 def test_good_workspace_paths_are_accepted(path):
     assert layout.validate_workspace_path(path) == path
@@ -99,6 +101,36 @@ def test_paths_are_normalized_to_nfc():
     ("what?.md", "path_char"),
     ("x/a:b.md", "path_char"),
     ("ﬁle.md", "path_unicode"),                 # ligature
+    # tag text in a name: bracket look-alikes and ignorables refused like other bad paths
+    ("x\u2039/user_profile\u203a.md", "path_lookalike"),
+    ("x\u2329user_profile\u232a.md", "path_lookalike"),
+    ("x\u27e8a\u27e9.md", "path_lookalike"),
+    ("x\u3008a.md", "path_lookalike"),
+    ("\u00abq\u00bb.md", "path_lookalike"),
+    ("a\u276eb.md", "path_lookalike"),
+    ("a\u02c2b.md", "path_lookalike"),
+    ("user\u2066_profile.md", "path_control"),  # bidi isolate
+    ("a\ufe0f.md", "path_control"),             # variation selector
+    ("a\U000e0041.md", "path_control"),         # tag character
+    ("a\u115fb.md", "path_control"),            # Hangul filler
+    # names that mislead a reader
+    ("AGENTS.md", "path_reserved"),
+    ("notes/SOUL.md", "path_reserved"),
+    ("USER.md", "path_reserved"),
+    ("x/TOOLS.md", "path_reserved"),
+    ("\u0410GENTS.md", "path_reserved"),         # Cyrillic A
+    ("USER.md/x.md", "path_reserved"),
+    ("CON.md", "path_reserved"),
+    ("x/lpt1.md", "path_reserved"),
+    ("nul.notes.md", "path_reserved"),
+    ("%2e%2e/x.md", "path_percent"),
+    ("a%2fb.md", "path_percent"),
+    ("a%5Cb.md", "path_percent"),
+    ("x\u3002md.md", "path_lookalike"),          # ideographic full stop
+    ("a\u3002b/c.md", "path_lookalike"),
+    ("a\ufe52b.md", "path_unicode"),             # small full stop: NFKC catches it first
+    ("a\u06d4b.md", "path_lookalike"),           # Arabic full stop
+    ("dots./x.md", "path_trailing_dot"),
 ])
 def test_bad_workspace_paths_are_refused_with_a_reason(path, code):
     with pytest.raises(ValidationError) as info:
