@@ -127,12 +127,17 @@ def check_isolation(projects: list[Project] | None = None) -> list[IsolationFind
 
 
 def _overlaps(bucket: str, projects: list[Project]) -> list[IsolationFinding]:
+    """Pairs of projects whose prefixes are equal or nested (saving refuses new ones; this
+    finds any made before that rule, or written to the database by hand)."""
     found = []
-    for a in projects:
-        for b in projects:
-            if a.pk != b.pk and b.prefix.startswith(a.prefix):
-                found.append(IsolationFinding("overlap", bucket, b.prefix,
-                                              f"{b.slug}'s prefix lies inside {a.slug}'s"))
+    for index, a in enumerate(projects):
+        for b in projects[index + 1:]:
+            if layout.prefixes_overlap(a.prefix, b.prefix):
+                inner, outer = (b, a) if b.prefix.startswith(a.prefix) else (a, b)
+                found.append(IsolationFinding("overlap", bucket, inner.prefix,
+                                              f"{inner.slug}'s prefix lies inside {outer.slug}'s"
+                                              if inner.prefix != outer.prefix else
+                                              f"{inner.slug} and {outer.slug} share one prefix"))
     return found
 
 

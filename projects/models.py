@@ -3,7 +3,8 @@
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -61,9 +62,44 @@ class Project(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args, **kwargs):
+        # The check and the write happen under one lock, so two requests cannot both pass the
+        # check and then overlap (a constraint cannot say "is not a prefix of").
+        with transaction.atomic():
+            Lock.hold(Lock.PROJECT_PREFIXES)
+            self.check_keyspace()
+            super().save(*args, **kwargs)
+
     @property
     def prefix(self) -> str:
         return layout.project_prefix(self.id, self.key_prefix)
+
+    @property
+    def bucket_name(self) -> str:
+        """The bucket holding this project's memory: its own, or the console's."""
+        return self.bucket or settings.STORAGES["memory"]["OPTIONS"]["bucket_name"]
+
+    def clean(self) -> None:
+        super().clean()
+        self.check_keyspace()
+
+    def check_keyspace(self) -> None:
+        """Refuse a prefix that is malformed, equals, contains or lies inside another project's
+        in the same bucket (a save there would overwrite the other project's objects), or that
+        moves a project which already has files."""
+        prefix, bucket = self.prefix, self.bucket_name
+        for other in Project.objects.exclude(pk=self.pk).only("id", "slug", "bucket", "key_prefix"):
+            if other.bucket_name == bucket and layout.prefixes_overlap(prefix, other.prefix):
+                raise ValidationError(
+                    _("The key prefix %(prefix)s overlaps project %(other)s's (%(theirs)s) in "
+                      "bucket %(bucket)s: one project's keys would land among the other's."),
+                    code="prefix_overlap", params={"prefix": prefix, "other": other.slug,
+                                                   "theirs": other.prefix, "bucket": bucket})
+        stored = Project.objects.filter(pk=self.pk).values("bucket", "key_prefix").first()
+        if stored and (stored["bucket"], stored["key_prefix"]) != (self.bucket, self.key_prefix) \
+                and MemoryFile.objects.filter(project=self).exists():
+            raise ValidationError(_("This project has memory files: its bucket and key prefix "
+                                    "can no longer change."), code="prefix_fixed")
 
 
 class Membership(models.Model):
@@ -475,3 +511,20 @@ class SearchText(models.Model):
 
     def __str__(self) -> str:
         return f"search text of {self.file_id} r{self.number}"
+
+
+class Lock(models.Model):
+    """Named rows to lock for checks no constraint can express (held to the transaction's end)."""
+
+    PROJECT_PREFIXES = "project-prefixes"
+
+    name = models.CharField(max_length=50, primary_key=True, help_text="What the lock guards.")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def hold(cls, name: str) -> None:
+        """Lock the row `name` until the surrounding transaction ends."""
+        lock, _created = cls.objects.get_or_create(name=name)  # migration 0008 makes the row
+        cls.objects.select_for_update().get(pk=lock.pk)
