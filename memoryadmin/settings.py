@@ -44,6 +44,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "projects.middleware.ApiJsonErrorsMiddleware",
     "projects.middleware.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language: the switcher's cookie, else the browser's Accept-Language, else LANGUAGE_CODE.

@@ -34,6 +34,27 @@ api = NinjaAPI(title="Memory Governance Console runner API", version="1.0.0",
                urls_namespace="api", docs_url=None, auth=RunnerAuth())
 
 
+# Revision numbers are PositiveIntegerField: at most 2^31 - 1 on every database we support.
+MAX_REVISION = 2_147_483_647
+
+
+# Text that PostgreSQL can store: no NUL (text and jsonb refuse it). Memory contents and paths
+# are plain str: the store refuses NUL per write, with its own message.
+Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+
+
+def storable(value: Any) -> Any:
+    """A free-form JSON value made storable: NUL and lone surrogates become U+FFFD."""
+    if isinstance(value, str):
+        clean = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return clean.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    return value
+
+
 class Strict(Schema):
     model_config = ConfigDict(extra="forbid")
 
@@ -54,9 +75,11 @@ def _error(request, status: int, code: str, message: str, **extra):
 
 @api.exception_handler(NinjaValidationError)
 def _invalid(request, exc):
+    # Well-formed JSON that breaks the schema (a wrong type, a number out of range, an unknown
+    # field): 422. JSON that cannot be parsed at all is a 400 (malformed_json, below).
     details = [{"loc": [str(p) for p in e.get("loc", [])], "msg": e.get("msg", "")}
                for e in exc.errors]
-    return _error(request, 400, "invalid_request",
+    return _error(request, 422, "invalid_request",
                   "The request body does not match the schema.", details=details)
 
 
@@ -90,12 +113,12 @@ def _store_error(request, exc):
 
 # --- Schemas -------------------------------------------------------------------------------------
 
-Username = Annotated[str, Field(min_length=1, max_length=150)]
+Username = Annotated[Text, Field(min_length=1, max_length=150)]
 
 
 class PreIn(Strict):
     user: Username | None = Field(None, description="Username of the employee the agent serves.")
-    session: str | None = Field(None, max_length=200, description="The runner's own session id.")
+    session: Text | None = Field(None, max_length=200, description="The runner's own session id.")
 
 
 class FileRef(Schema):
@@ -127,13 +150,13 @@ class WriteIn(Strict):
     path: str = Field(min_length=1, max_length=400)
     mode: Literal["append", "replace"]
     content: str = Field(max_length=MAX_TEXT)
-    base_revision: int | None = Field(None, ge=0)
+    base_revision: int | None = Field(None, ge=0, le=MAX_REVISION)
 
 
 class PostIn(Strict):
     session: uuid.UUID
     writes: list[WriteIn] = Field(default_factory=list, max_length=50)
-    summary: str | None = Field(None, max_length=2000)
+    summary: Text | None = Field(None, max_length=2000)
 
 
 class WriteResult(Schema):
@@ -154,14 +177,14 @@ class PostOut(Schema):
 
 class ToolIn(Strict):
     session: uuid.UUID
-    name: str = Field(min_length=1, max_length=100)
-    summary: str | None = Field(None, max_length=2000)
+    name: Text = Field(min_length=1, max_length=100)
+    summary: Text | None = Field(None, max_length=2000)
     details: dict[str, Any] | None = None
 
 
 class ErrorIn(Strict):
     session: uuid.UUID
-    message: str = Field(min_length=1, max_length=2000)
+    message: Text = Field(min_length=1, max_length=2000)
     details: dict[str, Any] | None = None
 
 
@@ -194,7 +217,7 @@ class SandboxOut(Schema):
 # --- Endpoints -------------------------------------------------------------------------------------
 
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut,
-          413: ErrorOut, 503: ErrorOut}
+          413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 
 
 def _session(request, session_id: uuid.UUID) -> AgentSession:
@@ -244,7 +267,7 @@ def post(request, body: PostIn):
 def tool(request, body: ToolIn):
     session = _session(request, body.session)
     outcome = hooks.hook_event(session=session, kind="tool", payload={
-        "name": body.name, "summary": body.summary or "", "details": body.details or {}})
+        "name": body.name, "summary": body.summary or "", "details": storable(body.details or {})})
     return Status(200, {"session": session.pk, **outcome})
 
 
@@ -252,7 +275,7 @@ def tool(request, body: ToolIn):
 def error(request, body: ErrorIn):
     session = _session(request, body.session)
     outcome = hooks.hook_event(session=session, kind="error", payload={
-        "message": body.message, "details": body.details or {}})
+        "message": body.message, "details": storable(body.details or {})})
     return Status(200, {"session": session.pk, **outcome})
 
 

@@ -1,7 +1,28 @@
-"""Request guards that must act before a view parses anything."""
+"""Request guards for the runner API: they act before a view parses anything, and after
+anything (Django's own 404 and 405 pages included) has answered."""
 
 from django.conf import settings
 from django.http import JsonResponse
+
+# Every version of the runner API lives under this path (v1 at /api/v1/, see memoryadmin/urls.py).
+API_ROOT = "/api/"
+
+_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+          405: "method_not_allowed", 413: "body_too_large", 500: "server_error",
+          503: "unavailable"}
+_MESSAGES = {
+    404: "No such endpoint. The runner API is described at /api/v1/openapi.json.",
+    405: "This endpoint does not take that method.",
+    500: "The console failed on this request; it was logged. Nothing about its outcome is known.",
+}
+
+
+def is_api(request) -> bool:
+    return request.path.startswith(API_ROOT)
+
+
+def api_error(status: int, code: str, message: str, **extra) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
 
 
 class ApiBodyLimitMiddleware:
@@ -11,14 +32,34 @@ class ApiBodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path.startswith("/api/"):
+        if is_api(request):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 length = -1
             if length < 0 or length > settings.MGC_API_MAX_BODY_BYTES:
-                return JsonResponse({"error": {
-                    "code": "body_too_large" if length > 0 else "bad_length",
-                    "message": f"Request bodies are limited to "
-                               f"{settings.MGC_API_MAX_BODY_BYTES:,} bytes."}}, status=413)
+                return api_error(413, "body_too_large" if length > 0 else "bad_length",
+                                 f"Request bodies are limited to "
+                                 f"{settings.MGC_API_MAX_BODY_BYTES:,} bytes.")
         return self.get_response(request)
+
+
+class ApiJsonErrorsMiddleware:
+    """Under the API root every error is JSON {"error": {"code", "message"}}: a wrong method,
+    an unknown path or a server error answered by Django in HTML is turned into that shape
+    (status and Allow header kept)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if not is_api(request) or response.status_code < 400 or \
+                response.get("Content-Type", "").startswith("application/json"):
+            return response
+        status = response.status_code
+        converted = api_error(status, _CODES.get(status, f"http_{status}"),
+                              _MESSAGES.get(status, response.reason_phrase or "Error."))
+        if response.has_header("Allow"):
+            converted["Allow"] = response["Allow"]
+        return converted

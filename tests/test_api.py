@@ -7,7 +7,14 @@ from django.utils import timezone
 
 from projects import hooks, store
 from projects.audit import Actor
-from projects.models import AgentSession, Membership, MemoryFile, Proposal, Revision
+from projects.models import (
+    AgentSession,
+    Membership,
+    MemoryFile,
+    Proposal,
+    Revision,
+    SessionEvent,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -172,12 +179,17 @@ def test_token_of_project_a_cannot_touch_project_b(client, memory, token, make_p
 
 @pytest.mark.parametrize("raw,code", [
     ("{not json", 400),
-    ("[]", 400),
-    ('{"user": 5}', 400),
-    ('{"unknown": 1}', 400),
-    ('{"user": ""}', 400),
+    ('{"user": 1' + "0" * 5000 + "}", 400),  # past Python's int-parsing limit
+    ("[" * 100_000 + "]" * 100_000, 400),  # deeper than the parser goes
+    ("[]", 422),
+    ('{"user": 5}', 422),
+    ('{"unknown": 1}', 422),
+    ('{"user": ""}', 422),
+    ('{"user": "maria\\u0000"}', 422),  # NUL: no database can keep it in a name
+    ('{"session": "run\\u0000"}', 422),
 ])
-def test_malformed_bodies_are_400_json(client, memory, token, raw, code):
+def test_malformed_bodies_are_4xx_json(client, memory, token, raw, code):
+    """JSON that cannot be parsed is a 400; parsed JSON that breaks the schema is a 422."""
     response = call(client, "pre", None, token, raw=raw)
     assert response.status_code == code, response.content
     assert response.json()["error"]["code"] in {"invalid_request", "malformed_json"}
@@ -187,12 +199,12 @@ def test_post_body_errors(client, memory, token):
     session = call(client, "pre", {}, token).json()["session"]
     bad_mode = call(client, "post", {"session": session, "writes": [
         {"path": "workspace/x.md", "mode": "delete", "content": "x"}]}, token)
-    assert bad_mode.status_code == 400
+    assert bad_mode.status_code == 422
     extra = call(client, "post", {"session": session, "writes": [
         {"path": "workspace/x.md", "mode": "append", "content": "x", "sudo": True}]}, token)
-    assert extra.status_code == 400
+    assert extra.status_code == 422
     not_uuid = call(client, "post", {"session": "abc", "writes": []}, token)
-    assert not_uuid.status_code == 400
+    assert not_uuid.status_code == 422
     unknown = call(client, "post", {"session": "00000000-0000-0000-0000-000000000000"}, token)
     assert unknown.status_code == 404
     bad_path = call(client, "post", {"session": session, "writes": [
@@ -247,3 +259,65 @@ def test_revisions_written_by_hooks_are_gapless(client, memory, token):
     numbers = list(Revision.objects.filter(file__path="incidents/a.md")
                    .order_by("number").values_list("number", flat=True))
     assert numbers == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("number", [2**31, 2**63, 2**64, 10**30, -1])
+def test_revision_numbers_out_of_range_are_422_json(client, memory, token, number):
+    """The finding: 2^64 reached SQLite and answered 500 (OverflowError)."""
+    session = call(client, "pre", {}, token).json()["session"]
+    response = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/x.md", "mode": "replace", "content": "x", "base_revision": number}]},
+        token)
+    assert response.status_code == 422, response.content
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert error["details"][0]["loc"][-1] == "base_revision"
+    assert not MemoryFile.objects.filter(path="x.md").exists()
+
+
+def test_free_form_details_are_stored_even_with_nul_and_lone_surrogates(client, memory, token):
+    session = call(client, "pre", {}, token).json()["session"]
+    raw = ('{"session": "%s", "name": "grep", "details": {"out\\u0000": '
+           '["a\\u0000b", "\\ud800", 123456789012345678901234567890]}}' % session)
+    response = call(client, "tool", None, token, raw=raw)
+    assert response.status_code == 200, response.content
+    event = SessionEvent.objects.get(pk=response.json()["event"])
+    assert event.payload["details"] == {"out\ufffd": ["a\ufffdb", "\ufffd",
+                                                      123456789012345678901234567890]}
+
+
+ENDPOINTS = ["hooks/pre", "hooks/post", "hooks/tool", "hooks/error", "sandbox/files"]
+
+
+@pytest.mark.parametrize("path", ENDPOINTS)
+@pytest.mark.parametrize("method", ["get", "put", "patch", "delete", "options"])
+def test_a_wrong_method_is_a_json_405_with_allow(client, token, path, method):
+    response = getattr(client, method)(f"/api/v1/{path}", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 405
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["error"]["code"] == "method_not_allowed"
+    assert "POST" in response["Allow"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nope", "/api/v1/hooks/pre/", "/api/v1/", "/api/",
+                                  "/api/v2/hooks/pre", "/api/v1/hooks/pre/../post",
+                                  "/api/v1/openapi.json/x"])
+def test_unknown_paths_under_the_api_are_json_404s(client, token, path):
+    for method in ("get", "post"):
+        response = getattr(client, method)(path, HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 404, (method, path)
+        assert response.json()["error"]["code"] == "not_found"
+
+
+def test_a_server_error_under_the_api_is_json(rf):
+    """Whatever Django answers in HTML under the API root, the runner gets the JSON shape."""
+    from django.http import HttpResponseServerError
+
+    from projects.middleware import ApiJsonErrorsMiddleware
+
+    html = ApiJsonErrorsMiddleware(lambda request: HttpResponseServerError("<h1>Server Error</h1>"))
+    response = html(rf.post("/api/v1/hooks/pre"))
+    assert response.status_code == 500
+    assert json.loads(response.content)["error"]["code"] == "server_error"
+    page = html(rf.get("/p/x/"))  # console pages keep their HTML
+    assert page.content == b"<h1>Server Error</h1>"
