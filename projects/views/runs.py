@@ -32,16 +32,21 @@ def simulate(request, slug):
     if not permissions.sees_everyone(role):
         members = members.filter(user=request.user)  # "what does the agent know about me"
     members = list(members)
-    agent = next((a for a in agents if a.slug == request.GET.get("agent")), None)
+    # What one may not see answers 404, never a silent substitute: an unknown agent, or an
+    # employee asking for anyone but themselves.
+    wanted_agent = request.GET.get("agent")
+    agent = next((a for a in agents if a.slug == wanted_agent), None)
+    if agent is None and wanted_agent:
+        raise Http404("No such agent.")
     if agent is None and agents:
         agent = agents[0]
     user = None
-    if not permissions.sees_everyone(role):
-        user = request.user
-    elif request.GET.get("user"):
+    if request.GET.get("user"):
         user = next((m.user for m in members if str(m.user_id) == request.GET["user"]), None)
         if user is None:
             raise Http404("No such member.")
+    elif not permissions.sees_everyone(role):
+        user = request.user
     context = {"project": project, "role": role, "agents": agents, "members": members,
                "agent": agent, "selected_user": user, "at_raw": request.GET.get("at", "")}
     if agent is None:

@@ -70,10 +70,21 @@ def test_employee_simulates_only_for_themselves(client, memory, agent, person, m
     url = reverse("projects:simulate", args=[memory.slug])
     mine = client.get(url + f"?agent={agent.slug}&download=1").content.decode()
     assert "Maria: prefers UTC." in mine
-    # Asking for someone else still shows only your own profile.
-    forced = client.get(url + f"?agent={agent.slug}&user={other.pk}&download=1").content.decode()
-    assert forced == mine
+    # Asking for yourself by id is the same page; asking for anyone else is not there for you
+    # (404, as every page answers for what one may not see), never your own prompt instead.
+    assert client.get(url + f"?agent={agent.slug}&user={person.pk}&download=1"
+                      ).content.decode() == mine
+    for forced in (f"?agent={agent.slug}&user={other.pk}", f"?user={other.pk}&download=1",
+                   "?user=999999", "?user=not-a-number", f"?agent=nobody&user={person.pk}"):
+        assert client.get(url + forced).status_code == 404, forced
     assert "boris" not in client.get(url).content.decode()
+
+
+def test_an_unknown_agent_is_a_404_for_everyone(client, admin, memory):
+    client.force_login(admin)
+    url = reverse("projects:simulate", args=[memory.slug])
+    assert client.get(url + "?agent=ghost").status_code == 404
+    assert client.get(url).status_code == 200  # no agent asked for: the first one
 
 
 def test_point_in_time_simulation_matches_a_past_receipt(client, admin, memory, agent, person):
