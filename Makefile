@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: demo test test-sqlite test-postgres lint venv clean
+.PHONY: demo demo-reset test test-sqlite test-postgres lint venv clean
 
 venv: $(VENV)/.installed
 
@@ -20,6 +20,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 demo: venv
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/demo.sh
+
+# The demo keeps its database and S3 data in .demo/ between runs; this starts over.
+demo-reset:
+	rm -rf .demo
 
 lint: venv
 	$(BIN)/ruff check .

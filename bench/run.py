@@ -3,7 +3,7 @@
     .venv/bin/python bench/run.py            # full run (about two minutes)
     .venv/bin/python bench/run.py --quick    # fewer iterations, for a smoke check
 
-Starts its own S3 server (moto, a separate process on loopback) and uses a throwaway
+Starts its own S3 server (SeaweedFS's `weed mini`, a separate process on loopback) and uses a throwaway
 database: PostgreSQL `mgc_bench` when PostgreSQL answers on 127.0.0.1:5432 (set
 BENCH_DATABASE_URL to choose another), else SQLite in a temporary folder. Prints one Markdown
 table; docs/PERFORMANCE.md keeps the latest one. Nothing here asserts a time: the figures are
@@ -106,15 +106,16 @@ def main() -> None:
     args = parser.parse_args()
     n = 40 if args.quick else 200
     tmp = Path(tempfile.mkdtemp(prefix="mgc-bench-"))
-    s3_port = free_port()
-    moto = subprocess.Popen([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(s3_port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from devtools.seaweed import SeaweedMini
+
+    seaweed = SeaweedMini(tmp / "s3", access_key="bench-key", secret_key="bench-secret").start()
+    s3_port = seaweed.s3_port
     gunicorn = None
     try:
-        wait_for(s3_port)
         database = choose_database(tmp)
         env = {
-            "DATABASE_URL": database, "MGC_S3_ENDPOINT_URL": f"http://127.0.0.1:{s3_port}",
+            "DATABASE_URL": database, "MGC_S3_ENDPOINT_URL": seaweed.endpoint,
+            "MGC_S3_ACCESS_KEY_ID": "bench-key", "MGC_S3_SECRET_ACCESS_KEY": "bench-secret",
             "MGC_S3_BUCKET": "bench", "MGC_SECRET_KEY": "bench-" + "x" * 50,
             "MGC_LOG_LEVEL": "ERROR", "MGC_ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
             "MGC_S3_MAX_ATTEMPTS": "1", "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
@@ -133,7 +134,7 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         call_command("ensure_bucket", verbosity=0)
         table = Table()
-        print(f"database: {database.split('@')[-1]}; S3: moto on 127.0.0.1:{s3_port}",
+        print(f"database: {database.split('@')[-1]}; S3: SeaweedFS on 127.0.0.1:{s3_port}",
               file=sys.stderr)
         world = _world()
         _bench_pre(table, world, n)
@@ -145,14 +146,13 @@ def main() -> None:
         _bench_search(table, world, 1_000 if args.quick else 10_000, max(10, n // 10))
         print(f"\nMeasured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
               f"{os.cpu_count()} cores; database {'PostgreSQL' if 'postgres' in database else 'SQLite'}; "
-              f"S3: moto_server on loopback.\n")
+              f"S3: SeaweedFS 4.48 (weed mini) on loopback.\n")
         print(table.markdown())
     finally:
         if gunicorn is not None:
             gunicorn.terminate()
             gunicorn.wait(10)
-        moto.terminate()
-        moto.wait(10)
+        seaweed.stop()
 
 
 # --- Setup ------------------------------------------------------------------------------------------
@@ -208,7 +208,8 @@ def _bench_pre(table: Table, world: dict, n: int) -> None:
                      .values_list("snapshot_key", flat=True))
     assert len(snapshots) == 6
     s3 = boto3.client("s3", endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"], region_name="us-east-1",
-                      aws_access_key_id="a", aws_secret_access_key="b",
+                      aws_access_key_id=os.environ["MGC_S3_ACCESS_KEY_ID"],
+                      aws_secret_access_key=os.environ["MGC_S3_SECRET_ACCESS_KEY"],
                       config=Config(s3={"addressing_style": "path"}, max_pool_connections=16))
     pool = concurrent.futures.ThreadPoolExecutor(6)
 

@@ -1,31 +1,73 @@
 #!/usr/bin/env bash
-# The embedded demo: a local S3-speaking server (moto) on 127.0.0.1, a fresh SQLite database,
-# demo data, and the console on http://127.0.0.1:8000. moto keeps its objects in memory, so
-# the database is made anew with it on every start: both hold the same demo when you log in.
+# The embedded demo: SeaweedFS (a real S3 server) on 127.0.0.1, SQLite, demo data, and the
+# console on http://127.0.0.1:8000. Everything lives under .demo/ and survives Ctrl+C: the
+# next `make demo` serves the same memory, edits included. `make demo-reset` starts over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 S3_PORT="${MGC_DEMO_S3_PORT:-9000}"
 WEB_PORT="${MGC_DEMO_PORT:-8000}"
-mkdir -p .demo
-rm -f .demo/db.sqlite3
+DEMO="${MGC_DEMO_DIR:-$PWD/.demo}"
+mkdir -p "$DEMO"
+chmod 700 "$DEMO"
+
+port_free() { python -c "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', int(sys.argv[1])))" "$1" 2>/dev/null; }
+for name in S3_PORT WEB_PORT; do
+  if ! port_free "${!name}"; then
+    echo "Port ${!name} on 127.0.0.1 is taken. Free it, or pick another:" >&2
+    echo "  make demo MGC_DEMO_PORT=8001 MGC_DEMO_S3_PORT=9001" >&2
+    exit 1
+  fi
+done
+
+# Secrets made once and kept with the data (the S3 identity file and the demo password).
+if [ ! -f "$DEMO/secrets.env" ]; then
+  python - "$DEMO/secrets.env" <<'PY'
+import secrets, sys
+with open(sys.argv[1], "w") as out:
+    out.write(f"MGC_S3_ACCESS_KEY_ID=demo-{secrets.token_hex(8)}\n")
+    out.write(f"MGC_S3_SECRET_ACCESS_KEY={secrets.token_urlsafe(30)}\n")
+    out.write(f"MGC_DEMO_PASSWORD={secrets.token_urlsafe(12)}\n")
+PY
+  chmod 600 "$DEMO/secrets.env"
+fi
+set -a
+# shellcheck disable=SC1091
+source "$DEMO/secrets.env"
+set +a
 
 export MGC_DEBUG="${MGC_DEBUG:-1}"
-export DATABASE_URL="${DATABASE_URL:-sqlite:///$PWD/.demo/db.sqlite3}"
+export DATABASE_URL="${DATABASE_URL:-sqlite:///$DEMO/db.sqlite3}"
 export MGC_S3_ENDPOINT_URL="${MGC_S3_ENDPOINT_URL:-http://127.0.0.1:$S3_PORT}"
 export MGC_S3_BUCKET="${MGC_S3_BUCKET:-agent-memory}"
 
-moto_server -H 127.0.0.1 -p "$S3_PORT" >.demo/s3.log 2>&1 &
+echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in .demo/s3) ..."
+python -m devtools.seaweed serve --dir "$DEMO/s3" --port "$S3_PORT" \
+  --access-key "$MGC_S3_ACCESS_KEY_ID" --secret-key "$MGC_S3_SECRET_ACCESS_KEY" \
+  >"$DEMO/s3.log" 2>&1 &
 S3_PID=$!
-trap 'kill $S3_PID 2>/dev/null || true' EXIT
-for _ in $(seq 1 50); do
-  if python -c "import urllib.request; urllib.request.urlopen('$MGC_S3_ENDPOINT_URL', timeout=1)" 2>/dev/null; then break; fi
-  sleep 0.2
+trap 'kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
+for _ in $(seq 1 600); do
+  grep -q "ready on" "$DEMO/s3.log" 2>/dev/null && break
+  if ! kill -0 $S3_PID 2>/dev/null; then cat "$DEMO/s3.log" >&2; exit 1; fi
+  sleep 0.1
 done
+grep -q "ready on" "$DEMO/s3.log" || { echo "SeaweedFS did not start; see .demo/s3.log" >&2; exit 1; }
 
 python manage.py ensure_bucket
 python manage.py migrate --noinput -v 0
-python manage.py seed_demo
-echo "Local S3 endpoint: $MGC_S3_ENDPOINT_URL (bucket $MGC_S3_BUCKET)"
-echo "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and the S3 server)"
+python manage.py seed_demo --if-empty --password "$MGC_DEMO_PASSWORD" >"$DEMO/seed.new"
+if grep -q "^runner token" "$DEMO/seed.new"; then
+  mv "$DEMO/seed.new" "$DEMO/seed.txt"  # the first run's output: the runner token is in it
+  chmod 600 "$DEMO/seed.txt"
+else
+  cat "$DEMO/seed.new"; rm -f "$DEMO/seed.new"
+  echo "(make demo-reset starts over with fresh demo data)"
+fi
+
+echo
+echo "Users: admin, compliance, employee (also ivan.petrov, anna.smirnova); password: $MGC_DEMO_PASSWORD"
+grep "^runner token" "$DEMO/seed.txt" 2>/dev/null || true
+echo "S3: $MGC_S3_ENDPOINT_URL, bucket $MGC_S3_BUCKET, key $MGC_S3_ACCESS_KEY_ID (unsigned requests get 403)"
+echo "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in .demo/)"
 python manage.py runserver "127.0.0.1:$WEB_PORT"

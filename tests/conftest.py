@@ -1,28 +1,28 @@
-"""Shared fixtures: a real S3-speaking server on 127.0.0.1 (moto's, over HTTP) behind a
-fault-injecting proxy, and small factories for records."""
+"""Shared fixtures: a real S3 server on 127.0.0.1 (SeaweedFS, over HTTP, signed requests)
+behind a fault-injecting proxy, and small factories for records."""
 
 from __future__ import annotations
 
 import copy
 import itertools
 import json
-import logging
-import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import boto3
 import pytest
 from django.conf import settings
+from django.core.files.storage import storages
 from django.test import override_settings
 from django.utils import translation
-from moto.server import ThreadedMotoServer
 
+from devtools.seaweed import CONSOLE_IDENTITY, SeaweedMini
 from projects import store
 from projects.audit import Actor
 from projects.models import Agent, Membership, MemoryFile, Project
 from tests.s3proxy import FaultProxy
 
 BUCKET = "test-memory"
-logging.getLogger("werkzeug").setLevel(logging.WARNING)
+ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 
 
 def pytest_configure(config):
@@ -33,22 +33,107 @@ def pytest_configure(config):
 
 class S3:
     """The test's view of the bucket: a raw client straight to the server (an agent's sandbox
-    writing directly), the proxy for faults, and a reset between tests."""
+    writing directly), the proxy for faults, and a clean bucket for every test.
 
-    def __init__(self, moto_url: str, proxy: FaultProxy):
-        self.moto_url = moto_url
+    Emptying a bucket on SeaweedFS takes ~0.1 s (a listing, then a batch delete), longer than
+    many tests. So tests take turns over a few buckets: each test gets one emptied while the
+    tests before it ran, and hands its own to a background thread when it ends. A bucket that
+    a test turned versioning on for is deleted and made anew; other buckets a test made, and
+    IAM users it made, are removed before the next test starts."""
+
+    POOL = (BUCKET, f"{BUCKET}-b", f"{BUCKET}-c")
+
+    def __init__(self, server: SeaweedMini, proxy: FaultProxy):
+        self.server = server
+        self.direct_url = server.endpoint
         self.proxy = proxy
         self.bucket = BUCKET
         self.client = boto3.client(
-            "s3", endpoint_url=moto_url, region_name="us-east-1",
-            aws_access_key_id="test", aws_secret_access_key="test",
+            "s3", endpoint_url=server.endpoint, region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
         )
+        self.iam = boto3.client(
+            "iam", endpoint_url=server.endpoint, region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+        )
+        for name in self.POOL:
+            self.client.create_bucket(Bucket=name)
+        self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3-reset")
+        self._ready = {name: None for name in self.POOL}  # bucket -> its pending clean-up
+        self._turn = itertools.cycle(self.POOL)
+        self._touched: set[str] = set()
+        self.client.meta.events.register("before-call.s3", self._note_direct_call)
+        self.iam.meta.events.register("before-call.iam", lambda **_: self._touched.add("users"))
 
-    def reset(self) -> None:
-        request = urllib.request.Request(f"{self.moto_url}/moto-api/reset", method="POST")
-        urllib.request.urlopen(request, timeout=10).read()
+    def _note_direct_call(self, event_name: str, **_):
+        operation = event_name.rsplit(".", 1)[-1]
+        if operation in ("CreateBucket", "DeleteBucket"):
+            self._touched.add("buckets")
+        if operation == "PutBucketVersioning":
+            self._touched.add("versioning")
+
+    def begin(self) -> None:
+        """Take the next bucket in turn, once its clean-up has finished."""
+        self.bucket = next(self._turn)
+        pending = self._ready[self.bucket]
+        if pending is not None:
+            pending.result()
+        self._point_at(self.bucket)
         self.proxy.clear()
-        self.client.create_bucket(Bucket=self.bucket)
+        self._touched = set()
+
+    @staticmethod
+    def _point_at(bucket: str) -> None:
+        # Changed in place, not with override_settings: that would make Django build a new
+        # storage (and boto3 client, ~50 ms) for every test.
+        settings.STORAGES["memory"]["OPTIONS"]["bucket_name"] = bucket
+        memory = storages["memory"]
+        memory.bucket_name, memory._bucket = bucket, None
+
+    def end(self) -> None:
+        self._point_at(BUCKET)
+        self.proxy.heal()
+        touched = set(self._touched)
+        for method, path in list(self.proxy.requests):
+            if method == "POST" and path.split("?")[0] == "/":
+                touched.add("users")  # the IAM API shares the S3 port
+            elif method == "PUT" and path.strip("/").count("/") == 0 and "?" not in path:
+                touched.add("buckets")
+        if "buckets" in touched:
+            for bucket in self.client.list_buckets().get("Buckets", []):
+                if bucket["Name"] not in self.POOL:
+                    self._empty(bucket["Name"])
+                    self.client.delete_bucket(Bucket=bucket["Name"])
+        if "users" in touched:
+            for user in self.iam.list_users().get("Users", []):
+                if user["UserName"] != CONSOLE_IDENTITY:
+                    self.drop_user(user["UserName"])
+        self._ready[self.bucket] = self._cleaner.submit(self._renew, self.bucket,
+                                                        "versioning" in touched)
+
+    def _renew(self, bucket: str, recreate: bool) -> None:
+        self._empty(bucket)
+        if recreate:  # versioning can be suspended, never turned off
+            self.client.delete_bucket(Bucket=bucket)
+            self.client.create_bucket(Bucket=bucket)
+
+    def _empty(self, bucket: str) -> None:
+        pages = self.client.get_paginator("list_object_versions").paginate(Bucket=bucket)
+        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]} for page in pages
+                  for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+        for start in range(0, len(doomed), 1000):
+            self.client.delete_objects(Bucket=bucket,
+                                       Delete={"Objects": doomed[start:start + 1000]})
+
+    def drop_user(self, name: str) -> None:
+        for key in self.iam.list_access_keys(UserName=name).get("AccessKeyMetadata", []):
+            self.iam.delete_access_key(UserName=name, AccessKeyId=key["AccessKeyId"])
+        for policy in self.iam.list_user_policies(UserName=name).get("PolicyNames", []):
+            self.iam.delete_user_policy(UserName=name, PolicyName=policy)
+        self.iam.delete_user(UserName=name)
+
+    def close(self) -> None:
+        self._cleaner.shutdown(wait=True)
 
     def keys(self, prefix: str = "") -> list[str]:
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket,
@@ -70,21 +155,22 @@ def default_language() -> None:
 
 
 @pytest.fixture(scope="session")
-def s3_server():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    proxy = FaultProxy(host, port).start()
+def s3_server(tmp_path_factory):
+    server = SeaweedMini(tmp_path_factory.mktemp("seaweedfs"), access_key=ACCESS_KEY,
+                         secret_key=SECRET_KEY).start()
+    proxy = FaultProxy("127.0.0.1", server.s3_port).start()
     options = copy.deepcopy(settings.STORAGES)
     options["memory"]["OPTIONS"].update(
-        endpoint_url=proxy.url, bucket_name=BUCKET, access_key="test", secret_key="test",
-        region_name="us-east-1",
+        endpoint_url=proxy.url, bucket_name=BUCKET, access_key=ACCESS_KEY,
+        secret_key=SECRET_KEY, region_name="us-east-1",
     )
     # One attempt and short timeouts: a fault test sees the failure, not a retry hiding it.
     overrides = override_settings(STORAGES=options, MGC_S3_MAX_ATTEMPTS=1,
                                   MGC_S3_CONNECT_TIMEOUT=2, MGC_S3_READ_TIMEOUT=3)
     overrides.enable()
-    yield S3(f"http://{host}:{port}", proxy)
+    helper = S3(server, proxy)
+    yield helper
+    helper.close()
     overrides.disable()
     proxy.stop()
     server.stop()
@@ -92,9 +178,9 @@ def s3_server():
 
 @pytest.fixture
 def s3(s3_server) -> S3:
-    s3_server.reset()
+    s3_server.begin()
     yield s3_server
-    s3_server.proxy.clear()
+    s3_server.end()
 
 
 _seq = itertools.count(1)

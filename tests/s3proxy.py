@@ -136,6 +136,12 @@ class FaultProxy:
             self.faults.append(fault)
         return fault
 
+    def heal(self) -> None:
+        """No more faults; the record of requests stays."""
+        with self._lock:
+            self.faults.clear()
+            self.down = False
+
     def clear(self) -> None:
         with self._lock:
             self.faults.clear()

@@ -171,12 +171,13 @@ def test_overlapping_prefixes_are_reported(s3, make_project):
 def test_policies_allow_only_the_projects_prefix(project, agent):
     policy = isolation.project_policy(project)
     resources = [s["Resource"] for s in policy["Statement"]]
-    assert resources[1] == f"arn:aws:s3:::test-memory/{project.prefix}*"
+    bucket = project.bucket_name
+    assert resources[1] == f"arn:aws:s3:::{bucket}/{project.prefix}*"
     assert policy["Statement"][0]["Condition"]["StringLike"]["s3:prefix"] == [project.prefix + "*"]
     runner = isolation.runner_policy(agent)
     read = runner["Statement"][1]["Resource"]
-    assert f"arn:aws:s3:::test-memory/{project.prefix}agents/{agent.pk}/*" in read
-    assert all(r.startswith(f"arn:aws:s3:::test-memory/{project.prefix}") for r in read)
+    assert f"arn:aws:s3:::{bucket}/{project.prefix}agents/{agent.pk}/*" in read
+    assert all(r.startswith(f"arn:aws:s3:::{bucket}/{project.prefix}") for r in read)
     assert runner["Statement"][2]["Action"] == ["s3:GetObject", "s3:PutObject"]
     out = StringIO()
     call_command("check_isolation", "--project", project.slug, "--policy", "--agent", agent.slug,

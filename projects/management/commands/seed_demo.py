@@ -3,6 +3,7 @@ import secrets
 
 from django.core.management.base import BaseCommand, CommandError
 
+from projects.models import Project
 from projects.services import demo_seed
 from projects.store import StoreError
 
@@ -14,8 +15,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--password", default=os.environ.get("MGC_DEMO_PASSWORD", ""),
                             help="Password for the demo users (default: a new random one).")
+        parser.add_argument("--if-empty", action="store_true",
+                            help="Seed only when there is no project yet (make demo keeps "
+                                 "the memory of earlier runs).")
 
-    def handle(self, *args, password="", **options):
+    def handle(self, *args, password="", if_empty=False, **options):
+        if if_empty and Project.objects.exists():
+            self.stdout.write("Projects exist: keeping the memory of earlier runs.")
+            return
         password = password or secrets.token_urlsafe(12)
         try:
             done = demo_seed(password=password)

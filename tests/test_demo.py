@@ -1,0 +1,139 @@
+"""`make demo` keeps its memory: an edit made in the console survives Ctrl+C and a restart.
+
+Runs scripts/demo.sh twice as a person would (SeaweedFS, migrations, seed, runserver) in a
+folder of its own, on free ports, and drives the console over HTTP in between.
+"""
+
+import http.cookiejar
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from devtools.seaweed import free_ports
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor == "postgresql",
+    reason="the demo runs on its own SQLite whatever the suite runs on: once per make test")
+
+
+class Demo:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.web_port, self.s3_port = free_ports(2)
+        self.process = None
+        self.output = ""
+
+    def start(self) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DATABASE_URL",
+                                                                          "DJANGO_"))}
+        env.update(MGC_DEMO_DIR=str(self.folder), MGC_DEMO_PORT=str(self.web_port),
+                   MGC_DEMO_S3_PORT=str(self.s3_port),
+                   PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}")
+        log = open(self.folder.parent / f"demo-{self.web_port}.log", "w+")  # noqa: SIM115
+        self.process = subprocess.Popen(["bash", str(ROOT / "scripts/demo.sh")], cwd=ROOT, env=env,
+                                        stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            log.seek(0)
+            self.output = log.read()
+            if "Starting WSGI development server" in self.output or self.process.poll() is not None:
+                break
+            time.sleep(0.3)
+        assert self.process.poll() is None, self.output
+        self._wait_http()
+        return self.output
+
+    def _wait_http(self) -> None:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{self.url}/accounts/login/", timeout=2).read()
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError("the console did not answer")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def ctrl_c(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            raise
+
+
+class Browser:
+    """Just enough of a browser: cookies, CSRF tokens from forms."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def get(self, path: str) -> str:
+        return self.opener.open(self.base + path, timeout=20).read().decode()
+
+    def post(self, path: str, fields: dict, page: str) -> str:
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": token}).encode()
+        request = urllib.request.Request(self.base + path, data=data,
+                                         headers={"Referer": self.base + path})
+        return self.opener.open(request, timeout=20).read().decode()
+
+
+@pytest.fixture
+def demos():
+    started: list[Demo] = []
+    yield started
+    for demo in started:  # a failed test still stops what it started
+        demo.ctrl_c()
+
+
+def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
+    folder = tmp_path / "demo"
+    demo = Demo(folder)
+    demos.append(demo)
+    first = demo.start()
+    password = re.search(r"password: (\S+)", first).group(1)
+    assert "runner token for incident-analyst: mgc_" in first
+    assert "unsigned requests get 403" in first
+    browser = Browser(demo.url)
+    login = browser.get("/accounts/login/")
+    browser.post("/accounts/login/", {"username": "admin", "password": password}, login)
+    tree = browser.get("/p/incident-analysis/workspace/?dir=decisions")
+    file_url = re.search(r'href="(/p/incident-analysis/f/[0-9a-f-]+/)"', tree).group(1)
+    editor = browser.get(file_url + "edit/")
+    base = re.search(r'name="base_revision" value="(\d+)"', editor).group(1)
+    browser.post(file_url + "edit/", {"content": "Edited before Ctrl+C.\n", "message": "demo",
+                                      "base_revision": base}, editor)
+    assert "Edited before Ctrl+C." in browser.get(file_url)
+    demo.ctrl_c()
+    assert demo.process.returncode is not None
+
+    again = Demo(folder)
+    demos.append(again)
+    second = again.start()
+    assert "keeping the memory of earlier runs" in second
+    assert f"password: {password}" in second
+    browser = Browser(again.url)
+    login = browser.get("/accounts/login/")
+    browser.post("/accounts/login/", {"username": "admin", "password": password}, login)
+    assert "Edited before Ctrl+C." in browser.get(file_url)
+    again.ctrl_c()
