@@ -32,12 +32,13 @@ from django.core.files.storage import storages
 from django.core.paginator import Page, Paginator
 from django.core.signals import setting_changed
 from django.db import transaction
+from django.db.models import Q
 from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
-from projects import layout, scanning
+from projects import layout, provenance, scanning
 from projects.audit import Actor, audit_record
 from projects.models import Agent, MemoryFile, Project, Revision, SearchText
 from projects.storage import MARKDOWN_CONTENT_TYPE, MemoryStorage
@@ -197,12 +198,19 @@ def _unavailable(exc: Exception) -> StorageUnavailable:
 
 def _get(storage: MemoryStorage, key: str, if_match: str = "") -> tuple[bytes, str] | None:
     """(body, etag) of an object, None if it is missing (or no longer has ETag if_match)."""
+    found = _get_object(storage, key, if_match)
+    return (found[0], found[1]) if found else None
+
+
+def _get_object(storage: MemoryStorage, key: str, if_match: str = ""
+                ) -> tuple[bytes, str, dict[str, str]] | None:
+    """(body, etag, metadata) of an object, None if it is missing (or no longer if_match)."""
     params = {"Bucket": storage.bucket_name, "Key": key}
     if if_match:
         params["IfMatch"] = if_match
     try:
         response = storage.client.get_object(**params)
-        return response["Body"].read(), response["ETag"]
+        return response["Body"].read(), response["ETag"], response.get("Metadata", {})
     except ClientError as exc:
         if _is_missing(exc) or (if_match and _is_precondition_failed(exc)):
             return None
@@ -333,7 +341,9 @@ def _actor_from_metadata(meta: dict[str, str]) -> Actor:
             return Actor.for_agent(agent, meta.get("mgc-session", ""))
     if kind == Revision.AuthorKind.SYSTEM:
         return Actor.system(unquote(meta.get("mgc-author-label", "")).removeprefix("system:"))
-    return Actor.external()
+    agent = Agent.objects.filter(pk=meta["mgc-author-agent"]).first() \
+        if meta.get("mgc-author-agent") else None
+    return Actor.external(agent, meta.get("mgc-session", "") if agent else "")
 
 
 # --- Reads ---------------------------------------------------------------------------------------
@@ -550,8 +560,11 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str = "",
 
 
 def _lock(file: MemoryFile) -> MemoryFile:
-    return (MemoryFile.objects.select_for_update(of=("self",))
-            .select_related("head", "project", "agent", "user").get(pk=file.pk))
+    """Lock the file's row, then read it with its head. Two statements on purpose: when
+    PostgreSQL's SELECT ... FOR UPDATE waits for another save, it re-reads the locked row but
+    not the rows joined to it, so a joined head would be the old one (or none at all)."""
+    list(MemoryFile.objects.select_for_update().filter(pk=file.pk).values_list("pk", flat=True))
+    return MemoryFile.objects.select_related("head", "project", "agent", "user").get(pk=file.pk)
 
 
 def _refresh(file: MemoryFile, locked: MemoryFile) -> None:
@@ -654,14 +667,14 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
     """
     head = locked.head
     head_live = head is not None and not head.is_deletion
-    found = _get(storage, locked.key)
+    found = _get_object(storage, locked.key)
     if found is None:
         if not head_live:
             return None
         return _record(locked, number=head.number + 1, sha=_sha256(b""), size=0,
                        actor=Actor.external(), message="Deleted directly in storage",
                        snapshot_key="", etag="", is_deletion=True, action="file.external_delete")
-    data, etag = found
+    data, etag, object_metadata = found
     if head_live and etag == locked.head_etag:
         return None
     number = head.number + 1 if head else 1
@@ -676,7 +689,12 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
         restored_from = int(restored) if restored.isdigit() else None
         action = "file.save_recovered"
     else:
-        actor, message, restored_from = Actor.external(), "Changed directly in storage", None
+        # Written past the console: a runner's direct sandbox (attributed when its proof
+        # checks out, see projects.provenance) or anyone else with bucket access.
+        claim = provenance.verified_writer(project_id=locked.project_id, key=locked.key,
+                                           data=data, metadata=object_metadata)
+        actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
+        message, restored_from = "Changed directly in storage", None
         action = "file.external_change"
         try:
             _put(storage, snap, data, metadata=_snapshot_metadata(actor, message, None, None))
@@ -689,6 +707,57 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from, action=action,
                    details=details, data=data)
+
+
+# --- Catching up with the bucket --------------------------------------------------------------
+
+
+def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: bool = True
+                    ) -> list[Revision]:
+    """Adopt what the bucket holds under the prefixes a prompt draws from (the agent's files,
+    the user's profile, the workspace), so the pre hook injects it and its receipt names it.
+
+    One LIST per prefix, in parallel, compared with the ETags the console recorded; only the
+    files that differ are read and recorded, under their row lock (a save still running is
+    waited for, then seen as what it is). New workspace files get a record first. Changes a
+    runner proved it wrote are attributed to it (see projects.provenance), others are
+    `external`. Returns the revisions it recorded."""
+    storage = storage_for(project)
+    prefix = project.prefix
+    prefixes = [layout.agent_prefix(prefix, agent.pk)]
+    wanted = Q(scope=MemoryFile.Scope.AGENT, agent=agent)
+    if user is not None:
+        prefixes.append(layout.user_prefix(prefix, user.pk))
+        wanted |= Q(scope=MemoryFile.Scope.USER, user=user)
+    if workspace:
+        prefixes.append(layout.workspace_prefix(prefix))
+        wanted |= Q(scope=MemoryFile.Scope.WORKSPACE)
+    listings = list(_POOL.map(lambda p: _list_objects(storage, p), prefixes))
+    listed = {obj["Key"]: obj["ETag"] for objects in listings for obj in objects}
+    records = {f.key: f for f in MemoryFile.objects.filter(wanted, project=project)
+               .select_related("head", "project")}
+    adopted: list[Revision] = []
+    for key, record in records.items():
+        live = record.head is not None and not record.head.is_deletion
+        if (key in listed and (not live or listed[key] != record.head_etag)) or \
+                (key not in listed and live):
+            adopted += _adopt_locked(storage, record)
+    for key in sorted(set(listed) - set(records)):
+        parsed = layout.parse_key(prefix, key)
+        if parsed.kind not in (layout.SCOPE_AGENT, layout.SCOPE_USER, layout.SCOPE_WORKSPACE):
+            continue  # not a memory file (e.g. a non-.md object): check_isolation reports it
+        record = file_ensure(project=project, scope=parsed.kind,
+                             agent=agent if parsed.kind == layout.SCOPE_AGENT else None,
+                             user=user if parsed.kind == layout.SCOPE_USER else None,
+                             path=parsed.path)
+        adopted += _adopt_locked(storage, record)
+    return adopted
+
+
+def _adopt_locked(storage: MemoryStorage, record: MemoryFile) -> list[Revision]:
+    with transaction.atomic():
+        revision = _adopt_s3_state(storage, _lock(record))
+    return [revision] if revision is not None else []
 
 
 # --- Reconcile -----------------------------------------------------------------------------------
