@@ -19,7 +19,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field
 
-from projects import hooks, store
+from projects import hooks, layout, store
 from projects.models import AgentSession
 
 MAX_TEXT = 512 * 1024
@@ -144,6 +144,8 @@ class PreOut(Schema):
     total_tokens: int
     budget: int | None
     tokenizer: str
+    bucket_checked: bool = Field(description="False when S3 could not be listed, so direct "
+                                             "writes to the bucket may not be in the prompt.")
 
 
 class WriteIn(Strict):
@@ -207,10 +209,21 @@ class SandboxFile(Schema):
     content: str
     writable: bool
     modes: list[str]
+    key: str = Field(description="The object's key in the bucket.")
+    direct: bool = Field(description="The runner's S3 credentials may replace it in place.")
+
+
+class SandboxStorage(Schema):
+    bucket: str
+    prefix: str
+    workspace_prefix: str = Field(description="Where new workspace files go (key = this + "
+                                              "relative path).")
 
 
 class SandboxOut(Schema):
     session: uuid.UUID
+    agent: uuid.UUID
+    storage: SandboxStorage
     files: list[SandboxFile]
 
 
@@ -252,7 +265,8 @@ def pre(request, body: PreIn):
     return Status(200, {"session": session.pk, "prompt": assembly.prompt,
                  "prompt_sha256": assembly.sha256, "sections": sections,
                  "total_tokens": assembly.total_tokens, "budget": assembly.budget,
-                 "tokenizer": assembly.tokenizer})
+                 "tokenizer": assembly.tokenizer,
+                 "bucket_checked": bool(assembly.bucket_checked)})
 
 
 @api.post("/hooks/post", response={200: PostOut, **ERRORS}, summary="Write results back")
@@ -284,4 +298,7 @@ def error(request, body: ErrorIn):
 def sandbox_files(request, body: SandboxIn):
     session = _session(request, body.session)
     files = hooks.sandbox_files(session=session)
-    return Status(200, {"session": session.pk, "files": files})
+    project = session.agent.project
+    return Status(200, {"session": session.pk, "agent": session.agent_id, "files": files,
+                        "storage": {"bucket": project.bucket_name, "prefix": project.prefix,
+                                    "workspace_prefix": layout.workspace_prefix(project.prefix)}})

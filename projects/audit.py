@@ -24,6 +24,9 @@ ACTIONS = {
     "proposal.create": _("agent proposed a change"), "proposal.approve": _("approved a proposal"),
     "proposal.reject": _("rejected a proposal"),
     "token.create": _("created a runner token"), "token.revoke": _("revoked a runner token"),
+    "credentials.issue": _("issued S3 credentials to a runner"),
+    "credentials.revoke": _("revoked a runner's S3 credentials"),
+    "credentials.policy": _("updated runners' S3 policies"),
     "agent.create": _("created an agent"), "agent.settings": _("changed agent settings"),
     "project.create": _("created a project"), "project.update": _("changed project settings"),
     "project.export": _("exported project memory"),
@@ -58,8 +61,9 @@ class Actor:
         return cls(kind=Revision.AuthorKind.AGENT, agent=agent, session_ref=session_ref)
 
     @classmethod
-    def external(cls) -> Actor:
-        return cls(kind=Revision.AuthorKind.EXTERNAL)
+    def external(cls, agent: Agent | None = None, session_ref: str = "") -> Actor:
+        """A change found in S3; `agent` only when a runner's proof names it (provenance)."""
+        return cls(kind=Revision.AuthorKind.EXTERNAL, agent=agent, session_ref=session_ref)
 
     @classmethod
     def system(cls, note: str = "console") -> Actor:
@@ -72,7 +76,7 @@ class Actor:
         if self.kind == Revision.AuthorKind.AGENT and self.agent is not None:
             return f"agent:{self.agent.slug}"
         if self.kind == Revision.AuthorKind.EXTERNAL:
-            return "external"
+            return f"external (agent:{self.agent.slug})" if self.agent is not None else "external"
         return f"system:{self.note}"
 
 

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from projects import injection, layout, selectors, store
+from projects import credentials, injection, isolation, layout, selectors, store
 from projects.audit import Actor, audit_record
 from projects.models import (
     Agent,
@@ -60,12 +60,16 @@ def token_create(*, agent: Agent, name: str, created_by, expires_at: dt.datetime
 
 
 def token_revoke(*, token: AgentToken, by) -> None:
+    """Refuse the token at once, then delete its S3 credentials. If the object store does not
+    answer, the token stays revoked and CredentialsUnavailable says the credentials are still
+    live (revoking again finishes the job)."""
     with transaction.atomic():
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
             audit_record(actor=Actor.person(by), action="token.revoke",
                          project=token.agent.project, obj=token, details={"agent": token.agent.slug})
+    credentials.credentials_revoke(token=token, by=by)
 
 
 def token_authenticate(raw: str) -> AgentToken | None:
@@ -86,7 +90,20 @@ def token_authenticate(raw: str) -> AgentToken | None:
 
 
 def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSession, injection.Assembly]:
+    """Catch up with the bucket (direct writes become revisions), assemble, record a receipt.
+
+    If S3 cannot be listed the prompt is assembled from what the console recorded, and the
+    receipt and answer say the bucket was not checked (`bucket_checked: false`)."""
+    manifest = injection.parse_manifest(agent.manifest)
+    try:
+        store.bucket_catch_up(project=agent.project, agent=agent, user=user,
+                              workspace=any(s.source.startswith(injection.WORKSPACE_PREFIX)
+                                            for s in manifest.sections))
+        checked = True
+    except store.StorageUnavailable:
+        checked = False
     assembly = selectors.build_context(agent=agent, user=user)
+    assembly.bucket_checked = checked
     with transaction.atomic():  # one commit for the receipt and its event
         session = _pre_records(agent, user, external_ref, assembly)
     return session, assembly
@@ -98,7 +115,8 @@ def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Asse
         agent=agent, user=user, external_ref=external_ref[:200], prompt_sha256=assembly.sha256,
         total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt)
     SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.PRE, payload={
-        "total_tokens": assembly.total_tokens, "prompt_sha256": assembly.sha256})
+        "total_tokens": assembly.total_tokens, "prompt_sha256": assembly.sha256,
+        "bucket_checked": assembly.bucket_checked})
     return session
 
 
@@ -323,7 +341,8 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
     query = Q()
     for _path, file_id, number in refs:
         query |= Q(file_id=file_id, number=number)
-    revisions = {(str(r.file_id), r.number): r for r in Revision.objects.filter(query)}
+    revisions = {(str(r.file_id), r.number): r
+                 for r in Revision.objects.filter(query).select_related("file")}
     texts = store.revision_texts(session.agent.project, list(revisions.values()))
     out = []
     for path, file_id, number in refs:
@@ -332,8 +351,11 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
             continue
         rule = policy_rule(session.agent, path)
         out.append({"path": path, "revision": number, "content": texts[revision.pk],
-                    "writable": rule is not None, "modes": list((rule or {}).get("modes", []))})
+                    "writable": rule is not None, "modes": list((rule or {}).get("modes", [])),
+                    "key": revision.file.key,
+                    "direct": isolation.direct_write_allowed(rule)})
     return out
+
 
 
 # --- Settings ----------------------------------------------------------------------------------------

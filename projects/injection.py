@@ -94,6 +94,9 @@ class Assembly:
     tokenizer: str
     sha256: str = ""
     receipt: list[dict] = field(default_factory=list)
+    # Whether the pre hook adopted the bucket's direct writes before assembling (None: not a
+    # pre hook, e.g. a simulation, which has no side effects).
+    bucket_checked: bool | None = None
 
 
 # --- Manifest ------------------------------------------------------------------------------------

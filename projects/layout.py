@@ -174,8 +174,12 @@ def user_file_key(prefix: str, user_id: int) -> str:
     return f"{user_prefix(prefix, user_id)}{USER_FILE}"
 
 
+def workspace_prefix(prefix: str) -> str:
+    return f"{prefix}workspace/"
+
+
 def workspace_file_key(prefix: str, relative_path: str) -> str:
-    return f"{prefix}workspace/{validate_workspace_path(relative_path)}"
+    return f"{workspace_prefix(prefix)}{validate_workspace_path(relative_path)}"
 
 
 def session_prefix(prefix: str, session_id: uuid.UUID) -> str:
