@@ -146,6 +146,10 @@ MGC_S3_OPTIONS = {
     "querystring_auth": False,
     "file_overwrite": True,
 }
+# The IAM API that issues each agent runner S3 credentials of its own, confined by policy to
+# its project's prefix. Empty: the S3 endpoint (SeaweedFS and MinIO serve IAM there), or AWS
+# IAM itself when the S3 endpoint is empty too.
+MGC_S3_IAM_ENDPOINT_URL = env_str("MGC_S3_IAM_ENDPOINT_URL")
 # Timeouts and retries for every S3 call; surfaced to people as a clear "storage unavailable".
 MGC_S3_CONNECT_TIMEOUT = env_float("MGC_S3_CONNECT_TIMEOUT", 3.0)
 MGC_S3_READ_TIMEOUT = env_float("MGC_S3_READ_TIMEOUT", 10.0)

@@ -345,6 +345,36 @@ class AgentToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
 
+class RunnerCredential(models.Model):
+    """S3 credentials of one runner token: an IAM user whose policy confines it to the agent's
+    project prefix (isolation.runner_policy). The secret is shown once and never stored."""
+
+    token = models.ForeignKey(AgentToken, on_delete=models.CASCADE, related_name="credentials",
+                              help_text="The runner token these credentials belong to.")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="credentials",
+                              help_text="The agent whose runner uses them.")
+    iam_user = models.CharField(max_length=64,
+                                help_text="Name of the IAM user in the object store.")
+    access_key_id = models.CharField(max_length=128, help_text="The access key id (not secret).")
+    policy = models.JSONField(default=dict, help_text="The policy attached when last written.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+",
+                                   help_text="Who issued them.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When they were issued.")
+    revoked_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="When the access key (or the user) was deleted.")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["token"], condition=models.Q(revoked_at__isnull=True),
+                                    name="one_live_credential_per_token"),
+        ]
+
+    def __str__(self) -> str:
+        return f"S3 credentials {self.access_key_id} of {self.token}"
+
+
 class AgentSession(models.Model):
     """One run of an agent for a user: what the pre hook injected, then what happened."""
 

@@ -23,14 +23,18 @@ class Fault:
     method: str  # "PUT", "GET", "*"
     path_regex: str
     action: str  # "status" | "drop" | "delay" (then forward) | "stall" (then drop)
+    #              | "lose" (forward, so the server acts, then drop the answer)
     status: int = 503
     delay: float = 0.0
     times: int = 1
     hits: int = 0
+    body_regex: str = ""  # e.g. "Action=CreateUser" for the IAM API (POST /)
 
-    def matches(self, method: str, path: str) -> bool:
+    def matches(self, method: str, path: str, body: bytes = b"") -> bool:
         return (self.times > 0 and self.method in ("*", method)
-                and re.search(self.path_regex, path) is not None)
+                and re.search(self.path_regex, path) is not None
+                and (not self.body_regex
+                     or re.search(self.body_regex, body.decode("latin-1")) is not None))
 
 
 class FaultProxy:
@@ -52,8 +56,8 @@ class FaultProxy:
                 body = self._read_body()
                 with proxy._lock:
                     proxy.requests.append((self.command, self.path))
-                    fault = next((f for f in proxy.faults if f.matches(self.command, self.path)),
-                                 None)
+                    fault = next((f for f in proxy.faults
+                                  if f.matches(self.command, self.path, body)), None)
                     if fault is not None:
                         fault.times -= 1
                         fault.hits += 1
@@ -76,6 +80,11 @@ class FaultProxy:
                     return
                 if fault and fault.action == "delay":
                     time.sleep(fault.delay)
+                if fault and fault.action == "lose":
+                    self._forward(body, answer=False)
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
                 self._forward(body)
 
             def _read_body(self) -> bytes:
@@ -93,7 +102,7 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length", "0") or 0)
                 return self.rfile.read(length) if length else b""
 
-            def _forward(self, body: bytes):
+            def _forward(self, body: bytes, answer: bool = True):
                 conn = http.client.HTTPConnection(*proxy.upstream, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}
                 if body or self.command in ("PUT", "POST"):
@@ -101,6 +110,9 @@ class FaultProxy:
                 conn.request(self.command, self.path, body=body, headers=headers)
                 response = conn.getresponse()
                 payload = response.read()
+                if not answer:
+                    conn.close()
+                    return
                 self.send_response(response.status, response.reason)
                 for key, value in response.getheaders():
                     if key.lower() not in _HOP_HEADERS and key.lower() != "content-length":
@@ -130,8 +142,9 @@ class FaultProxy:
         self.server.server_close()
 
     def inject(self, method: str, path_regex: str, action: str = "status", *, status: int = 503,
-               delay: float = 0.0, times: int = 1) -> Fault:
-        fault = Fault(method, path_regex, action, status=status, delay=delay, times=times)
+               delay: float = 0.0, times: int = 1, body_regex: str = "") -> Fault:
+        fault = Fault(method, path_regex, action, status=status, delay=delay, times=times,
+                      body_regex=body_regex)
         with self._lock:
             self.faults.append(fault)
         return fault

@@ -3,6 +3,7 @@
 import datetime as dt
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -11,13 +12,22 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from projects import hooks, permissions, selectors, store
+from projects import credentials, hooks, permissions, selectors, store
 from projects.audit import audit_read
 from projects.diffing import diff_texts
 from projects.forms import JsonSettingForm, TokenForm
-from projects.models import Agent, AgentSession, AgentToken, Membership, MemoryFile, Proposal
+from projects.models import (
+    Agent,
+    AgentSession,
+    AgentToken,
+    Membership,
+    MemoryFile,
+    Proposal,
+    RunnerCredential,
+)
 
 PAGE_SIZE = 25
 
@@ -109,14 +119,35 @@ def agent_settings(request, slug, agent_slug):
             else:
                 messages.success(request, _("Saved the injection manifest.") if which == "manifest"
                                  else _("Saved the hook policy."))
+                if which == "policy":
+                    _refresh_credentials(request, agent)
                 return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
         status = 400
-    tokens = AgentToken.objects.filter(agent=agent).select_related("created_by")
+    tokens = list(AgentToken.objects.filter(agent=agent).select_related("created_by"))
+    live = {c.token_id: c for c in RunnerCredential.objects.filter(
+        agent=agent, revoked_at__isnull=True)}
+    for token in tokens:
+        token.live_credential = live.get(token.pk)
     return render(request, "projects/agent_settings.html", {
         "project": project, "role": role, "agent": agent, "manifest_form": manifest_form,
         "policy_form": policy_form, "tokens": tokens, "token_form": TokenForm(),
         "new_token": request.session.pop("new_token", None),
+        "new_credentials": request.session.pop("new_credentials", None),
     }, status=status)
+
+
+def _refresh_credentials(request, agent: Agent) -> None:
+    """Runners' S3 policies follow the hook policy (what they may replace directly)."""
+    try:
+        updated = credentials.credentials_refresh(agent=agent, by=request.user)
+    except credentials.CredentialsUnavailable as exc:
+        messages.error(request, _("The runners' S3 policies were not updated: %(error)s Save "
+                                  "the hook policy again.") % {"error": exc.message})
+    else:
+        if updated:
+            messages.info(request, ngettext(
+                "Updated the S3 policy of %(count)d runner.",
+                "Updated the S3 policies of %(count)d runners.", updated) % {"count": updated})
 
 
 @login_required
@@ -138,15 +169,60 @@ def token_create(request, slug, agent_slug):
     return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
 
 
+def _managed_token(request, slug, agent_slug, token_id) -> AgentToken:
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    return get_object_or_404(AgentToken.objects.select_related("agent", "agent__project"),
+                             pk=token_id, agent__project=project, agent__slug=agent_slug)
+
+
 @login_required
 @require_POST
 def token_revoke(request, slug, agent_slug, token_id):
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_manage(role))
-    token = get_object_or_404(AgentToken, pk=token_id, agent__project=project,
-                              agent__slug=agent_slug)
-    hooks.token_revoke(token=token, by=request.user)
-    messages.success(request, _("Revoked %(token)s.") % {"token": token})
+    token = _managed_token(request, slug, agent_slug, token_id)
+    try:
+        hooks.token_revoke(token=token, by=request.user)
+    except credentials.CredentialsUnavailable as exc:
+        messages.error(request, _("Revoked %(token)s, but its S3 credentials are still live: "
+                                  "%(error)s") % {"token": token, "error": exc.message})
+    else:
+        messages.success(request, _("Revoked %(token)s.") % {"token": token})
+    return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
+
+
+@login_required
+@require_POST
+def credentials_issue(request, slug, agent_slug, token_id):
+    """S3 credentials of the token's own, confined to the project's prefix; shown once."""
+    token = _managed_token(request, slug, agent_slug, token_id)
+    try:
+        credential, secret = credentials.credentials_issue(token=token, by=request.user)
+    except (credentials.CredentialsUnavailable, ValidationError) as exc:
+        messages.error(request, getattr(exc, "message", None) or " ".join(exc.messages))
+    else:
+        endpoint = settings.STORAGES["memory"]["OPTIONS"].get("endpoint_url") or ""
+        # The runner's environment, as runnerkit's direct sandbox reads it.
+        environment = "\n".join(f"{name}={value}" for name, value in (
+            ("MGC_RUNNER_S3_ENDPOINT_URL", endpoint),
+            ("MGC_RUNNER_S3_ACCESS_KEY_ID", credential.access_key_id),
+            ("MGC_RUNNER_S3_SECRET_ACCESS_KEY", secret)))
+        request.session["new_credentials"] = {
+            "token": token.name, "environment": environment,
+            "prefix": token.agent.project.prefix}
+    return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
+
+
+@login_required
+@require_POST
+def credentials_revoke(request, slug, agent_slug, token_id):
+    token = _managed_token(request, slug, agent_slug, token_id)
+    try:
+        ended = credentials.credentials_revoke(token=token, by=request.user)
+    except credentials.CredentialsUnavailable as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Deleted the S3 credentials of %(token)s.") % {"token": token}
+                         if ended else _("%(token)s has no live S3 credentials.") % {"token": token})
     return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
 
 

@@ -1,0 +1,179 @@
+"""Runner S3 credentials: issued through the store's IAM API, enforced by the store itself.
+
+Every check is a real signed request to SeaweedFS with the runner's own keys."""
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from django.urls import reverse
+
+from projects import credentials, hooks, store
+from projects.audit import Actor
+from projects.models import Agent, AuditEvent, Membership, RunnerCredential
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def runner_token(agent, admin):
+    token, _raw = hooks.token_create(agent=agent, name="prod runner", created_by=admin)
+    return token
+
+
+@pytest.fixture
+def two_projects(s3, project, agent, person, make_project):
+    """This project's memory, and another project's, both in the bucket."""
+    system = Actor.system("test")
+    for name in ("SOUL.md", "AGENTS.md"):
+        store.file_create(project=project, scope="agent", agent=agent, path=name,
+                          content=f"{name} text\n", actor=system)
+    store.file_create(project=project, scope="user", user=person, path="USER.md",
+                      content="Maria\n", actor=system)
+    mine = store.file_create(project=project, scope="workspace", path="notes/a.md",
+                             content="a\n", actor=system)
+    other = make_project(slug="other")
+    theirs = store.file_create(project=other, scope="workspace", path="secret.md",
+                               content="other project's\n", actor=system)
+    return {"mine": mine.file, "theirs": theirs.file, "other": other}
+
+
+def _client(s3, credential_key: str, secret: str):
+    return boto3.client("s3", endpoint_url=s3.direct_url, region_name="us-east-1",
+                        aws_access_key_id=credential_key, aws_secret_access_key=secret,
+                        config=Config(retries={"total_max_attempts": 1}))
+
+
+def _code(call) -> str:
+    try:
+        call()
+    except ClientError as exc:
+        return exc.response["Error"]["Code"]
+    return "OK"
+
+
+def test_runner_credentials_reach_only_their_own_prefix(s3, project, agent, admin, runner_token,
+                                                        two_projects):
+    credential, secret = credentials.credentials_issue(token=runner_token, by=admin)
+    runner = _client(s3, credential.access_key_id, secret)
+    prefix, bucket = project.prefix, s3.bucket
+    get = lambda key: lambda: runner.get_object(Bucket=bucket, Key=key)["Body"].read()  # noqa: E731
+    put = lambda key: lambda: runner.put_object(Bucket=bucket, Key=key, Body=b"x")  # noqa: E731
+    listing = lambda p: lambda: runner.list_objects_v2(Bucket=bucket, Prefix=p)  # noqa: E731
+    snapshot = two_projects["mine"].head.snapshot_key
+    outcomes = {
+        "read own agent file": _code(get(f"{prefix}agents/{agent.pk}/SOUL.md")),
+        "read own workspace": _code(get(two_projects["mine"].key)),
+        "list own workspace": _code(listing(f"{prefix}workspace/")),
+        "write own workspace (policy: replace, no approval)": _code(put(f"{prefix}workspace/new.md")),
+        "write session scratch": _code(put(f"{prefix}sessions/x/scratch.md")),
+        "write AGENTS.md (policy: append with approval)": _code(put(
+            f"{prefix}agents/{agent.pk}/AGENTS.md")),
+        "write SOUL.md (not in the policy)": _code(put(f"{prefix}agents/{agent.pk}/SOUL.md")),
+        "read _history/": _code(get(snapshot)),
+        "list _history/": _code(listing(f"{prefix}_history/")),
+        "write _history/": _code(put(snapshot)),
+        "read another project": _code(get(two_projects["theirs"].key)),
+        "write another project": _code(put(two_projects["theirs"].key)),
+        "list another project": _code(listing(two_projects["other"].prefix)),
+        "list the bucket root": _code(listing("")),
+        "list projects/ (every project)": _code(listing("projects/")),
+        "delete own workspace": _code(lambda: runner.delete_object(
+            Bucket=bucket, Key=two_projects["mine"].key)),
+    }
+    print(outcomes)
+    assert outcomes == {
+        "read own agent file": "OK", "read own workspace": "OK", "list own workspace": "OK",
+        "write own workspace (policy: replace, no approval)": "OK",
+        "write session scratch": "OK",
+        "write AGENTS.md (policy: append with approval)": "AccessDenied",
+        "write SOUL.md (not in the policy)": "AccessDenied",
+        "read _history/": "AccessDenied", "list _history/": "AccessDenied",
+        "write _history/": "AccessDenied",
+        "read another project": "AccessDenied", "write another project": "AccessDenied",
+        "list another project": "AccessDenied", "list the bucket root": "AccessDenied",
+        "list projects/ (every project)": "AccessDenied", "delete own workspace": "AccessDenied",
+    }
+    assert s3.get(two_projects["theirs"].key) == b"other project's\n"
+    event = AuditEvent.objects.get(action="credentials.issue")
+    assert event.details["access_key_id"] == credential.access_key_id
+    assert secret not in str(event.details)
+
+
+def test_revoking_the_token_revokes_its_credentials(s3, admin, runner_token, two_projects):
+    credential, secret = credentials.credentials_issue(token=runner_token, by=admin)
+    runner = _client(s3, credential.access_key_id, secret)
+    key = two_projects["mine"].key
+    assert _code(lambda: runner.get_object(Bucket=s3.bucket, Key=key)) == "OK"
+    hooks.token_revoke(token=runner_token, by=admin)
+    assert _code(lambda: runner.get_object(Bucket=s3.bucket, Key=key)) == "InvalidAccessKeyId"
+    assert RunnerCredential.objects.get(pk=credential.pk).revoked_at is not None
+    assert credentials.iam_user_name(runner_token) not in [
+        u["UserName"] for u in s3.iam.list_users()["Users"]]
+    assert [e.action for e in AuditEvent.objects.order_by("seq")][-2:] == [
+        "token.revoke", "credentials.revoke"]
+
+
+def test_issuing_again_rotates_the_key(s3, admin, runner_token, two_projects):
+    first, first_secret = credentials.credentials_issue(token=runner_token, by=admin)
+    second, second_secret = credentials.credentials_issue(token=runner_token, by=admin)
+    key = two_projects["mine"].key
+    assert first.access_key_id != second.access_key_id
+    old = _client(s3, first.access_key_id, first_secret)
+    new = _client(s3, second.access_key_id, second_secret)
+    assert _code(lambda: old.get_object(Bucket=s3.bucket, Key=key)) == "InvalidAccessKeyId"
+    assert _code(lambda: new.get_object(Bucket=s3.bucket, Key=key)) == "OK"
+    assert list(RunnerCredential.objects.filter(revoked_at__isnull=True)) == [second]
+
+
+def test_the_s3_policy_follows_the_hook_policy(s3, project, agent, admin, runner_token,
+                                               two_projects):
+    credential, secret = credentials.credentials_issue(token=runner_token, by=admin)
+    runner = _client(s3, credential.access_key_id, secret)
+    key = f"{project.prefix}workspace/notes/b.md"
+    assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=key, Body=b"1")) == "OK"
+    policy = dict(agent.hook_policy)
+    policy["post"] = {"workspace/**.md": {"modes": ["append"], "approval": False}}
+    hooks.agent_settings_update(agent=agent, by=admin, policy=policy)
+    assert credentials.credentials_refresh(agent=Agent.objects.get(pk=agent.pk), by=admin) == 1
+    assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=key, Body=b"2")) == "AccessDenied"
+    assert s3.get(key) == b"1"
+
+
+def test_a_lost_iam_answer_is_settled_by_trying_again(s3, admin, runner_token, two_projects):
+    """CreateUser reached the store but its answer was lost: the retry reuses the user."""
+    s3.proxy.inject("POST", r"^/", "lose", body_regex="Action=CreateUser")
+    with pytest.raises(credentials.CredentialsUnavailable):
+        credentials.credentials_issue(token=runner_token, by=admin)
+    assert not RunnerCredential.objects.exists()
+    s3.proxy.inject("POST", r"^/", "lose", body_regex="Action=DeleteUser")
+    credential, secret = credentials.credentials_issue(token=runner_token, by=admin)
+    runner = _client(s3, credential.access_key_id, secret)
+    assert _code(lambda: runner.get_object(Bucket=s3.bucket, Key=two_projects["mine"].key)) == "OK"
+    with pytest.raises(credentials.CredentialsUnavailable):  # DeleteUser's answer lost
+        credentials.credentials_revoke(token=runner_token, by=admin)
+    assert credentials.credentials_revoke(token=runner_token, by=admin) == 1
+    assert _code(lambda: runner.get_object(Bucket=s3.bucket, Key=two_projects["mine"].key)
+                 ) == "InvalidAccessKeyId"
+
+
+def test_admins_issue_and_delete_credentials_on_the_settings_page(client, s3, project, agent,
+                                                                  admin, runner_token,
+                                                                  make_user):
+    client.force_login(admin)
+    issue = reverse("projects:credentials_issue", args=[project.slug, agent.slug,
+                                                        runner_token.pk])
+    page = client.get(client.post(issue).url).content.decode()
+    assert "MGC_RUNNER_S3_SECRET_ACCESS_KEY=" in page
+    again = client.get(reverse("projects:agent_settings", args=[project.slug, agent.slug]))
+    assert "MGC_RUNNER_S3_SECRET_ACCESS_KEY=" not in again.content.decode()  # shown once
+    credential = RunnerCredential.objects.get()
+    assert credential.access_key_id in again.content.decode()
+    employee = make_user("erin")
+    Membership.objects.create(user=employee, project=project, role="employee")
+    client.force_login(employee)
+    assert client.post(issue).status_code == 404
+    client.force_login(admin)
+    client.post(reverse("projects:credentials_revoke", args=[project.slug, agent.slug,
+                                                             runner_token.pk]))
+    assert RunnerCredential.objects.get().revoked_at is not None
