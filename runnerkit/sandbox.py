@@ -1,4 +1,5 @@
-"""An agent's memory as a local folder, synchronised through the hook API.
+"""An agent's memory as a local folder, synchronised through the hook API or straight
+through S3.
 
 pull() writes the files the session was shown, at the revisions it was shown; files the
 agent's policy does not let it write are made read-only. push() sends every changed or new
@@ -6,8 +7,14 @@ Markdown file back through the post hook (each change becomes a revision carryin
 session id) and reports, per file, what happened. A file that changed in S3 meanwhile comes
 back as a conflict: the local copy is left exactly as it is, never dropped.
 
-    python -m runnerkit.sandbox pull --url URL --token T --session S --dir DIR
-    python -m runnerkit.sandbox push --url URL --token T --dir DIR [--summary TEXT]
+Direct mode (`direct=DirectStorage(...)`, or `--direct` with MGC_RUNNER_S3_* set) reads the
+files from the bucket with the runner's own S3 credentials and writes the ones its policy lets
+it replace straight back, conditionally on the ETag it pulled (new workspace files with
+If-None-Match); the console adopts them at the next pre hook. Everything else (append-only
+files, files that need approval) still goes through the post hook.
+
+    python -m runnerkit.sandbox pull --url URL --token T --session S --dir DIR [--direct]
+    python -m runnerkit.sandbox push --url URL --token T --dir DIR [--summary TEXT] [--direct]
 """
 
 from __future__ import annotations
@@ -31,22 +38,29 @@ def _sha(data: bytes) -> str:
 
 
 class Sandbox:
-    def __init__(self, client: Client, session: str | None, folder: str | os.PathLike):
+    def __init__(self, client: Client, session: str | None, folder: str | os.PathLike,
+                 direct=None):
         self.client = client
         self.folder = Path(folder)
         self.session = session
+        self.direct = direct  # a runnerkit.direct.DirectStorage, or None: the hook API only
 
     # -- pull ------------------------------------------------------------------------------------
     def pull(self) -> dict:
         self.folder.mkdir(parents=True, exist_ok=True)
         listing = self.client.sandbox_files(self.session)
-        state = {"session": self.session, "files": {}}
+        state = {"session": self.session, "files": {}, "agent": listing.get("agent"),
+                 "storage": listing.get("storage"), "direct": self.direct is not None}
         for item in listing["files"]:
             target = self._local(item["path"])
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.exists():
                 target.chmod(stat.S_IRUSR | stat.S_IWUSR)
-            data = item["content"].encode("utf-8")
+            data, etag = item["content"].encode("utf-8"), None
+            if self.direct is not None:  # what the bucket holds now, and its ETag
+                found = self.direct.read(listing["storage"]["bucket"], item["key"])
+                if found is not None:
+                    data, etag = found
             target.write_bytes(data)
             mode = (stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH
                     if item["writable"] else stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
@@ -55,7 +69,9 @@ class Sandbox:
             base.parent.mkdir(parents=True, exist_ok=True)
             base.write_bytes(data)
             state["files"][item["path"]] = {"revision": item["revision"], "sha256": _sha(data),
-                                            "writable": item["writable"], "modes": item["modes"]}
+                                            "writable": item["writable"], "modes": item["modes"],
+                                            "key": item.get("key"), "etag": etag,
+                                            "direct": bool(item.get("direct") and etag)}
         (self.folder / STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False),
                                          encoding="utf-8")
         return state
@@ -118,10 +134,40 @@ class Sandbox:
 
     def push(self, summary: str | None = None) -> list[dict]:
         writes, notes = self.changes()
+        written = []
+        if self.direct is not None:
+            writes, written = self._push_direct(writes)
         results = []
         if writes:
             results = self.client.post(self.session, writes, summary)["results"]
-        return results + notes
+        return written + results + notes
+
+    def _push_direct(self, writes: list[dict]) -> tuple[list[dict], list[dict]]:
+        """Write what the S3 policy allows straight to the bucket; the rest stays for the
+        post hook. Returns (writes left for the hook, results of direct writes)."""
+        state = json.loads((self.folder / STATE).read_text(encoding="utf-8"))
+        storage, known = state.get("storage") or {}, state["files"]
+        left, done = [], []
+        for write in writes:
+            path, before = write["path"], known.get(write["path"])
+            data = (self.folder / path).read_bytes()
+            if before and before.get("direct"):
+                key, etag = before["key"], before["etag"]
+            elif before is None and path.startswith("workspace/") and storage:
+                key, etag = storage["workspace_prefix"] + path[len("workspace/"):], None
+            else:
+                left.append(write)
+                continue
+            outcome = self.direct.write(storage["bucket"], key, data, etag=etag,
+                                        agent=state["agent"], session=self.session,
+                                        token=self.client.token)
+            if outcome.status == "denied" and before is None:
+                left.append(write)  # not creatable here: the post hook's policy decides
+                continue
+            done.append({"path": path, "mode": "replace" if before else "create",
+                         "status": outcome.status, "via": "s3", "etag": outcome.etag or None,
+                         "message": outcome.message or None})
+        return left, done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,8 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session")
     parser.add_argument("--dir", required=True)
     parser.add_argument("--summary")
+    parser.add_argument("--direct", action="store_true",
+                        help="read and write the bucket with MGC_RUNNER_S3_* credentials")
     args = parser.parse_args(argv)
-    box = Sandbox(Client(args.url, args.token), args.session, args.dir)
+    direct = None
+    if args.direct:
+        from runnerkit.direct import DirectStorage
+
+        direct = DirectStorage.from_environment()
+    box = Sandbox(Client(args.url, args.token), args.session, args.dir, direct=direct)
     if args.action == "pull":
         if not args.session:
             parser.error("pull needs --session")
@@ -143,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     report = box.push(args.summary)
     for item in report:
         print(f"{item['status']:<12} {item['path']}  {item.get('message') or ''}".rstrip())
-    return 1 if any(r["status"] in ("conflict", "rejected") for r in report) else 0
+    return 1 if any(r["status"] in ("conflict", "rejected", "denied") for r in report) else 0
 
 
 if __name__ == "__main__":
