@@ -260,7 +260,7 @@ class SeaweedCluster:
         process.wait(10)
 
     def stop(self) -> None:
-        self._processes.stop()
+        self._processes.stop(timeout=5)  # a filer can take ~15 s to stop on its own
 
 
 def main(argv: list[str] | None = None) -> None:
