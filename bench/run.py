@@ -246,10 +246,19 @@ def _bench_pre(table: Table, world: dict, n: int) -> None:
 
 
 def _pre_breakdown(table: Table, world: dict, n: int) -> None:
-    """Where a warm pre hook's time goes: assembly alone (no records written)."""
-    from projects import selectors
+    """Where a warm pre hook's time goes: catching up with the bucket, and assembly (no
+    records written by either when nothing changed)."""
+    from projects import selectors, store
 
-    agent, employee = world["agent"], world["employee"]
+    agent, employee, project = world["agent"], world["employee"], world["project"]
+    storage = store.storage_for(project)
+    one_list = timed(lambda: storage.client.list_objects_v2(
+        Bucket=storage.bucket_name, Prefix=f"{project.prefix}workspace/"), n)
+    catch_up = timed(lambda: store.bucket_catch_up(project=project, agent=agent, user=employee),
+                     n)
+    table.add("  of which: bucket catch-up (3 LISTs in parallel, nothing new)", ms(catch_up),
+              "one LIST: " + ms(one_list), statistics.median(catch_up) / statistics.median(
+                  one_list), "", None)
     assembly = timed(lambda: selectors.build_context(agent=agent, user=employee), n)
     table.add("  of which: assembly (read records, cached texts, tokens)", ms(assembly), "",
               None, "", None)
