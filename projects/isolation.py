@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass
 
 from django.utils.translation import gettext_lazy as _
 
-from projects import layout, store
-from projects.models import Agent, AgentSession, IsolationCheck, MemoryFile, Project, Revision
+from projects import layout, reconcile, store
+from projects.models import Agent, IsolationCheck, MemoryFile, Project, Revision
+from projects.reconcile import ERROR
 
 KEEP_FINDINGS = 200
 
@@ -125,21 +126,27 @@ KIND_LABELS = {
     "missing_object": _("record without its object"),
     "missing_snapshot": _("revision without its copy"),
     "overlap": _("prefixes overlap"),
+    "orphan_snapshot": _("snapshot awaiting reconcile"),
+    "untracked": _("new file awaiting adoption"),
 }
 
 
 @dataclass(frozen=True)
 class IsolationFinding:
-    kind: str  # stray | foreign | outside_layout | missing_object | missing_snapshot | overlap
+    kind: str  # see KIND_LABELS
     bucket: str
     key: str
     detail: str
+    # "error": isolation is broken or a record lost its object; "warning": a leftover that
+    # reconcile (or the next pre hook) settles, such as a crashed save's snapshot.
+    severity: str = ERROR
 
 
 def check_isolation(projects: list[Project] | None = None) -> list[IsolationFinding]:
     """Objects no record owns, records whose object is missing, keys outside the layout, and
     project prefixes that overlap. With no projects given, whole buckets are checked, so an
-    object outside every project is found too."""
+    object outside every project is found too. Whose each key is comes from
+    reconcile.classify, the classifier reconcile itself acts on."""
     whole = projects is None
     projects = list(Project.objects.all()) if whole else projects
     findings: list[IsolationFinding] = []
@@ -153,13 +160,17 @@ def check_isolation(projects: list[Project] | None = None) -> list[IsolationFind
         findings += _overlaps(bucket, members)
         storage = store.storage_for(members[0]) if members else store.storage_for(Project())
         prefixes = [""] if whole else [p.prefix for p in members]
-        keys = {obj["Key"] for prefix in prefixes for obj in store.list_objects(storage, prefix)}
+        objects = {obj["Key"]: obj for prefix in prefixes for obj in storage.listing(prefix)}
         owned: set[str] = set()
         for project in members:
-            findings += _check_project(bucket, project, keys, owned)
+            findings += _check_project(bucket, project, objects, owned)
         findings += [IsolationFinding("stray", bucket, key, "under no project's prefix")
-                     for key in sorted(keys - owned)]
+                     for key in sorted(set(objects) - owned)]
     return findings
+
+
+def errors(findings: list[IsolationFinding]) -> list[IsolationFinding]:
+    return [f for f in findings if f.severity == ERROR]
 
 
 def _overlaps(bucket: str, projects: list[Project]) -> list[IsolationFinding]:
@@ -177,50 +188,22 @@ def _overlaps(bucket: str, projects: list[Project]) -> list[IsolationFinding]:
     return found
 
 
-def _check_project(bucket: str, project: Project, keys: set[str], owned: set[str]
+def _check_project(bucket: str, project: Project, objects: dict[str, dict], owned: set[str]
                    ) -> list[IsolationFinding]:
     prefix = project.prefix
-    findings: list[IsolationFinding] = []
-    files = {f.key: f for f in MemoryFile.objects.filter(project=project).select_related("head")}
-    file_ids = {str(f.pk) for f in files.values()}
+    mine = [obj for key, obj in objects.items() if key.startswith(prefix)]
+    owned.update(obj["Key"] for obj in mine)
+    findings = [IsolationFinding(item.kind, bucket, item.key, item.detail, item.severity)
+                for item in sorted(reconcile.classify(project, mine), key=lambda i: i.key)
+                if item.severity != reconcile.OK]
+    files = MemoryFile.objects.filter(project=project).select_related("head")
+    for file in files:
+        if file.head is not None and not file.head.is_deletion and file.key not in objects:
+            findings.append(IsolationFinding("missing_object", bucket, file.key,
+                                             f"{file.display_path} r{file.head.number}"))
     snapshots = set(Revision.objects.filter(file__project=project).exclude(snapshot_key="")
                     .values_list("snapshot_key", flat=True))
-    agents = {str(pk) for pk in Agent.objects.filter(project=project).values_list("pk", flat=True)}
-    members = set(project.memberships.values_list("user_id", flat=True))
-    sessions = {str(pk) for pk in AgentSession.objects.filter(agent__project=project)
-                .values_list("pk", flat=True)}
-    mine = sorted(k for k in keys if k.startswith(prefix))
-    owned.update(mine)
-    for key in mine:
-        parsed = layout.parse_key(prefix, key)
-        if parsed.kind is None:
-            findings.append(IsolationFinding("outside_layout", bucket, key,
-                                             f"in {project.slug}'s prefix, not a layout key"))
-        elif parsed.kind == "history":
-            if str(parsed.file_id) not in file_ids:
-                findings.append(IsolationFinding("foreign", bucket, key,
-                                                 f"history of a file {project.slug} does not have"))
-            elif key not in snapshots:
-                findings.append(IsolationFinding("stray", bucket, key,
-                                                 "snapshot no revision points to"))
-        elif parsed.kind == "session":
-            if str(parsed.session_id) not in sessions:
-                findings.append(IsolationFinding("foreign", bucket, key,
-                                                 f"session {project.slug} did not run"))
-        elif key not in files:
-            if parsed.kind == layout.SCOPE_AGENT and str(parsed.agent_id) not in agents:
-                detail = f"agent not in {project.slug}"
-            elif parsed.kind == layout.SCOPE_USER and parsed.user_id not in members:
-                detail = f"user {parsed.user_id} is not a member of {project.slug}"
-            else:
-                detail = "no record owns it (reconcile adopts it)"
-            findings.append(IsolationFinding(
-                "foreign" if detail.startswith(("agent", "user")) else "stray", bucket, key, detail))
-    for key, file in files.items():
-        if file.head is not None and not file.head.is_deletion and key not in keys:
-            findings.append(IsolationFinding("missing_object", bucket, key,
-                                             f"{file.display_path} r{file.head.number}"))
-    for key in sorted(snapshots - keys):
+    for key in sorted(snapshots - set(objects)):
         findings.append(IsolationFinding("missing_snapshot", bucket, key, "a revision's copy"))
     return findings
 
@@ -235,12 +218,13 @@ def check_and_record(projects: list[Project] | None = None, *, ran_by: str
         bucket, prefix = bucket_of(project), project.prefix
         mine = [f for f in findings if f.bucket == bucket and f.key.startswith(prefix)]
         IsolationCheck.objects.create(project=project, ran_by=ran_by[:200],
-                                      finding_count=len(mine),
+                                      finding_count=len(errors(mine)),
                                       findings=[asdict(f) for f in mine[:KEEP_FINDINGS]])
     if projects is None:
         owned = {id(f) for p in checked for f in findings
                  if f.bucket == bucket_of(p) and f.key.startswith(p.prefix)}
         rest = [f for f in findings if id(f) not in owned]
-        IsolationCheck.objects.create(project=None, ran_by=ran_by[:200], finding_count=len(rest),
+        IsolationCheck.objects.create(project=None, ran_by=ran_by[:200],
+                                      finding_count=len(errors(rest)),
                                       findings=[asdict(f) for f in rest[:KEEP_FINDINGS]])
     return findings

@@ -1,21 +1,69 @@
-"""The S3 storage that holds agent memory (django-storages, one subclass for one purpose), and
-the IAM client that issues runners credentials for it."""
+"""The S3 storage that holds agent memory (django-storages, one subclass for one purpose): every
+S3 call of the console goes through its methods, which turn S3's answers into the store's
+errors. Also the IAM client that issues runners credentials for it.
+
+django-storages does no conditional writes and keeps no versions; `write` adds IfMatch /
+IfNoneMatch with the storage's own client, as the store's lost-update protection needs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 from django.conf import settings
+from django.core.files.storage import storages
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from storages.backends.s3 import S3Storage
+
+from projects.errors import StorageUnavailable
+
+logger = logging.getLogger(__name__)
 
 MARKDOWN_CONTENT_TYPE = "text/markdown; charset=utf-8"
 
 
-class MemoryStorage(S3Storage):
-    """Memory files: Markdown objects, readable as they stand in the bucket.
+class PreconditionFailed(Exception):
+    """A conditional write found another object than the one it was conditioned on."""
 
-    django-storages does no conditional writes and keeps no versions; the store builds the
-    lost-update protection on top (see projects/store.py), using `client` for the puts
-    that need IfMatch / IfNoneMatch.
-    """
+
+@dataclass(frozen=True)
+class StoredObject:
+    body: bytes
+    etag: str
+    metadata: dict[str, str]
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _status(exc: ClientError) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
+def _is_precondition_failed(exc: ClientError) -> bool:
+    return _status(exc) in (409, 412) or _error_code(exc) in {
+        "PreconditionFailed", "ConditionalRequestConflict"}
+
+
+def _is_missing(exc: ClientError) -> bool:
+    return _status(exc) == 404 or _error_code(exc) in {"NoSuchKey", "404", "NotFound"}
+
+
+def _failed(exc: Exception, *, outcome: str = "not_applied") -> StorageUnavailable:
+    logger.warning("S3 request failed: %s", exc)
+    if outcome == "unknown":
+        return StorageUnavailable.outcome_unknown()
+    return StorageUnavailable.nothing_changed()
+
+
+class MemoryStorage(S3Storage):
+    """Memory files: Markdown objects, readable as they stand in the bucket."""
 
     def __init__(self, **options):
         if options.get("client_config") is None:
@@ -38,10 +86,114 @@ class MemoryStorage(S3Storage):
         """The low-level boto3 client of this thread's connection."""
         return self.connection.meta.client
 
+    # --- Objects ---------------------------------------------------------------------------
+
+    def read(self, key: str, if_match: str = "") -> StoredObject | None:
+        """The object, or None if it is missing (or no longer has ETag `if_match`)."""
+        params = {"Bucket": self.bucket_name, "Key": key}
+        if if_match:
+            params["IfMatch"] = if_match
+        try:
+            response = self.client.get_object(**params)
+            return StoredObject(response["Body"].read(), response["ETag"],
+                                response.get("Metadata", {}))
+        except ClientError as exc:
+            if _is_missing(exc) or (if_match and _is_precondition_failed(exc)):
+                return None
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+
+    def metadata(self, key: str) -> dict[str, str] | None:
+        """An object's user metadata (HEAD), None if it is missing."""
+        try:
+            return self.client.head_object(Bucket=self.bucket_name, Key=key).get("Metadata", {})
+        except ClientError as exc:
+            if _is_missing(exc):
+                return None
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+
+    def write(self, key: str, data: bytes, *, metadata: dict | None = None, if_match: str = "",
+              if_none_match: bool = False, ambiguous: str = "not_applied") -> str:
+        """Write an object and return its new ETag; PreconditionFailed if the condition does
+        not hold. `ambiguous="unknown"` says a lost answer may hide a done write (the error
+        then says the outcome is unknown)."""
+        params = {"Bucket": self.bucket_name, "Key": key, "Body": data,
+                  "ContentType": MARKDOWN_CONTENT_TYPE}
+        if metadata:
+            params["Metadata"] = metadata
+        if if_match:
+            params["IfMatch"] = if_match
+        elif if_none_match:
+            params["IfNoneMatch"] = "*"
+        try:
+            return self.client.put_object(**params)["ETag"]
+        except ClientError as exc:
+            if (if_match or if_none_match) and _is_precondition_failed(exc):
+                raise PreconditionFailed(key) from exc
+            raise _failed(exc, outcome=ambiguous if _status(exc) >= 500 else "not_applied") \
+                from exc
+        except BotoCoreError as exc:
+            raise _failed(exc, outcome=ambiguous) from exc
+
+    def remove(self, key: str, version_id: str = "") -> None:
+        params = {"Bucket": self.bucket_name, "Key": key}
+        if version_id:
+            params["VersionId"] = version_id
+        try:
+            self.client.delete_object(**params)
+        except (ClientError, BotoCoreError) as exc:
+            raise _failed(exc, outcome="unknown") from exc
+
+    def listing(self, prefix: str) -> list[dict]:
+        """Every object under a prefix: dicts with Key, LastModified, ETag, Size."""
+        objects: list[dict] = []
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.bucket_name, Prefix=prefix):
+                objects.extend(page.get("Contents", []))
+        except (ClientError, BotoCoreError) as exc:
+            raise _failed(exc) from exc
+        return objects
+
+    def versions(self, prefix: str) -> list[dict]:
+        """Every stored version and delete marker under a prefix (Key, VersionId)."""
+        found: list[dict] = []
+        try:
+            for page in self.client.get_paginator("list_object_versions").paginate(
+                    Bucket=self.bucket_name, Prefix=prefix):
+                found.extend(page.get("Versions", []) + page.get("DeleteMarkers", []))
+        except (ClientError, BotoCoreError) as exc:
+            raise _failed(exc) from exc
+        return found
+
+
+_bucket_storages: dict[str, MemoryStorage] = {}
+
+
+@receiver(setting_changed)
+def _forget_storages(*, setting, **kwargs):
+    if setting in {"STORAGES", "MGC_S3_OPTIONS"}:
+        _bucket_storages.clear()
+
+
+def storage_for(project) -> MemoryStorage:
+    """The storage holding a project's memory: the console's, or the project's own bucket."""
+    default = storages["memory"]
+    if not project.bucket or project.bucket == default.bucket_name:
+        return default
+    storage = _bucket_storages.get(project.bucket)
+    if storage is None:
+        options = dict(settings.STORAGES["memory"].get("OPTIONS", {}), bucket_name=project.bucket)
+        storage = _bucket_storages[project.bucket] = MemoryStorage(**options)
+    return storage
+
 
 def iam_client():
-    """An IAM client signed with the console's own S3 credentials (SeaweedFS and MinIO serve
-    IAM on the S3 endpoint; AWS at its global endpoint when MGC_S3_IAM_ENDPOINT_URL is empty)."""
+    """An IAM client signed with the console's own S3 credentials (SeaweedFS and Ceph RGW
+    serve IAM on the S3 endpoint; AWS at its global endpoint when both URLs are empty)."""
     options = settings.STORAGES["memory"]["OPTIONS"]
     return boto3.client(
         "iam", endpoint_url=settings.MGC_S3_IAM_ENDPOINT_URL or options.get("endpoint_url") or None,

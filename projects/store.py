@@ -1,47 +1,54 @@
-"""Memory files in S3: read the head, save, history, restore, delete, reconcile.
+"""Memory files in S3: read the head, save, append, history, restore, delete, catch up.
 
 The order of a save is what keeps every head readable whatever fails:
 
 1. under a row lock on the MemoryFile, check the base revision is still the head;
 2. write the immutable snapshot `_history/<file_id>/<n>-<sha256>.md` (with who/why metadata);
 3. write the head object conditionally: IfMatch the head's known ETag, or IfNoneMatch='*'
-   for a new (or deleted) file. A 412 means someone wrote to the bucket directly: that
-   content is recorded as an `external` revision and the caller gets a conflict;
+   for a new (or deleted) file. The head carries the same metadata, with a write id;
 4. insert the Revision row, move the head, append the AuditEvent, commit.
 
-A failure before 3 leaves an orphan snapshot (reconcile deletes it). A failure after 3 but
-before the commit leaves a head object the database does not know: reads keep serving the
-old head's snapshot (the GET is conditional on the known ETag), and reconcile, or the next
-save, adopts it as the revision it was meant to be, using the snapshot's metadata.
+A save recognises its own write. When step 3 answers 412, or never answers, the head object
+is read: if it holds this save's bytes, written by the same author on the same base (a retry
+whose first answer was lost, or the retry of a save whose worker died before step 4), that is
+this save's success and it is recorded once, as its author's. Anything else at the key is
+someone else's write: it is recorded as an `external` revision and the caller gets a conflict.
+A refused save removes its snapshot only when the head does not hold its bytes (then no
+other attempt can own it); any orphan left behind is a warning that reconcile clears.
+
+A failure after 3 but before the commit leaves a head object the database does not know:
+reads keep serving the old head's snapshot (the GET is conditional on the known ETag), and
+the next save, the next pre hook or reconcile adopts it as the revision it was meant to be.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from botocore.exceptions import BotoCoreError, ClientError
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.core.files.storage import storages
 from django.core.paginator import Page, Paginator
-from django.core.signals import setting_changed
 from django.db import transaction
 from django.db.models import Q
-from django.dispatch import receiver
-from django.utils import timezone
-from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
-from projects import layout, provenance, scanning
+from projects import indexing, layout, provenance, scanning
 from projects.audit import Actor, audit_record
-from projects.models import Agent, MemoryFile, Project, Revision, SearchText
-from projects.storage import MARKDOWN_CONTENT_TYPE, MemoryStorage
+from projects.content import appended, decode, encode, sha256
+from projects.errors import (  # noqa: F401 - the store's errors, for its callers
+    ContentRejected,
+    FileDeleted,
+    SaveConflict,
+    StorageUnavailable,
+    StoreError,
+)
+from projects.models import Agent, MemoryFile, Project, Revision
+from projects.storage import MemoryStorage, PreconditionFailed, storage_for
 
 logger = logging.getLogger(__name__)
 
@@ -49,259 +56,33 @@ HISTORY_PAGE_SIZE = 50
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mgc-s3")
 
 
-# --- Errors ------------------------------------------------------------------------------------
-
-
-class StoreError(Exception):
-    """Base of the store's errors; `code` is stable, `message` is for people."""
-
-    code = "store_error"
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
-class ContentRejected(StoreError):
-    code = "content_rejected"
-
-
-class StorageUnavailable(StoreError):
-    code = "storage_unavailable"
-
-
-class FileDeleted(StoreError):
-    code = "file_deleted"
-
-
-class SaveConflict(StoreError):
-    """The file moved on since the caller's base; carries both texts so nothing is lost."""
-
-    code = "conflict"
-
-    def __init__(self, *, reason: str, head: Revision | None, head_text: str, your_text: str,
-                 base_revision: int | None):
-        if reason == "external_change":
-            summary = _("The file was changed directly in storage since you opened it; that "
-                        "change is now revision %(number)s.") % {"number": head.number if head else "-"}
-        else:
-            summary = _("The file changed since you opened it (you started from revision "
-                        "%(base)s, the latest is %(head)s).") % {
-                "base": base_revision if base_revision is not None else _("none"),
-                "head": head.number if head else _("none")}
-        super().__init__(_("%(summary)s Your text is kept below.") % {"summary": summary})
-        self.summary = summary  # without the editor's note, for callers that keep no text
-        self.reason = reason
-        self.head = head
-        self.head_text = head_text
-        self.your_text = your_text
-        self.base_revision = base_revision
-
-
-# --- Content -----------------------------------------------------------------------------------
-
-
-def _encode(content: str | bytes) -> bytes:
-    """UTF-8 bytes of a memory file's text, or ContentRejected saying why not."""
-    if isinstance(content, bytes):
-        if b"\x00" in content:
-            raise ContentRejected(_("The content contains NUL bytes: it looks like a binary file, "
-                                    "and memory files are Markdown text."))
-        try:
-            content.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ContentRejected(
-                _("The content is not UTF-8 text (invalid byte at position %(position)s). "
-                  "Memory files are UTF-8 Markdown.") % {"position": exc.start}
-            ) from None
-        data = content
-    elif isinstance(content, str):
-        try:
-            data = content.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ContentRejected(_("The content contains characters that are not valid text.")) from None
-    else:
-        raise ContentRejected(_("The content must be text."))
-    if b"\x00" in data:
-        raise ContentRejected(_("The content contains NUL bytes: it looks like a binary file, "
-                                "and memory files are Markdown text."))
-    limit = settings.MGC_MAX_FILE_BYTES
-    if len(data) > limit:
-        raise ContentRejected(
-            _("The content is %(size)s bytes; the limit is %(limit)s bytes (%(kib)s KiB). "
-              "Split it into smaller files.") % {
-                "size": number_format(len(data), force_grouping=True),
-                "limit": number_format(limit, force_grouping=True), "kib": limit // 1024}
-        )
-    return data
-
-
-encode_content = _encode  # public name for callers that check content before storing it
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _decode(data: bytes) -> str:
-    # Content the console wrote is valid UTF-8; an external write may not be. Show it anyway.
-    return data.decode("utf-8", errors="replace")
-
-
-# --- S3 access -----------------------------------------------------------------------------------
-
-_bucket_storages: dict[str, MemoryStorage] = {}
-
-
-@receiver(setting_changed)
-def _forget_storages(*, setting, **kwargs):
-    if setting in {"STORAGES", "MGC_S3_OPTIONS"}:
-        _bucket_storages.clear()
-
-
-def storage_for(project: Project) -> MemoryStorage:
-    """The storage holding a project's memory: the console's, or the project's own bucket."""
-    default = storages["memory"]
-    if not project.bucket or project.bucket == default.bucket_name:
-        return default
-    storage = _bucket_storages.get(project.bucket)
-    if storage is None:
-        options = dict(settings.STORAGES["memory"].get("OPTIONS", {}), bucket_name=project.bucket)
-        storage = _bucket_storages[project.bucket] = MemoryStorage(**options)
-    return storage
-
-
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _status(exc: ClientError) -> int:
-    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-
-
-def _is_precondition_failed(exc: ClientError) -> bool:
-    return _status(exc) in (409, 412) or _error_code(exc) in {
-        "PreconditionFailed", "ConditionalRequestConflict"}
-
-
-def _is_missing(exc: ClientError) -> bool:
-    return _status(exc) == 404 or _error_code(exc) in {"NoSuchKey", "404", "NotFound"}
-
-
-def _unavailable(exc: Exception) -> StorageUnavailable:
-    logger.warning("S3 request failed: %s", exc)
-    return StorageUnavailable(
-        _("The memory storage (S3) did not answer properly, so nothing was changed. "
-          "Try again in a moment; your text is kept.")
-    )
-
-
-def _get(storage: MemoryStorage, key: str, if_match: str = "") -> tuple[bytes, str] | None:
-    """(body, etag) of an object, None if it is missing (or no longer has ETag if_match)."""
-    found = _get_object(storage, key, if_match)
-    return (found[0], found[1]) if found else None
-
-
-def _get_object(storage: MemoryStorage, key: str, if_match: str = ""
-                ) -> tuple[bytes, str, dict[str, str]] | None:
-    """(body, etag, metadata) of an object, None if it is missing (or no longer if_match)."""
-    params = {"Bucket": storage.bucket_name, "Key": key}
-    if if_match:
-        params["IfMatch"] = if_match
-    try:
-        response = storage.client.get_object(**params)
-        return response["Body"].read(), response["ETag"], response.get("Metadata", {})
-    except ClientError as exc:
-        if _is_missing(exc) or (if_match and _is_precondition_failed(exc)):
-            return None
-        raise _unavailable(exc) from exc
-    except BotoCoreError as exc:
-        raise _unavailable(exc) from exc
-
-
-def _head_metadata(storage: MemoryStorage, key: str) -> dict[str, str] | None:
-    try:
-        response = storage.client.head_object(Bucket=storage.bucket_name, Key=key)
-        return response.get("Metadata", {})
-    except ClientError as exc:
-        if _is_missing(exc):
-            return None
-        raise _unavailable(exc) from exc
-    except BotoCoreError as exc:
-        raise _unavailable(exc) from exc
-
-
-def _put(storage: MemoryStorage, key: str, data: bytes, *, metadata: dict | None = None,
-         if_match: str = "", if_none_match: bool = False) -> str:
-    """Write an object; return its new ETag. ClientError 412 is left for the caller."""
-    params = {"Bucket": storage.bucket_name, "Key": key, "Body": data,
-              "ContentType": MARKDOWN_CONTENT_TYPE}
-    if metadata:
-        params["Metadata"] = metadata
-    if if_match:
-        params["IfMatch"] = if_match
-    elif if_none_match:
-        params["IfNoneMatch"] = "*"
-    try:
-        return storage.client.put_object(**params)["ETag"]
-    except ClientError as exc:
-        if _is_precondition_failed(exc):
-            raise
-        raise _unavailable(exc) from exc
-    except BotoCoreError as exc:
-        raise _unavailable(exc) from exc
-
-
-def _delete(storage: MemoryStorage, key: str) -> None:
-    try:
-        storage.client.delete_object(Bucket=storage.bucket_name, Key=key)
-    except (ClientError, BotoCoreError) as exc:
-        raise _unavailable(exc) from exc
-
-
-def _list_objects(storage: MemoryStorage, prefix: str) -> list[dict]:
-    """Every object under a prefix: dicts with Key, LastModified, ETag, Size."""
-    objects: list[dict] = []
-    try:
-        paginator = storage.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=storage.bucket_name, Prefix=prefix):
-            objects.extend(page.get("Contents", []))
-    except (ClientError, BotoCoreError) as exc:
-        raise _unavailable(exc) from exc
-    return objects
-
-
-list_objects = _list_objects  # public name for the isolation check
+# --- Objects as they stand -----------------------------------------------------------------------
 
 
 def object_read(project: Project, key: str) -> bytes | None:
     """An object as it stands in the bucket now (None if missing), for export."""
-    found = _get(storage_for(project), key)
-    return found[0] if found else None
+    found = storage_for(project).read(key)
+    return found.body if found else None
+
+
+def list_objects(project: Project, prefix: str) -> list[dict]:
+    return storage_for(project).listing(prefix)
 
 
 def purge(project: Project, prefixes: list[str]) -> int:
     """Delete every object under the prefixes, and every old version and delete marker if the
     bucket keeps versions: for erasure, where nothing may stay behind. Returns how many."""
     storage = storage_for(project)
-    client, bucket = storage.client, storage.bucket_name
     removed = 0
-    try:
-        for prefix in prefixes:
-            for obj in _list_objects(storage, prefix):
-                client.delete_object(Bucket=bucket, Key=obj["Key"])
-                removed += 1
-            pages = client.get_paginator("list_object_versions").paginate(Bucket=bucket,
-                                                                           Prefix=prefix)
-            for page in pages:
-                for version in page.get("Versions", []) + page.get("DeleteMarkers", []):
-                    if version.get("VersionId") in (None, "null"):
-                        continue  # unversioned objects went with delete_object above
-                    client.delete_object(Bucket=bucket, Key=version["Key"],
-                                         VersionId=version["VersionId"])
-                    removed += 1
-    except (ClientError, BotoCoreError) as exc:
-        raise _unavailable(exc) from exc
+    for prefix in prefixes:
+        for obj in storage.listing(prefix):
+            storage.remove(obj["Key"])
+            removed += 1
+        for version in storage.versions(prefix):
+            if version.get("VersionId") in (None, "null"):
+                continue  # unversioned objects went with the deletes above
+            storage.remove(version["Key"], version["VersionId"])
+            removed += 1
     return removed
 
 
@@ -309,14 +90,19 @@ def forget_cached(revisions: list[Revision]) -> None:
     cache.delete_many([_cache_key(r) for r in revisions])
 
 
-# Snapshot metadata says who wrote a revision, so a half-done save can be finished faithfully.
-def _snapshot_metadata(actor: Actor, message: str, base: int | None, restored_from: int | None,
-                       ) -> dict[str, str]:
+# --- Who wrote what (object metadata) -------------------------------------------------------------
+
+
+def _write_metadata(actor: Actor, message: str, base: int | None, restored_from: int | None,
+                    ) -> dict[str, str]:
+    """Who wrote a revision and on which base, on its snapshot and its head object, so a
+    half-done save can be finished faithfully and a retry can recognise its own write."""
     meta = {
         "mgc-author-kind": actor.kind,
         "mgc-author-label": quote(actor.label),
         "mgc-message": quote(message[:500]),
         "mgc-base": "" if base is None else str(base),
+        "mgc-write": uuid.uuid4().hex,  # this attempt; the snapshot and head share it
     }
     if actor.user is not None:
         meta["mgc-author-user"] = str(actor.user.pk)
@@ -327,6 +113,16 @@ def _snapshot_metadata(actor: Actor, message: str, base: int | None, restored_fr
     if restored_from is not None:
         meta["mgc-restored-from"] = str(restored_from)
     return meta
+
+
+_SAME_SAVE = ("mgc-author-kind", "mgc-author-user", "mgc-author-agent", "mgc-session",
+              "mgc-base", "mgc-restored-from")
+
+
+def _same_save(found: dict[str, str], ours: dict[str, str]) -> bool:
+    """The object was written by the same author, in the same session, on the same base: a
+    retry of this very save (its bytes are compared separately)."""
+    return all(found.get(name, "") == ours.get(name, "") for name in _SAME_SAVE)
 
 
 def _actor_from_metadata(meta: dict[str, str]) -> Actor:
@@ -355,10 +151,8 @@ class FileContent:
     revision: Revision | None
     text: str
     # True when the object in S3 is not the head the console recorded (a direct write, or a
-    # half-done save): the text shown is the recorded head's snapshot, reconcile will adopt.
+    # half-done save): the text shown is the recorded head's snapshot, until it is adopted.
     drifted: bool = False
-    size: int = 0
-    warnings: list[str] = field(default_factory=list)
 
 
 def file_read(file: MemoryFile) -> FileContent:
@@ -367,23 +161,22 @@ def file_read(file: MemoryFile) -> FileContent:
     if head is None or head.is_deletion:
         return FileContent(file=file, revision=head, text="")
     storage = storage_for(file.project)
-    found = _get(storage, file.key, if_match=file.head_etag) if file.head_etag else None
+    found = storage.read(file.key, if_match=file.head_etag) if file.head_etag else None
     if found is not None:
-        data = found[0]
-        return FileContent(file=file, revision=head, text=_decode(data), size=len(data))
+        return FileContent(file=file, revision=head, text=decode(found.body))
     data = _read_snapshot(storage, head)
-    return FileContent(file=file, revision=head, text=_decode(data), drifted=True, size=len(data))
+    return FileContent(file=file, revision=head, text=decode(data), drifted=True)
 
 
 def _read_snapshot(storage: MemoryStorage, revision: Revision) -> bytes:
-    found = _get(storage, revision.snapshot_key)
+    found = storage.read(revision.snapshot_key)
     if found is None:
         raise StorageUnavailable(
             _("The stored copy of revision %(number)s is missing from storage (%(key)s). "
               "Run `manage.py reconcile` and check the bucket.")
             % {"number": revision.number, "key": revision.snapshot_key}
         )
-    return found[0]
+    return found.body
 
 
 def _cache_key(revision: Revision) -> str:
@@ -411,7 +204,7 @@ def revision_texts(project: Project, revisions: list[Revision]) -> dict[int, str
             missing.append(revision)
     if missing:
         storage = storage_for(project)
-        read = lambda r: _decode(_read_snapshot(storage, r))  # noqa: E731
+        read = lambda r: decode(_read_snapshot(storage, r))  # noqa: E731
         fetched = list(_POOL.map(read, missing)) if len(missing) > 1 else [read(missing[0])]
         for revision, text in zip(missing, fetched, strict=True):
             texts[revision.pk] = text
@@ -462,6 +255,9 @@ class _HeadChanged(Exception):
     """The conditional head write found another object than the one the console wrote."""
 
 
+_APPEND_ROUNDS = 5  # direct writes landing between our read and our write, in a row
+
+
 def file_ensure(*, project: Project, scope: str, agent: Agent | None = None, user=None,
                 path: str) -> MemoryFile:
     """The record of a memory file, created (without content) if it does not exist yet.
@@ -495,8 +291,7 @@ def file_create(*, project: Project, scope: str, agent: Agent | None = None, use
 def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: str = "",
               base_revision: int | None, restored_from: int | None = None) -> Revision:
     """Save new content on top of base_revision; SaveConflict if the file moved on."""
-    data = _encode(content)
-    sha = _sha256(data)
+    data = encode(content)
     storage = storage_for(file.project)
     conflict_reason = ""
     with transaction.atomic():
@@ -507,13 +302,38 @@ def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: 
             conflict_reason = "stale_base"
         else:
             try:
-                revision = _write_revision(storage, locked, data, sha, actor=actor,
-                                           message=message, restored_from=restored_from)
+                revision = _write_revision(storage, locked, data, actor=actor, message=message,
+                                           restored_from=restored_from)
             except _HeadChanged:
                 _adopt_s3_state(storage, locked)
                 conflict_reason = "external_change"
     if conflict_reason:
         raise _conflict(storage, file, conflict_reason, data, base_revision)
+    _refresh(file, locked)
+    return revision
+
+
+def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str = "") -> Revision:
+    """Add `addition` at the end of whatever the head is now, under the file's row lock: an
+    append commutes with every other write, so concurrent appenders all succeed and none is
+    asked to retry. A direct write to the bucket found on the way is recorded first (as
+    external) and the append goes on top of it."""
+    storage = storage_for(file.project)
+    with transaction.atomic():
+        locked = _lock(file)
+        for _round in range(_APPEND_ROUNDS):
+            head = locked.head
+            text = "" if head is None or head.is_deletion else revision_read(head)
+            data = encode(appended(text, addition))
+            try:
+                revision = _write_revision(storage, locked, data, actor=actor, message=message,
+                                           restored_from=None)
+                break
+            except _HeadChanged:
+                _adopt_s3_state(storage, locked)  # moves locked.head to what S3 holds
+        else:
+            raise StorageUnavailable(_("The file kept changing in storage while appending; "
+                                       "nothing was appended. Try again."))
     _refresh(file, locked)
     return revision
 
@@ -549,8 +369,8 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str = "",
         elif _adopt_s3_state(storage, locked) is not None:
             conflict_reason = "external_change"
         else:
-            _delete(storage, locked.key)
-            revision = _record(locked, number=head.number + 1, sha=_sha256(b""), size=0,
+            storage.remove(locked.key)
+            revision = _record(locked, number=head.number + 1, sha=sha256(b""), size=0,
                                actor=actor, message=message, snapshot_key="", etag="",
                                is_deletion=True, action="file.delete")
     if conflict_reason:
@@ -578,46 +398,81 @@ def _conflict(storage: MemoryStorage, file: MemoryFile, reason: str, data: bytes
     current = MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
     _refresh(file, current)
     head = current.head
-    head_text = "" if head is None or head.is_deletion else _decode(_read_snapshot(storage, head))
-    return SaveConflict(reason=reason, head=head, head_text=head_text, your_text=_decode(data),
-                        base_revision=base_revision)
+    head_text = "" if head is None or head.is_deletion else decode(
+        _read_snapshot(storage, head))
+    return SaveConflict(reason=reason, head=head, head_text=head_text,
+                        your_text=decode(data), base_revision=base_revision)
 
 
-def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, sha: str, *,
-                    actor: Actor, message: str, restored_from: int | None) -> Revision:
+def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, actor: Actor,
+                    message: str, restored_from: int | None) -> Revision:
+    """Steps 2-4 of a save, under the row lock. _HeadChanged when someone else wrote the head."""
     head = locked.head
     number = head.number + 1 if head else 1
-    prefix = locked.project.prefix
-    snap = layout.snapshot_key(prefix, locked.pk, number, sha)
-    metadata = _snapshot_metadata(actor, message, head.number if head else None, restored_from)
-    try:
-        _put(storage, snap, data, metadata=metadata)
-    except ClientError as exc:  # a precondition on an unconditional put: storage misbehaves
-        raise _unavailable(exc) from exc
+    sha = sha256(data)
+    snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
+    metadata = _write_metadata(actor, message, head.number if head else None, restored_from)
+    try:  # a failure here changed nothing visible
+        storage.write(snap, data, metadata=metadata, if_none_match=True)
+    except PreconditionFailed:
+        pass  # an earlier attempt's snapshot of the same bytes: it may be needed to finish
+        #       that attempt (its metadata names its author), so it is kept as it is
     creating = head is None or head.is_deletion
     try:
-        etag = _put(storage, locked.key, data, if_none_match=creating,
-                    if_match="" if creating else locked.head_etag)
-    except ClientError:
-        _delete_quietly(storage, snap)
-        raise _HeadChanged() from None
+        etag = storage.write(locked.key, data, metadata=metadata, if_none_match=creating,
+                             if_match="" if creating else locked.head_etag, ambiguous="unknown")
+    except PreconditionFailed:
+        # A 412: someone else's write, or this very save's (an answer lost, then retried).
+        found = storage.read(locked.key)
+        if found is not None and found.body == data and _same_save(found.metadata, metadata):
+            etag = found.etag
+        else:
+            if found is None or found.body != data:
+                _forget_snapshot(storage, snap)
+            raise _HeadChanged() from None
+    except StorageUnavailable as exc:
+        if exc.outcome != "unknown":
+            raise
+        etag = _settle(storage, locked, data, metadata, exc, snap)
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from,
                    action="file.restore" if restored_from else "file.save", data=data)
 
 
-def _delete_quietly(storage: MemoryStorage, key: str) -> None:
+def _settle(storage: MemoryStorage, locked: MemoryFile, data: bytes, metadata: dict[str, str],
+            lost: StorageUnavailable, snap: str) -> str:
+    """The head PUT got no answer: read the head to learn what happened. Our bytes: success.
+    The head we knew: nothing was written. Someone else's: _HeadChanged. No answer: unknown."""
     try:
-        _delete(storage, key)
+        found = storage.read(locked.key)
     except StorageUnavailable:
-        pass  # an orphan snapshot is harmless; reconcile removes it
+        raise lost from None
+    if found is not None and found.body == data and _same_save(found.metadata, metadata):
+        return found.etag
+    if found is None or found.body != data:
+        _forget_snapshot(storage, snap)
+    live = locked.head is not None and not locked.head.is_deletion
+    if (found is None and not live) or (found is not None and found.etag == locked.head_etag):
+        raise StorageUnavailable.nothing_changed() from None
+    raise _HeadChanged()
+
+
+def _forget_snapshot(storage: MemoryStorage, snap: str) -> None:
+    """Remove the snapshot of a save that did not land. Only when the head does not hold its
+    bytes: then no attempt can own `<n>-<sha>` (attempts on one file are serialized by the
+    row lock, and one whose head write landed with these bytes would be in the head). Best
+    effort: an orphan left behind is a warning that reconcile clears."""
+    try:
+        storage.remove(snap)
+    except StorageUnavailable:
+        pass
 
 
 def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Actor, message: str,
             snapshot_key: str, etag: str, action: str, is_deletion: bool = False,
             restored_from: int | None = None, details: dict | None = None,
             data: bytes = b"") -> Revision:
-    findings = [finding.as_dict() for finding in scanning.scan(_decode(data))] if data else []
+    findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
     if findings:
         details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
     revision = Revision.objects.create(
@@ -629,60 +484,42 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
     locked.head = revision
     locked.head_etag = etag
     locked.save(update_fields=["head", "head_etag"])
-    _index_for_search(locked, revision, data)
+    indexing.index_revision(locked, revision, decode(data) if data else "")
     audit_record(actor=actor, action=action, project=locked.project, obj=locked,
                  details={"revision": number, "sha256": sha, "size": size,
                           "message": message[:500], **(details or {})})
     return revision
 
 
-def _index_for_search(file: MemoryFile, revision: Revision, data: bytes) -> None:
-    """Keep the search copy in step with the head, in the save's transaction."""
-    SearchText.objects.filter(file=file, is_head=True).update(is_head=False)
-    if not revision.is_deletion:
-        SearchText.objects.create(file=file, number=revision.number, text=_decode(data),
-                                  created_at=revision.created_at)
-
-
-def index_file(file: MemoryFile) -> bool:
-    """(Re)build the search copy of a file's head from S3; for files saved before search
-    existed. True if it wrote one."""
-    head = file.head
-    if head is None or head.is_deletion:
-        return False
-    text = revision_read(head)
-    with transaction.atomic():
-        SearchText.objects.filter(file=file).update(is_head=False)
-        SearchText.objects.update_or_create(file=file, number=head.number, defaults={
-            "is_head": True, "text": text, "created_at": head.created_at})
-    return True
-
-
 def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | None:
     """Record what S3 holds at the file's key if it is not the recorded head.
 
-    A snapshot `<head+1>-<sha>` carrying the console's metadata means a save of ours wrote
-    the head object but never committed: finish it as its author's revision. Anything else is
-    an external write (or deletion) and is recorded as such. Call with the row locked.
+    A snapshot `<head+1>-<sha>` carrying the console's metadata on the recorded head means a
+    save of ours wrote the head object but never committed: finish it as its author's
+    revision (the snapshot is under `_history/`, which no runner credential may write, so its
+    metadata is the console's own). Anything else is an external write (or deletion). Call
+    with the row locked.
     """
     head = locked.head
     head_live = head is not None and not head.is_deletion
-    found = _get_object(storage, locked.key)
+    found = storage.read(locked.key)
     if found is None:
         if not head_live:
             return None
-        return _record(locked, number=head.number + 1, sha=_sha256(b""), size=0,
+        return _record(locked, number=head.number + 1, sha=sha256(b""), size=0,
                        actor=Actor.external(), message="Deleted directly in storage",
                        snapshot_key="", etag="", is_deletion=True, action="file.external_delete")
-    data, etag, object_metadata = found
+    data, etag = found.body, found.etag
     if head_live and etag == locked.head_etag:
         return None
     number = head.number + 1 if head else 1
-    sha = _sha256(data)
+    sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
-    metadata = _head_metadata(storage, snap)
+    metadata = storage.metadata(snap)
     details = {}
-    if metadata and metadata.get("mgc-base", "") == (str(head.number) if head else ""):
+    if metadata and metadata.get("mgc-base", "") == (str(head.number) if head else "") and \
+            found.metadata.get("mgc-write") == metadata.get("mgc-write"):
+        # The snapshot and the head object come from the same attempt (same write id).
         actor = _actor_from_metadata(metadata)
         message = unquote(metadata.get("mgc-message", ""))
         restored = metadata.get("mgc-restored-from", "")
@@ -692,14 +529,11 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
         # Written past the console: a runner's direct sandbox (attributed when its proof
         # checks out, see projects.provenance) or anyone else with bucket access.
         claim = provenance.verified_writer(project_id=locked.project_id, key=locked.key,
-                                           data=data, metadata=object_metadata)
+                                           data=data, metadata=found.metadata)
         actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
         message, restored_from = "Changed directly in storage", None
         action = "file.external_change"
-        try:
-            _put(storage, snap, data, metadata=_snapshot_metadata(actor, message, None, None))
-        except ClientError as exc:
-            raise _unavailable(exc) from exc
+        storage.write(snap, data, metadata=_write_metadata(actor, message, None, None))
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
@@ -707,6 +541,12 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from, action=action,
                    details=details, data=data)
+
+
+def adopt(file: MemoryFile) -> Revision | None:
+    """Under the file's row lock, record what S3 holds at its key if it is not the head."""
+    with transaction.atomic():
+        return _adopt_s3_state(storage_for(file.project), _lock(file))
 
 
 # --- Catching up with the bucket --------------------------------------------------------------
@@ -732,7 +572,7 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
     if workspace:
         prefixes.append(layout.workspace_prefix(prefix))
         wanted |= Q(scope=MemoryFile.Scope.WORKSPACE)
-    listings = list(_POOL.map(lambda p: _list_objects(storage, p), prefixes))
+    listings = list(_POOL.map(storage.listing, prefixes))
     listed = {obj["Key"]: obj["ETag"] for objects in listings for obj in objects}
     records = {f.key: f for f in MemoryFile.objects.filter(wanted, project=project)
                .select_related("head", "project")}
@@ -741,7 +581,7 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
         live = record.head is not None and not record.head.is_deletion
         if (key in listed and (not live or listed[key] != record.head_etag)) or \
                 (key not in listed and live):
-            adopted += _adopt_locked(storage, record)
+            adopted += _found(adopt(record))
     for key in sorted(set(listed) - set(records)):
         parsed = layout.parse_key(prefix, key)
         if parsed.kind not in (layout.SCOPE_AGENT, layout.SCOPE_USER, layout.SCOPE_WORKSPACE):
@@ -750,83 +590,9 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
                              agent=agent if parsed.kind == layout.SCOPE_AGENT else None,
                              user=user if parsed.kind == layout.SCOPE_USER else None,
                              path=parsed.path)
-        adopted += _adopt_locked(storage, record)
+        adopted += _found(adopt(record))
     return adopted
 
 
-def _adopt_locked(storage: MemoryStorage, record: MemoryFile) -> list[Revision]:
-    with transaction.atomic():
-        revision = _adopt_s3_state(storage, _lock(record))
+def _found(revision: Revision | None) -> list[Revision]:
     return [revision] if revision is not None else []
-
-
-# --- Reconcile -----------------------------------------------------------------------------------
-
-
-@dataclass
-class Finding:
-    kind: str  # adopted | orphan_snapshot | untracked_adopted | outside_layout
-    key: str
-    detail: str = ""
-
-
-def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Finding]:
-    """Repair half-done saves and record external changes for one project.
-
-    - each file whose head object differs from the recorded head gets the revision it needs
-      (its author's, from the snapshot metadata, or `external`);
-    - snapshots no revision points to (a save that failed after step 2) are deleted once
-      older than orphan_grace_seconds (a younger one may belong to a save still running);
-    - agent, user and workspace objects with no record (written by a sandbox, say) are
-      adopted as new files when their owner exists; other keys are reported, not touched.
-    """
-    storage = storage_for(project)
-    findings: list[Finding] = []
-    files = {f.pk: f for f in MemoryFile.objects.filter(project=project).select_related("head")}
-    for file in files.values():
-        with transaction.atomic():
-            locked = _lock(file)
-            revision = _adopt_s3_state(storage, locked)
-        if revision is not None:
-            findings.append(Finding("adopted", file.key,
-                                    f"revision {revision.number} by {revision.author_label}"))
-    known_snapshots = set(
-        Revision.objects.filter(file__project=project).exclude(snapshot_key="")
-        .values_list("snapshot_key", flat=True))
-    known_keys = {f.key for f in files.values()}
-    prefix = project.prefix
-    agents = set(Agent.objects.filter(project=project).values_list("pk", flat=True))
-    members = set(project.memberships.values_list("user_id", flat=True))
-    now = timezone.now()
-    for obj in _list_objects(storage, prefix):
-        key = obj["Key"]
-        parsed = layout.parse_key(prefix, key)
-        if parsed.kind == "history":
-            if key not in known_snapshots:
-                age = (now - obj["LastModified"]).total_seconds()
-                if age >= orphan_grace_seconds:
-                    _delete_quietly(storage, key)
-                    findings.append(Finding("orphan_snapshot", key, "deleted: no revision uses it"))
-                else:
-                    findings.append(Finding("orphan_snapshot", key, "recent, left for now"))
-        elif parsed.kind in (layout.SCOPE_AGENT, layout.SCOPE_USER, layout.SCOPE_WORKSPACE):
-            if key in known_keys:
-                continue
-            owner_ok = (parsed.kind == layout.SCOPE_WORKSPACE
-                        or (parsed.kind == layout.SCOPE_AGENT and parsed.agent_id in agents)
-                        or (parsed.kind == layout.SCOPE_USER and parsed.user_id in members))
-            if not owner_ok:
-                findings.append(Finding("outside_layout", key, "no agent or member owns it"))
-                continue
-            findings.append(Finding("untracked_adopted", key, "new file written to storage"))
-            record = file_ensure(
-                project=project, scope=parsed.kind,
-                agent=Agent.objects.get(pk=parsed.agent_id) if parsed.agent_id else None,
-                user=get_user_model().objects.get(pk=parsed.user_id) if parsed.user_id else None,
-                path=parsed.path,
-            )
-            with transaction.atomic():
-                _adopt_s3_state(storage, _lock(record))
-        elif parsed.kind is None:
-            findings.append(Finding("outside_layout", key, "not a key the layout builds"))
-    return findings

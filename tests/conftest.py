@@ -12,6 +12,7 @@ import boto3
 import pytest
 from django.conf import settings
 from django.core.files.storage import storages
+from django.db import connection
 from django.test import override_settings
 from django.utils import translation
 
@@ -248,6 +249,40 @@ def workspace_file(s3, project, actor) -> MemoryFile:
     revision = store.file_create(project=project, scope="workspace", path="notes/today.md",
                                  content="first\n", actor=actor, message="start")
     return MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
+
+
+class _RevisionRefusal:
+    """A database trigger that refuses new revision rows: the database failing mid-save, after
+    S3 has the new head (as a worker killed before its commit leaves it)."""
+
+    def start(self) -> None:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("""
+                    CREATE OR REPLACE FUNCTION mgc_refuse() RETURNS trigger AS $$
+                    BEGIN RAISE EXCEPTION 'injected database failure'; END; $$
+                    LANGUAGE plpgsql""")
+                cursor.execute("CREATE TRIGGER mgc_refuse BEFORE INSERT ON projects_revision "
+                               "FOR EACH ROW EXECUTE FUNCTION mgc_refuse()")
+            else:
+                cursor.execute("CREATE TRIGGER mgc_refuse BEFORE INSERT ON projects_revision "
+                               "BEGIN SELECT RAISE(ABORT, 'injected database failure'); END")
+
+    def stop(self) -> None:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse ON projects_revision")
+                cursor.execute("DROP FUNCTION IF EXISTS mgc_refuse()")
+            else:
+                cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse")
+
+
+@pytest.fixture
+def revision_inserts_fail():
+    refusal = _RevisionRefusal()
+    refusal.start()
+    yield refusal
+    refusal.stop()
 
 
 def pretty(value) -> str:

@@ -5,9 +5,9 @@ trigger), never by patching the console's functions.
 """
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
-from projects import layout, store
+from projects import layout, reconcile, store
 from projects.models import AuditEvent, MemoryFile, Revision
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,12 +38,15 @@ def test_snapshot_write_failing_leaves_old_head(s3, workspace_file, actor):
 def test_head_write_failing_leaves_old_head_and_reconcile_removes_orphan(s3, workspace_file,
                                                                           actor):
     s3.proxy.inject("PUT", HEAD, status=500)
-    with pytest.raises(store.StorageUnavailable):
+    # The save removes its own snapshot once it sees the head was not written; when that
+    # delete fails too, the orphan stays for reconcile.
+    s3.proxy.inject("DELETE", SNAPSHOT, status=503)
+    with pytest.raises(store.StorageUnavailable, match="nothing was changed"):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     _assert_old_head_intact(s3, workspace_file)
     history = layout.history_prefix(workspace_file.project.prefix, workspace_file.pk)
     assert len(s3.keys(history)) == 2  # the orphan snapshot of the failed save
-    findings = store.reconcile(project=workspace_file.project, orphan_grace_seconds=0)
+    findings = reconcile.reconcile(project=workspace_file.project, orphan_grace_seconds=0)
     assert [f.kind for f in findings] == ["orphan_snapshot"]
     assert s3.keys(history) == [workspace_file.head.snapshot_key]
     _assert_old_head_intact(s3, workspace_file)
@@ -73,34 +76,6 @@ def test_slow_s3_times_out_instead_of_hanging(s3, workspace_file, actor):
     _assert_old_head_intact(s3, workspace_file)
 
 
-@pytest.fixture
-def revision_inserts_fail():
-    """A database trigger that refuses new revision rows (the DB failing mid-save)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("""
-                CREATE OR REPLACE FUNCTION mgc_refuse() RETURNS trigger AS $$
-                BEGIN RAISE EXCEPTION 'injected database failure'; END; $$ LANGUAGE plpgsql""")
-            cursor.execute("CREATE TRIGGER mgc_refuse BEFORE INSERT ON projects_revision "
-                           "FOR EACH ROW EXECUTE FUNCTION mgc_refuse()")
-        else:
-            cursor.execute("CREATE TRIGGER mgc_refuse BEFORE INSERT ON projects_revision "
-                           "BEGIN SELECT RAISE(ABORT, 'injected database failure'); END")
-    yield
-    _drop_refusal_trigger()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("DROP FUNCTION IF EXISTS mgc_refuse()")
-
-
-def _drop_refusal_trigger():
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse ON projects_revision")
-        else:
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse")
-
-
 def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishes_save(
         s3, workspace_file, actor, revision_inserts_fail):
     with pytest.raises(DatabaseError):
@@ -113,9 +88,9 @@ def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishe
     content = store.file_read(file)
     assert (content.text, content.drifted) == ("first\n", True)
 
-    _drop_refusal_trigger()  # the database works again
+    revision_inserts_fail.stop()  # the database works again
 
-    findings = store.reconcile(project=file.project, orphan_grace_seconds=0)
+    findings = reconcile.reconcile(project=file.project, orphan_grace_seconds=0)
     assert [f.kind for f in findings] == ["adopted"]
     revision = Revision.objects.get(file=file, number=2)
     # Finished as the person's own save, from the snapshot's metadata: nothing lost.
@@ -129,7 +104,7 @@ def test_next_save_after_half_done_save_recovers_it_first(s3, workspace_file, ac
                                                          revision_inserts_fail):
     with pytest.raises(DatabaseError):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
-    _drop_refusal_trigger()
+    revision_inserts_fail.stop()
     # The editor still shows base 1; saving again finds the unrecorded head and says so.
     with pytest.raises(store.SaveConflict) as info:
         store.file_save(file=_reload(workspace_file), content="second, edited\n", actor=actor,

@@ -40,9 +40,12 @@ class Command(BaseCommand):
         except store.StorageUnavailable as exc:
             raise CommandError(exc.message) from None
         for finding in findings:
-            self.stdout.write(f"{finding.kind:17} s3://{finding.bucket}/{finding.key}  "
-                              f"{finding.detail}")
-        if findings:
-            raise CommandError(f"{len(findings)} isolation finding(s)")
-        self.stdout.write(self.style.SUCCESS("isolation intact: every object has an owner and "
-                                             "every record its object"))
+            self.stdout.write(f"{finding.severity:8} {finding.kind:17} "
+                              f"s3://{finding.bucket}/{finding.key}  {finding.detail}")
+        errors = isolation.errors(findings)
+        if errors:
+            raise CommandError(f"{len(errors)} isolation finding(s)")
+        warnings = len(findings) - len(errors)
+        self.stdout.write(self.style.SUCCESS(
+            "isolation intact: every object has an owner and every record its object"
+            + (f" ({warnings} warning(s): leftovers that reconcile settles)" if warnings else "")))

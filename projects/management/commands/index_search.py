@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from projects import store
+from projects import indexing, store
 from projects.models import MemoryFile
 
 
@@ -12,13 +12,15 @@ class Command(BaseCommand):
         parser.add_argument("--project", help="Only this project (slug).")
 
     def handle(self, *args, project=None, **options):
-        files = MemoryFile.objects.filter(head__isnull=False).select_related("head", "project")
+        files = (MemoryFile.objects.filter(head__isnull=False, head__is_deletion=False)
+                 .select_related("head", "project"))
         if project:
             files = files.filter(project__slug=project)
         done = 0
         try:
             for file in files.iterator(chunk_size=500):
-                done += store.index_file(file)
+                indexing.index_head(file, store.revision_read(file.head))
+                done += 1
         except store.StoreError as exc:
             raise CommandError(f"{exc.message} ({done} file(s) indexed before that)") from None
         self.stdout.write(self.style.SUCCESS(f"indexed {done} file(s)"))

@@ -1,0 +1,25 @@
+"""The search copies of memory texts (derived from S3; the bucket stays the source): kept in
+step by the save transaction, rebuilt by `manage.py index_search`."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from projects.models import MemoryFile, Revision, SearchText
+
+
+def index_revision(file: MemoryFile, revision: Revision, text: str) -> None:
+    """Make `revision` the file's searchable head; call inside the save's transaction."""
+    SearchText.objects.filter(file=file, is_head=True).update(is_head=False)
+    if not revision.is_deletion:
+        SearchText.objects.create(file=file, number=revision.number, text=text,
+                                  created_at=revision.created_at)
+
+
+def index_head(file: MemoryFile, text: str) -> None:
+    """(Re)build the search copy of a file's head from its text (read from S3 by the caller):
+    for files saved before search existed."""
+    with transaction.atomic():
+        SearchText.objects.filter(file=file).update(is_head=False)
+        SearchText.objects.update_or_create(file=file, number=file.head.number, defaults={
+            "is_head": True, "text": text, "created_at": file.head.created_at})

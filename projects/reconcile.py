@@ -1,0 +1,146 @@
+"""Who owns each key under a project's prefix, and the repairs that follow from it.
+
+`classify` is the one answer to "whose is this object?", shared by `reconcile` (which acts on
+it) and `isolation.check_isolation` (which only reports), so the two never disagree about a
+key:
+
+- `head`, `snapshot`, `session` (ok): a record owns it;
+- `orphan_snapshot` (warning): a snapshot no revision points to, from a save that failed or
+  still runs; reconcile deletes it after a grace period;
+- `untracked` (warning): a memory file with a valid owner but no record yet (a sandbox wrote
+  it); reconcile, or the next pre hook, adopts it;
+- `foreign` (error): of an agent, member, file or session this project does not have;
+- `outside_layout` (error): not a key the layout builds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from projects import layout, store
+from projects.models import Agent, AgentSession, MemoryFile, Project, Revision
+from projects.storage import storage_for
+
+OK, WARNING, ERROR = "ok", "warning", "error"
+
+
+@dataclass(frozen=True)
+class KeyStatus:
+    key: str
+    kind: str
+    severity: str
+    detail: str
+    parsed: layout.ParsedKey
+    age_seconds: float = 0.0
+
+
+@dataclass
+class Finding:
+    kind: str  # adopted | orphan_snapshot | untracked_adopted | outside_layout | foreign
+    key: str
+    detail: str = ""
+
+
+def classify(project: Project, objects: list[dict], *, now: dt.datetime | None = None
+             ) -> list[KeyStatus]:
+    """The status of each object (dicts with Key and LastModified) under the project's prefix."""
+    now = now or timezone.now()
+    prefix = project.prefix
+    files = set(MemoryFile.objects.filter(project=project).values_list("key", flat=True))
+    file_ids = {str(pk) for pk in MemoryFile.objects.filter(project=project)
+                .values_list("pk", flat=True)}
+    snapshots = set(Revision.objects.filter(file__project=project).exclude(snapshot_key="")
+                    .values_list("snapshot_key", flat=True))
+    agents = set(Agent.objects.filter(project=project).values_list("pk", flat=True))
+    members = set(project.memberships.values_list("user_id", flat=True))
+    sessions = {str(pk) for pk in AgentSession.objects.filter(agent__project=project)
+                .values_list("pk", flat=True)}
+    out = []
+    for obj in objects:
+        key = obj["Key"]
+        if not key.startswith(prefix):
+            continue
+        parsed = layout.parse_key(prefix, key)
+        age = (now - obj["LastModified"]).total_seconds() if obj.get("LastModified") else 0.0
+
+        def status(kind: str, severity: str, detail: str = "") -> KeyStatus:
+            return KeyStatus(key, kind, severity, detail, parsed, age)  # noqa: B023
+
+        if parsed.kind is None:
+            out.append(status("outside_layout", ERROR, f"in {project.slug}'s prefix, not a "
+                                                       f"layout key"))
+        elif parsed.kind == "history":
+            if str(parsed.file_id) not in file_ids:
+                out.append(status("foreign", ERROR, f"history of a file {project.slug} does "
+                                                    f"not have"))
+            elif key in snapshots:
+                out.append(status("snapshot", OK))
+            else:
+                out.append(status("orphan_snapshot", WARNING,
+                                  "no revision points to it yet: a save that failed or is "
+                                  "still running; reconcile deletes it after its grace period"))
+        elif parsed.kind == "session":
+            if str(parsed.session_id) in sessions:
+                out.append(status("session", OK))
+            else:
+                out.append(status("foreign", ERROR, f"session {project.slug} did not run"))
+        elif key in files:
+            out.append(status("head", OK))
+        elif parsed.kind == layout.SCOPE_AGENT and parsed.agent_id not in agents:
+            out.append(status("foreign", ERROR, f"agent not in {project.slug}"))
+        elif parsed.kind == layout.SCOPE_USER and parsed.user_id not in members:
+            out.append(status("foreign", ERROR, f"user {parsed.user_id} is not a member of "
+                                                f"{project.slug}"))
+        else:
+            out.append(status("untracked", WARNING, "no record owns it yet: reconcile (or the "
+                                                    "next pre hook) adopts it"))
+    return out
+
+
+def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Finding]:
+    """Repair half-done saves and record external changes for one project.
+
+    - each file whose head object differs from the recorded head gets the revision it needs
+      (its author's, from the snapshot metadata, or `external`);
+    - snapshots no revision points to (a save that failed after step 2) are deleted once
+      older than orphan_grace_seconds (a younger one may belong to a save still running);
+    - agent, user and workspace objects with no record (written by a sandbox, say) are
+      adopted as new files when their owner exists; other keys are reported, not touched.
+    """
+    storage = storage_for(project)
+    findings: list[Finding] = []
+    for file in MemoryFile.objects.filter(project=project).select_related("head", "project"):
+        revision = store.adopt(file)
+        if revision is not None:
+            findings.append(Finding("adopted", file.key,
+                                    f"revision {revision.number} by {revision.author_label}"))
+    for item in classify(project, storage.listing(project.prefix)):
+        if item.kind == "orphan_snapshot":
+            if item.age_seconds >= orphan_grace_seconds and _still_orphan(item.key):
+                storage.remove(item.key)
+                findings.append(Finding("orphan_snapshot", item.key,
+                                        "deleted: no revision uses it"))
+            else:
+                findings.append(Finding("orphan_snapshot", item.key, "recent, left for now"))
+        elif item.kind == "untracked":
+            parsed = item.parsed
+            findings.append(Finding("untracked_adopted", item.key, "new file written to storage"))
+            record = store.file_ensure(
+                project=project, scope=parsed.kind,
+                agent=Agent.objects.get(pk=parsed.agent_id) if parsed.agent_id else None,
+                user=get_user_model().objects.get(pk=parsed.user_id) if parsed.user_id else None,
+                path=parsed.path,
+            )
+            store.adopt(record)
+        elif item.severity == ERROR:
+            findings.append(Finding(item.kind, item.key, item.detail))
+    return findings
+
+
+def _still_orphan(key: str) -> bool:
+    """Checked again just before deleting: a save may have recorded it since the listing."""
+    return not Revision.objects.filter(snapshot_key=key).exists()
