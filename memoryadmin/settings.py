@@ -172,6 +172,8 @@ MGC_MAX_FILE_BYTES = env_int("MGC_MAX_FILE_BYTES", 256 * 1024)
 
 # Largest runner API request body (a post hook carrying several files), in bytes.
 MGC_API_MAX_BODY_BYTES = env_int("MGC_API_MAX_BODY_BYTES", 2 * 1024 * 1024)
+# How long a runner request's Idempotency-Key and its answer are kept for retries.
+MGC_IDEMPOTENCY_TTL_HOURS = env_int("MGC_IDEMPOTENCY_TTL_HOURS", 24)
 # Django refuses request bodies above this; kept above the API limit so the API's own JSON
 # 413 answers first.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MGC_API_MAX_BODY_BYTES + 1024)

@@ -8,6 +8,7 @@ cannot drift from what is enforced. Every error is JSON {"error": {"code", "mess
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -19,7 +20,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field
 
-from projects import hooks, layout, store
+from projects import hooks, idempotency, layout, store
 from projects.models import AgentSession
 
 MAX_TEXT = 512 * 1024
@@ -107,8 +108,28 @@ def _hook_error(request, exc):
 
 @api.exception_handler(store.StoreError)
 def _store_error(request, exc):
-    status = 503 if isinstance(exc, store.StorageUnavailable) else 409
-    return _error(request, status, exc.code, exc.message)
+    idempotency.release(getattr(request, "idempotency_record", None))
+    if isinstance(exc, store.StorageUnavailable):
+        # "unknown": the write may have landed; the same request again (same Idempotency-Key)
+        # settles it without writing twice.
+        return _error(request, 503, exc.code, exc.message, outcome=exc.outcome)
+    return _error(request, 409, exc.code, exc.message)
+
+
+@api.exception_handler(idempotency.KeyReused)
+def _key_reused(request, exc):
+    return _error(request, 422, "idempotency_key_reused",
+                  "This Idempotency-Key was used with another request body; use a new key for a "
+                  "new request.")
+
+
+@api.exception_handler(idempotency.InProgress)
+def _in_progress(request, exc):
+    response = _error(request, 409, "idempotency_in_progress",
+                      "A request with this Idempotency-Key is still being processed; retry "
+                      "after the time in Retry-After.")
+    response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 # --- Schemas -------------------------------------------------------------------------------------
@@ -167,7 +188,10 @@ class WriteResult(Schema):
     status: Literal["written", "proposed", "rejected", "conflict"]
     revision: int | None = None
     proposal: int | None = None
-    head_revision: int | None = None
+    head_revision: int | None = Field(None, description="On a conflict: the current revision.")
+    head_text: str | None = Field(None, description="On a conflict: the current text, to merge "
+                                                    "and send again as a replace on "
+                                                    "head_revision.")
     code: str | None = None
     message: str | None = None
 
@@ -227,10 +251,47 @@ class SandboxOut(Schema):
     files: list[SandboxFile]
 
 
+_ANSWERS = {"hooks/post": PostOut, "hooks/tool": EventOut, "hooks/error": EventOut}
+
+
 # --- Endpoints -------------------------------------------------------------------------------------
 
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut,
           413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
+IDEMPOTENT = ("Send an Idempotency-Key header (any visible ASCII, up to 200 characters, new "
+              "for each request) to make retries safe: the same key and body again returns "
+              "the first answer and writes nothing; the same key with another body is a 422.")
+
+
+def _release_on_failure(view):
+    """A request that fails before answering lets a retry with its key take over at once."""
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BaseException:
+            idempotency.release(getattr(request, "idempotency_record", None))
+            raise
+    return wrapper
+
+
+def _idempotent(request, endpoint: str):
+    """The request's idempotency record, or the stored answer to replay (None, None without
+    the header)."""
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None, None
+    if not idempotency.valid_key(key):
+        raise HttpError(400, "Idempotency-Key must be 1 to 200 visible ASCII characters.")
+    record, replay = idempotency.begin(agent=request.auth.agent, key=key, endpoint=endpoint,
+                                       body=request.body)
+    if replay:  # the stored answer, serialized by the same schema as the first time
+        body = _ANSWERS[endpoint].model_validate(record.response).model_dump(mode="json")
+        response = api.create_response(request, body, status=record.status_code)
+        response["Idempotent-Replayed"] = "true"
+        return record, response
+    request.idempotency_record = record
+    return record, None
 
 
 def _session(request, session_id: uuid.UUID) -> AgentSession:
@@ -269,28 +330,44 @@ def pre(request, body: PreIn):
                  "bucket_checked": bool(assembly.bucket_checked)})
 
 
-@api.post("/hooks/post", response={200: PostOut, **ERRORS}, summary="Write results back")
+@api.post("/hooks/post", response={200: PostOut, **ERRORS}, summary="Write results back",
+          description=IDEMPOTENT)
+@_release_on_failure
 def post(request, body: PostIn):
     session = _session(request, body.session)
+    record, replay = _idempotent(request, "hooks/post")
+    if replay is not None:
+        return replay
     writes = [hooks.WriteRequest(w.path, w.mode, w.content, w.base_revision) for w in body.writes]
-    results = hooks.hook_post(session=session, writes=writes, summary=body.summary or "")
+    results = hooks.hook_post(session=session, writes=writes, summary=body.summary or "",
+                              record=record)
     return Status(200, {"session": session.pk, "results": results})
 
 
-@api.post("/hooks/tool", response={200: EventOut, **ERRORS}, summary="Record a tool call")
+@api.post("/hooks/tool", response={200: EventOut, **ERRORS}, summary="Record a tool call",
+          description=IDEMPOTENT)
+@_release_on_failure
 def tool(request, body: ToolIn):
     session = _session(request, body.session)
-    outcome = hooks.hook_event(session=session, kind="tool", payload={
+    record, replay = _idempotent(request, "hooks/tool")
+    if replay is not None:
+        return replay
+    outcome = hooks.hook_event(session=session, kind="tool", record=record, payload={
         "name": body.name, "summary": body.summary or "", "details": storable(body.details or {})})
-    return Status(200, {"session": session.pk, **outcome})
+    return Status(200, outcome)
 
 
-@api.post("/hooks/error", response={200: EventOut, **ERRORS}, summary="Record an error")
+@api.post("/hooks/error", response={200: EventOut, **ERRORS}, summary="Record an error",
+          description=IDEMPOTENT)
+@_release_on_failure
 def error(request, body: ErrorIn):
     session = _session(request, body.session)
-    outcome = hooks.hook_event(session=session, kind="error", payload={
+    record, replay = _idempotent(request, "hooks/error")
+    if replay is not None:
+        return replay
+    outcome = hooks.hook_event(session=session, kind="error", record=record, payload={
         "message": body.message, "details": storable(body.details or {})})
-    return Status(200, {"session": session.pk, **outcome})
+    return Status(200, outcome)
 
 
 @api.post("/sandbox/files", response={200: SandboxOut, **ERRORS},

@@ -12,23 +12,26 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from projects import credentials, injection, isolation, layout, selectors, store
+from projects import credentials, idempotency, injection, isolation, layout, selectors, store
 from projects.audit import Actor, audit_record
+from projects.content import encode
 from projects.models import (
     Agent,
     AgentSession,
     AgentToken,
+    IdempotencyRecord,
     MemoryFile,
     Proposal,
+    Revision,
     SessionEvent,
 )
 
 MODES = ("append", "replace")
 TOKEN_PREFIX = "mgc_"
-_APPEND_ATTEMPTS = 3
 
 
 class HookError(Exception):
@@ -173,94 +176,89 @@ class WriteRequest:
     base_revision: int | None = None
 
 
-def _head_text(file: MemoryFile) -> tuple[str, int | None]:
-    head = file.head
-    if head is None or head.is_deletion:
-        return "", head.number if head else None
-    return store.revision_read(head), head.number
-
-
-def appended(text: str, content: str) -> str:
-    """`content` added at the end of `text`, on a line of its own."""
-    return text + ("" if not text or text.endswith("\n") else "\n") + content
-
-
-def _append(file: MemoryFile, content: str, actor: Actor, message: str):
-    for attempt in range(_APPEND_ATTEMPTS):
-        text, base = _head_text(file)
-        try:
-            return store.file_save(file=file, content=appended(text, content), actor=actor,
-                                   message=message, base_revision=base)
-        except store.SaveConflict:
-            # An append commutes with whatever landed meanwhile: take the new head, try again.
-            file = MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
-            if attempt == _APPEND_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
-
-
 def _apply(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor,
            message: str):
-    if mode == "append":
-        return _append(file, content, actor, message)
+    if mode == "append":  # commutes with any other write: on top of whatever the head is
+        return store.file_append(file=file, addition=content, actor=actor, message=message)
     return store.file_save(file=file, content=content, actor=actor, message=message,
                            base_revision=base)
 
 
-def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str = "") -> list[dict]:
+def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str = "",
+              record: IdempotencyRecord | None = None) -> list[dict]:
     """Apply each write per policy; one result per write, in order. Never raises for a single
-    write's refusal: the runner learns what happened to each."""
+    write's refusal: the runner learns what happened to each.
+
+    Each write commits on its own together with its result in `record` (the request's
+    idempotency record), so a retry after a crash or a 503 goes on from the first write that
+    did not commit and never applies one twice; the answer is stored with the session's event
+    in the last transaction."""
     agent = session.agent
     actor = Actor.for_agent(agent, str(session.id))
     seen = receipt_revisions(session)
     results = []
     message = (summary or f"Post hook of session {str(session.id)[:8]}")[:500]
-    for write in writes:
-        result = {"path": write.path, "mode": write.mode}
-        try:
-            if write.mode not in MODES:
-                raise HookError("bad_mode", "mode is append or replace.")
-            rule = policy_rule(agent, write.path)
-            if rule is None:
-                raise HookError("policy_denied", f"The hook policy does not let this agent write "
-                                                 f"{write.path}.", status=403)
-            if write.mode not in rule.get("modes", []):
-                raise HookError("policy_denied", f"The hook policy allows only "
-                                                 f"{', '.join(rule.get('modes', [])) or 'no'} "
-                                                 f"writes to {write.path}.", status=403)
-            file = _target(session, write.path)
-            base = write.base_revision
-            if write.mode == "replace" and base is None:
-                base = seen.get(write.path)
-                if base is None and file.head is not None and not file.is_deleted:
-                    raise HookError("base_required", "This file existed before the session saw "
-                                                     "it: send base_revision with a replace.")
-                if base is None and file.head is not None:
-                    base = file.head.number
-            if rule.get("approval"):
-                store.encode_content(write.content)  # refuse bad content now, not at approval
-                proposal = Proposal.objects.create(
-                    project=agent.project, file=file, agent=agent, session=session,
-                    mode=write.mode, content=write.content, base_revision=base)
-                audit_record(actor=actor, action="proposal.create", project=agent.project,
-                             obj=proposal, details={"path": write.path, "mode": write.mode})
-                result.update(status="proposed", proposal=proposal.pk)
-            else:
-                revision = _apply(file, write.mode, write.content, base, actor, message)
-                result.update(status="written", revision=revision.number)
-        except HookError as exc:
-            result.update(status="rejected", code=exc.code, message=exc.message)
-        except store.SaveConflict as exc:
-            result.update(status="conflict", code="conflict", message=exc.message,
-                          head_revision=exc.head.number if exc.head else None)
-        except store.ContentRejected as exc:
-            result.update(status="rejected", code=exc.code, message=exc.message)
-        results.append(result)
+    for index, write in enumerate(writes):
+        done = idempotency.noted(record, index)
+        if done is None:
+            with transaction.atomic():
+                done = _post_one(session, write, actor, seen, message)
+                idempotency.note(record, index, done)
+        results.append(done)
     with transaction.atomic():
         SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.POST,
                                     payload={"summary": summary[:2000], "results": results})
         AgentSession.objects.filter(pk=session.pk).update(ended_at=timezone.now())
+        idempotency.finish(record, 200, {"session": str(session.id), "results": results})
     return results
+
+
+def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: dict,
+              message: str) -> dict:
+    agent = session.agent
+    result = {"path": write.path, "mode": write.mode}
+    try:
+        if write.mode not in MODES:
+            raise HookError("bad_mode", "mode is append or replace.")
+        rule = policy_rule(agent, write.path)
+        if rule is None:
+            raise HookError("policy_denied", f"The hook policy does not let this agent write "
+                                             f"{write.path}.", status=403)
+        if write.mode not in rule.get("modes", []):
+            raise HookError("policy_denied", f"The hook policy allows only "
+                                             f"{', '.join(rule.get('modes', [])) or 'no'} "
+                                             f"writes to {write.path}.", status=403)
+        file = _target(session, write.path)
+        base = write.base_revision
+        if write.mode == "replace" and base is None:
+            base = seen.get(write.path)
+            if base is None and file.head is not None and not file.is_deleted:
+                raise HookError("base_required", "This file existed before the session saw "
+                                                 "it: send base_revision with a replace.")
+            if base is None and file.head is not None:
+                base = file.head.number
+        if rule.get("approval"):
+            encode(write.content)  # refuse bad content now, not at approval
+            proposal = Proposal.objects.create(
+                project=agent.project, file=file, agent=agent, session=session,
+                mode=write.mode, content=write.content, base_revision=base)
+            audit_record(actor=actor, action="proposal.create", project=agent.project,
+                         obj=proposal, details={"path": write.path, "mode": write.mode})
+            result.update(status="proposed", proposal=proposal.pk)
+        else:
+            revision = _apply(file, write.mode, write.content, base, actor, message)
+            result.update(status="written", revision=revision.number)
+    except HookError as exc:
+        result.update(status="rejected", code=exc.code, message=exc.message)
+    except store.SaveConflict as exc:
+        # The current text and revision come along, so the runner can merge and send a
+        # replace on top of them at once.
+        result.update(status="conflict", code="conflict", message=exc.summary,
+                      head_revision=exc.head.number if exc.head else None,
+                      head_text=exc.head_text)
+    except store.ContentRejected as exc:
+        result.update(status="rejected", code=exc.code, message=exc.message)
+    return result
 
 
 # --- Tool and error --------------------------------------------------------------------------------
@@ -271,24 +269,29 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def hook_event(*, session: AgentSession, kind: str, payload: dict) -> dict:
-    """Record a tool call or an error; append a line to the policy's workspace log if any."""
-    event = SessionEvent.objects.create(session=session, kind=kind, payload=payload)
-    outcome = {"recorded": True, "event": event.pk}
-    log_path = ((session.agent.hook_policy or {}).get(kind) or {}).get("log")
-    if log_path:
-        when = timezone.now().strftime("%Y-%m-%d %H:%M:%SZ")
-        what = (f"tool `{_one_line(payload.get('name', ''), 80)}`: "
-                f"{_one_line(payload.get('summary', ''))}" if kind == "tool"
-                else f"error: {_one_line(payload.get('message', ''))}")
-        line = f"- {when} session {str(session.id)[:8]} {what}\n"
-        try:
-            file = _target(session, log_path)
-            revision = _append(file, line, Actor.for_agent(session.agent, str(session.id)),
-                               f"{kind} hook")
-            outcome.update(logged_to=log_path, revision=revision.number)
-        except (HookError, store.StoreError) as exc:
-            outcome.update(log_error=getattr(exc, "message", str(exc)))
+def hook_event(*, session: AgentSession, kind: str, payload: dict,
+               record: IdempotencyRecord | None = None) -> dict:
+    """Record a tool call or an error; append a line to the policy's workspace log if any.
+    The event, the log line and the stored answer commit together."""
+    with transaction.atomic():
+        event = SessionEvent.objects.create(session=session, kind=kind, payload=payload)
+        outcome = {"session": str(session.id), "recorded": True, "event": event.pk}
+        log_path = ((session.agent.hook_policy or {}).get(kind) or {}).get("log")
+        if log_path:
+            when = timezone.now().strftime("%Y-%m-%d %H:%M:%SZ")
+            what = (f"tool `{_one_line(payload.get('name', ''), 80)}`: "
+                    f"{_one_line(payload.get('summary', ''))}" if kind == "tool"
+                    else f"error: {_one_line(payload.get('message', ''))}")
+            line = f"- {when} session {str(session.id)[:8]} {what}\n"
+            try:
+                file = _target(session, log_path)
+                revision = store.file_append(
+                    file=file, addition=line, actor=Actor.for_agent(session.agent, str(session.id)),
+                    message=f"{kind} hook")
+                outcome.update(logged_to=log_path, revision=revision.number)
+            except (HookError, store.StoreError) as exc:
+                outcome.update(log_error=getattr(exc, "message", str(exc)))
+        idempotency.finish(record, 200, outcome)
     return outcome
 
 
@@ -296,33 +299,45 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict) -> dict:
 
 
 def proposal_approve(*, proposal: Proposal, by, note: str = ""):
-    """Apply a pending proposal as the agent's revision; the approver is in the audit trail."""
-    if proposal.status != Proposal.Status.PENDING:
-        raise HookError("not_pending", _("This proposal was already decided."))
-    file = MemoryFile.objects.select_related("head", "project").get(pk=proposal.file_id)
-    actor = Actor.for_agent(proposal.agent, str(proposal.session_id or ""))
-    revision = _apply(file, proposal.mode, proposal.content, proposal.base_revision, actor,
-                      f"Approved by {by.get_username()}" + (f": {note}" if note else ""))
+    """Apply a pending proposal as the agent's revision; the approver is in the audit trail.
+
+    One transaction holds the proposal's row lock, the state check, the write and the audit
+    event, so a double click (or two reviewers at once) applies it once: the second sees it
+    approved and gets the same revision back."""
     with transaction.atomic():
-        proposal.status = Proposal.Status.APPROVED
-        proposal.decided_by, proposal.decided_at = by, timezone.now()
-        proposal.decision_note, proposal.revision = note[:500], revision
-        proposal.save()
-        audit_record(actor=Actor.person(by), action="proposal.approve", project=proposal.project,
-                     obj=proposal, details={"revision": revision.number, "note": note[:500]})
+        locked = Proposal.objects.select_for_update().get(pk=proposal.pk)
+        if locked.status == Proposal.Status.APPROVED and locked.revision_id:
+            return Revision.objects.get(pk=locked.revision_id)
+        if locked.status != Proposal.Status.PENDING:
+            raise HookError("not_pending", _("This proposal was already decided."))
+        file = MemoryFile.objects.select_related("head", "project").get(pk=locked.file_id)
+        actor = Actor.for_agent(locked.agent, str(locked.session_id or ""))
+        revision = _apply(file, locked.mode, locked.content, locked.base_revision, actor,
+                          f"Approved by {by.get_username()}" + (f": {note}" if note else ""))
+        locked.status = Proposal.Status.APPROVED
+        locked.decided_by, locked.decided_at = by, timezone.now()
+        locked.decision_note, locked.revision = note[:500], revision
+        locked.save()
+        audit_record(actor=Actor.person(by), action="proposal.approve", project=locked.project,
+                     obj=locked, details={"revision": revision.number, "note": note[:500]})
+    proposal.refresh_from_db()
     return revision
 
 
 def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:
-    if proposal.status != Proposal.Status.PENDING:
-        raise HookError("not_pending", _("This proposal was already decided."))
     with transaction.atomic():
-        proposal.status = Proposal.Status.REJECTED
-        proposal.decided_by, proposal.decided_at = by, timezone.now()
-        proposal.decision_note = note[:500]
-        proposal.save()
-        audit_record(actor=Actor.person(by), action="proposal.reject", project=proposal.project,
-                     obj=proposal, details={"note": note[:500]})
+        locked = Proposal.objects.select_for_update().get(pk=proposal.pk)
+        if locked.status == Proposal.Status.REJECTED:
+            return
+        if locked.status != Proposal.Status.PENDING:
+            raise HookError("not_pending", _("This proposal was already decided."))
+        locked.status = Proposal.Status.REJECTED
+        locked.decided_by, locked.decided_at = by, timezone.now()
+        locked.decision_note = note[:500]
+        locked.save()
+        audit_record(actor=Actor.person(by), action="proposal.reject", project=locked.project,
+                     obj=locked, details={"note": note[:500]})
+    proposal.refresh_from_db()
 
 
 # --- Sandbox ---------------------------------------------------------------------------------------
@@ -330,10 +345,6 @@ def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:
 
 def sandbox_files(*, session: AgentSession) -> list[dict]:
     """The files this session was shown, at the revisions it was shown, and what it may write."""
-    from django.db.models import Q
-
-    from projects.models import Revision
-
     refs = [(f["path"], f["file_id"], f["revision"]) for section in session.receipt
             for f in section["files"] if f.get("file_id") and f.get("revision")]
     if not refs:

@@ -401,6 +401,42 @@ class AgentSession(models.Model):
         return f"{self.agent} session {str(self.id)[:8]}"
 
 
+class IdempotencyRecord(models.Model):
+    """One runner request sent with an Idempotency-Key: a retry with the same key and body gets
+    the first answer back and writes nothing (kept in the database, so on any worker or host).
+    A post hook's writes are noted as each commits, so a retry after a crash goes on from the
+    first write that did not."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+",
+                              help_text="The agent whose token sent the request.")
+    key = models.CharField(max_length=200, help_text="The Idempotency-Key header.")
+    endpoint = models.CharField(max_length=50, help_text="Which endpoint, e.g. hooks/post.")
+    request_sha256 = models.CharField(max_length=64, help_text="sha256 of endpoint and body.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING,
+                             help_text="running until the answer is stored.")
+    lease_until = models.DateTimeField(help_text="A worker is on it until then; after that a "
+                                                 "retry may take over.")
+    partial = models.JSONField(default=dict, blank=True,
+                               help_text="Results of the writes committed so far, by index.")
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True,
+                                                   help_text="HTTP status of the answer.")
+    response = models.JSONField(null=True, blank=True, help_text="The answer, replayed as is.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="First seen.")
+    expires_at = models.DateTimeField(db_index=True, help_text="Forgotten after this.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "key"], name="one_record_per_agent_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} {self.key} ({self.state})"
+
+
 class SessionEvent(models.Model):
     class Kind(models.TextChoices):
         PRE = "pre", "pre"

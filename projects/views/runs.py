@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from projects import credentials, hooks, permissions, selectors, store
 from projects.audit import audit_read
+from projects.content import appended
 from projects.diffing import diff_texts
 from projects.forms import JsonSettingForm, TokenForm
 from projects.models import (
@@ -269,7 +270,7 @@ def proposal_list(request, slug):
             current = store.file_read(proposal.file).text if proposal.file.head else ""
         except store.StoreError:
             current = ""
-        after = (hooks.appended(current, proposal.content) if proposal.mode == "append"
+        after = (appended(current, proposal.content) if proposal.mode == "append"
                  else proposal.content)
         items.append((proposal, diff_texts(current, after)))
     if items:

@@ -1,10 +1,23 @@
-// Forms that start long work say so: on submit the button is disabled and its text changes
-// to the form's data-busy text, so a second click cannot start the work twice.
+// Forms that must not be sent twice. data-busy: on submit the button is disabled and its text
+// changes to the form's data-busy text (long work). data-once: a second submit of the same
+// form is ignored, and its buttons are disabled right after the first one is sent (a double
+// click on Approve applies a proposal once; the server refuses a second time as well).
 (function () {
   "use strict";
   document.addEventListener("submit", function (event) {
     var form = event.target;
-    if (!form.dataset || !form.dataset.busy) { return; }
+    if (!form.dataset) { return; }
+    if (form.dataset.once !== undefined) {
+      if (form.dataset.sent) { event.preventDefault(); return; }
+      form.dataset.sent = "1";
+      // After this event, so the pressed button's name and value are still sent.
+      window.setTimeout(function () {
+        form.querySelectorAll("button[type=submit]").forEach(function (button) {
+          button.disabled = true;
+        });
+      }, 0);
+    }
+    if (!form.dataset.busy) { return; }
     var button = form.querySelector("button[type=submit]");
     if (button) {
       button.disabled = true;

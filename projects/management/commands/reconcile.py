@@ -1,12 +1,15 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from projects import idempotency
+from projects.errors import StoreError
 from projects.models import Project
-from projects.store import StoreError, reconcile
+from projects.reconcile import reconcile
 
 
 class Command(BaseCommand):
     help = ("Repair half-done saves, record changes written to S3 directly as 'external' "
-            "revisions, adopt new files found in storage, and delete orphan snapshots.")
+            "revisions, adopt new files found in storage, delete orphan snapshots, and forget "
+            "expired idempotency keys.")
 
     def add_arguments(self, parser):
         parser.add_argument("--project", help="Project slug (default: every project).")
@@ -28,4 +31,6 @@ class Command(BaseCommand):
             for finding in findings:
                 self.stdout.write(f"{item.slug}\t{finding.kind}\t{finding.key}\t{finding.detail}")
             total += len(findings)
-        self.stdout.write(self.style.SUCCESS(f"reconcile: {total} finding(s)"))
+        forgotten = idempotency.forget_expired()
+        self.stdout.write(self.style.SUCCESS(f"reconcile: {total} finding(s); {forgotten} "
+                                             f"expired idempotency record(s) forgotten"))
