@@ -484,7 +484,12 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
     locked.head = revision
     locked.head_etag = etag
     locked.save(update_fields=["head", "head_etag"])
-    indexing.index_revision(locked, revision, decode(data) if data else "")
+    text = decode(data) if data else ""
+    indexing.index_revision(locked, revision, text)
+    if not is_deletion:
+        # The next append, pre hook or page reads this text: it is known, keep it warm. (If the
+        # transaction rolls back the key names a revision that never was; nothing asks for it.)
+        cache.set(_cache_key(revision), text, timeout=None)
     audit_record(actor=actor, action=action, project=locked.project, obj=locked,
                  details={"revision": number, "sha256": sha, "size": size,
                           "message": message[:500], **(details or {})})

@@ -26,6 +26,23 @@ BUCKET = "test-memory"
 ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 
 
+# Tests whose outcome cannot depend on the database: `make test` runs them in its SQLite run
+# only, so the PostgreSQL run spends its time on what PostgreSQL changes (locks, full-text
+# search, concurrency, the scale-out test).
+ONCE = ("tests/browser/", "tests/test_i18n.py", "tests/test_xss.py", "tests/test_layout.py",
+        "tests/test_injection_corpus.py", "tests/test_injection.py", "tests/test_diffing.py",
+        "tests/test_scanning.py", "tests/test_settings.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    if connection.vendor != "postgresql":
+        return
+    once = pytest.mark.skip(reason="independent of the database: run in the SQLite run")
+    for item in items:
+        if item.nodeid.startswith(ONCE):
+            item.add_marker(once)
+
+
 def pytest_configure(config):
     # Password hashing is deliberately slow (PBKDF2, a million rounds); tests log in with
     # throwaway passwords, so a fast hasher keeps each user fixture from costing ~0.4 s.
