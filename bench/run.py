@@ -161,9 +161,10 @@ def main() -> None:
 def _world() -> dict:
     from django.contrib.auth import get_user_model
 
-    from projects import hooks, store
     from projects.audit import Actor
+    from projects.memory import store
     from projects.models import Agent, Membership, Project
+    from projects.runners import bearer
 
     User = get_user_model()
     admin = User.objects.create_user("bench-admin", password="bench", is_superuser=True)
@@ -187,7 +188,7 @@ def _world() -> dict:
     for name in ("decisions/a.md", "incidents/b.md"):
         store.file_create(project=project, scope="workspace", path=name, content=text(2),
                           actor=actor)
-    _, token = hooks.token_create(agent=agent, name="bench", created_by=admin)
+    _, token = bearer.token_create(agent=agent, name="bench", created_by=admin)
     return {"admin": admin, "employee": employee, "project": project, "agent": agent,
             "token": token, "actor": actor}
 
@@ -202,7 +203,6 @@ def _bench_pre(table: Table, world: dict, n: int) -> None:
     from django.test import Client
 
     from projects.models import Revision
-    from projects.storage import MemoryStorage  # noqa: F401 - same settings as the app
 
     snapshots = list(Revision.objects.filter(file__project=world["project"])
                      .values_list("snapshot_key", flat=True))
@@ -248,7 +248,8 @@ def _bench_pre(table: Table, world: dict, n: int) -> None:
 def _pre_breakdown(table: Table, world: dict, n: int) -> None:
     """Where a warm pre hook's time goes: catching up with the bucket, and assembly (no
     records written by either when nothing changed)."""
-    from projects import selectors, store
+    from projects.memory import store
+    from projects.runners import context as prompt_context
 
     agent, employee, project = world["agent"], world["employee"], world["project"]
     storage = store.storage_for(project)
@@ -259,7 +260,7 @@ def _pre_breakdown(table: Table, world: dict, n: int) -> None:
     table.add("  of which: bucket catch-up (3 LISTs in parallel, nothing new)", ms(catch_up),
               "one LIST: " + ms(one_list), statistics.median(catch_up) / statistics.median(
                   one_list), "", None)
-    assembly = timed(lambda: selectors.build_context(agent=agent, user=employee), n)
+    assembly = timed(lambda: prompt_context.build_context(agent=agent, user=employee), n)
     table.add("  of which: assembly (read records, cached texts, tokens)", ms(assembly), "",
               None, "", None)
 
@@ -315,7 +316,7 @@ def _bench_throughput(table: Table, world: dict, port: int, seconds: float) -> N
 
 
 def _bench_save(table: Table, world: dict, n: int) -> None:
-    from projects import store
+    from projects.memory import store
     from projects.models import MemoryFile
 
     project, actor = world["project"], world["actor"]
@@ -366,7 +367,7 @@ def _file_with_revisions(world: dict, path: str, count: int):
     before's snapshots are put in S3, the only objects the history and diff pages read."""
     import hashlib
 
-    from projects import layout, store
+    from projects.memory import layout, store
     from projects.models import MemoryFile, Revision
 
     project = world["project"]
@@ -501,7 +502,7 @@ def _bench_search(table: Table, world: dict, files: int, n: int) -> None:
     loaded; one word in 1% of the files)."""
     from django.test import Client
 
-    from projects import layout
+    from projects.memory import layout
     from projects.models import Membership, MemoryFile, Project, SearchText
 
     words = ("incident deploy rollback latency queue tender deadline budget owner report "

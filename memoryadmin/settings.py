@@ -164,7 +164,7 @@ STORAGES = {
             else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
     },
-    "memory": {"BACKEND": "projects.storage.MemoryStorage", "OPTIONS": MGC_S3_OPTIONS},
+    "memory": {"BACKEND": "projects.memory.storage.MemoryStorage", "OPTIONS": MGC_S3_OPTIONS},
 }
 
 # Largest memory file accepted, in bytes of UTF-8.

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from projects.api import api
+from projects.runners.api import api
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

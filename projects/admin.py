@@ -4,7 +4,7 @@ revisions and audit events are read-only in the admin."""
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
-from projects import governance
+from projects.governance import members
 from projects.models import Agent, AuditEvent, Membership, MemoryFile, Project, Revision
 
 
@@ -46,7 +46,7 @@ class MembershipAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # Permission changes go through the audited service, as in the console.
         try:
-            governance.member_set(by=request.user, project=obj.project, user=obj.user,
+            members.member_set(by=request.user, project=obj.project, user=obj.user,
                                   role=obj.role)
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
@@ -56,7 +56,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
     def delete_model(self, request, obj):
         try:
-            governance.member_remove(by=request.user, membership=obj)
+            members.member_remove(by=request.user, membership=obj)
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
 

@@ -112,16 +112,6 @@ def audit_record(
     return event
 
 
-def audit_read(*, user, role: str, action: str, project: Project, obj: object | None = None,
-               details: dict | None = None) -> None:
-    """Record a read of memory when the reader's role is audited (compliance staff)."""
-    from projects.permissions import reads_are_audited
-
-    if reads_are_audited(role):
-        audit_record(actor=Actor.person(user), action=action, project=project, obj=obj,
-                     details=details)
-
-
 def _chain_head() -> AuditChain:
     chain = AuditChain.objects.select_for_update().filter(pk=1).first()
     if chain is None:

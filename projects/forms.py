@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
-from projects import layout
+from projects.memory import layout
 from projects.models import Membership
 
 

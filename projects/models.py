@@ -8,7 +8,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from projects import layout
+from projects.memory import layout
 
 
 def default_manifest() -> dict:
@@ -347,7 +347,7 @@ class AgentToken(models.Model):
 
 class RunnerCredential(models.Model):
     """S3 credentials of one runner token: an IAM user whose policy confines it to the agent's
-    project prefix (isolation.runner_policy). The secret is shown once and never stored."""
+    project prefix (runners.credentials.runner_policy). The secret is shown once and never stored."""
 
     token = models.ForeignKey(AgentToken, on_delete=models.CASCADE, related_name="credentials",
                               help_text="The runner token these credentials belong to.")

@@ -17,8 +17,8 @@ from django.test import override_settings
 from django.utils import translation
 
 from devtools.seaweed import CONSOLE_IDENTITY, SeaweedMini
-from projects import store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import Agent, Membership, MemoryFile, Project
 from tests.s3proxy import FaultProxy
 

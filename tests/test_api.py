@@ -5,16 +5,10 @@ import json
 import pytest
 from django.utils import timezone
 
-from projects import hooks, store
 from projects.audit import Actor
-from projects.models import (
-    AgentSession,
-    Membership,
-    MemoryFile,
-    Proposal,
-    Revision,
-    SessionEvent,
-)
+from projects.memory import store
+from projects.models import AgentSession, Membership, MemoryFile, Proposal, Revision, SessionEvent
+from projects.runners import bearer, hooks
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +29,7 @@ def memory(s3, project, agent, person):
 
 @pytest.fixture
 def token(agent, make_user):
-    _, raw = hooks.token_create(agent=agent, name="runner", created_by=make_user("tokenadmin"))
+    _, raw = bearer.token_create(agent=agent, name="runner", created_by=make_user("tokenadmin"))
     return raw
 
 
@@ -153,9 +147,9 @@ def test_missing_or_bad_token_is_401(client, memory, headers):
 
 def test_revoked_and_expired_tokens_are_refused(client, memory, agent, make_user):
     admin = make_user("admin2")
-    revoked, raw_revoked = hooks.token_create(agent=agent, name="old", created_by=admin)
-    hooks.token_revoke(token=revoked, by=admin)
-    _, raw_expired = hooks.token_create(agent=agent, name="tmp", created_by=admin,
+    revoked, raw_revoked = bearer.token_create(agent=agent, name="old", created_by=admin)
+    bearer.token_revoke(token=revoked, by=admin)
+    _, raw_expired = bearer.token_create(agent=agent, name="tmp", created_by=admin,
                                         expires_at=timezone.now() - timezone.timedelta(seconds=1))
     for raw in (raw_revoked, raw_expired):
         assert call(client, "pre", {}, raw).status_code == 401
@@ -168,7 +162,7 @@ def test_token_of_project_a_cannot_touch_project_b(client, memory, token, make_p
     other_agent = Agent.objects.create(project=other, slug="writer", name="Writer")
     stranger = make_user("stranger")
     Membership.objects.create(user=stranger, project=other, role="employee")
-    _, other_token = hooks.token_create(agent=other_agent, name="b", created_by=stranger)
+    _, other_token = bearer.token_create(agent=other_agent, name="b", created_by=stranger)
     other_session = call(client, "pre", {}, other_token).json()["session"]
     # A's token: B's session is not there, B's member is not there.
     response = call(client, "post", {"session": other_session, "writes": []}, token)

@@ -9,8 +9,9 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
 from memoryadmin.wsgi import application
-from projects import hooks, store
 from projects.audit import Actor
+from projects.memory import store
+from projects.runners import bearer
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +37,7 @@ def _keep_the_test_connection():
 def token(s3, project, agent, person, admin):
     store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
                       content="You are calm.\n", actor=Actor.system("t"))
-    _, raw = hooks.token_create(agent=agent, name="fuzz", created_by=admin)
+    _, raw = bearer.token_create(agent=agent, name="fuzz", created_by=admin)
     return raw
 
 

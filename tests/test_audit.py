@@ -5,8 +5,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from projects import store
 from projects.audit import Actor, audit_record, audit_verify
+from projects.memory import store
 from projects.models import AuditEvent
 
 pytestmark = pytest.mark.django_db

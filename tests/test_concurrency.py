@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from projects import store
+from projects.memory import errors, store
 from projects.models import MemoryFile, Revision
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,7 +36,7 @@ def test_two_threads_on_the_same_base_one_wins_one_conflicts(s3, workspace_file,
         thread.join(timeout=30)
 
     wins = {n: r for n, r in results.items() if isinstance(r, Revision)}
-    conflicts = {n: r for n, r in results.items() if isinstance(r, store.SaveConflict)}
+    conflicts = {n: r for n, r in results.items() if isinstance(r, errors.SaveConflict)}
     assert len(wins) == 1 and len(conflicts) == 1, results
     (winner, revision), = wins.items()
     (loser, conflict), = conflicts.items()
@@ -71,7 +71,7 @@ def test_8_threads_x_50_saves_with_random_stale_bases(s3, workspace_file, actor)
                 try:
                     result = store.file_save(file=file, content=text, actor=actor,
                                              base_revision=base)
-                except store.SaveConflict as conflict:
+                except errors.SaveConflict as conflict:
                     result = conflict
                 with lock:
                     outcomes.append((text, base, result))
@@ -85,7 +85,7 @@ def test_8_threads_x_50_saves_with_random_stale_bases(s3, workspace_file, actor)
         thread.join(timeout=300)
     assert len(outcomes) == threads_n * saves_n, "a thread died or hung"
     accepted = [(t, b, r) for t, b, r in outcomes if isinstance(r, Revision)]
-    refused = [(t, b, r) for t, b, r in outcomes if isinstance(r, store.SaveConflict)]
+    refused = [(t, b, r) for t, b, r in outcomes if isinstance(r, errors.SaveConflict)]
     assert len(accepted) + len(refused) == threads_n * saves_n  # nothing else (no errors)
     assert accepted and refused
     # Each accepted save sits exactly on the base it named.

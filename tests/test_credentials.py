@@ -8,16 +8,17 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from django.urls import reverse
 
-from projects import credentials, hooks, store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import Agent, AuditEvent, Membership, RunnerCredential
+from projects.runners import bearer, credentials, hooks
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def runner_token(agent, admin):
-    token, _raw = hooks.token_create(agent=agent, name="prod runner", created_by=admin)
+    token, _raw = bearer.token_create(agent=agent, name="prod runner", created_by=admin)
     return token
 
 
@@ -105,7 +106,7 @@ def test_revoking_the_token_revokes_its_credentials(s3, admin, runner_token, two
     runner = _client(s3, credential.access_key_id, secret)
     key = two_projects["mine"].key
     assert _code(lambda: runner.get_object(Bucket=s3.bucket, Key=key)) == "OK"
-    hooks.token_revoke(token=runner_token, by=admin)
+    bearer.token_revoke(token=runner_token, by=admin)
     assert _code(lambda: runner.get_object(Bucket=s3.bucket, Key=key)) == "InvalidAccessKeyId"
     assert RunnerCredential.objects.get(pk=credential.pk).revoked_at is not None
     assert credentials.iam_user_name(runner_token) not in [

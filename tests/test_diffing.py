@@ -1,6 +1,6 @@
 """Server-side diffs: line and word level, everything escaped."""
 
-from projects.diffing import diff_texts
+from projects.memory.diffing import diff_texts
 
 
 def test_identical_texts_have_no_rows():

@@ -6,9 +6,10 @@ import hashlib
 
 import pytest
 
-from projects import credentials, hooks, store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import AgentSession, AuditEvent, MemoryFile, Revision
+from projects.runners import bearer, credentials
 from runnerkit import Client, Sandbox
 from runnerkit.direct import DirectStorage
 
@@ -24,7 +25,7 @@ def runner(s3, project, agent, person, admin):
                       content="Maria prefers UTC.\n", actor=Actor.person(person))
     store.file_create(project=project, scope="workspace", path="incidents/a.md",
                       content="# Incident A\n", actor=system)
-    token, raw = hooks.token_create(agent=agent, name="direct", created_by=admin)
+    token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     return {"token": raw, "key_id": credential.access_key_id, "secret": secret}
 

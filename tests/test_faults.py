@@ -7,7 +7,7 @@ trigger), never by patching the console's functions.
 import pytest
 from django.db import DatabaseError
 
-from projects import layout, reconcile, store
+from projects.memory import errors, layout, reconcile, store
 from projects.models import AuditEvent, MemoryFile, Revision
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -30,7 +30,7 @@ def _assert_old_head_intact(s3, file):
 
 def test_snapshot_write_failing_leaves_old_head(s3, workspace_file, actor):
     s3.proxy.inject("PUT", SNAPSHOT, status=503)
-    with pytest.raises(store.StorageUnavailable, match="nothing was changed"):
+    with pytest.raises(errors.StorageUnavailable, match="nothing was changed"):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     _assert_old_head_intact(s3, workspace_file)
 
@@ -41,7 +41,7 @@ def test_head_write_failing_leaves_old_head_and_reconcile_removes_orphan(s3, wor
     # The save removes its own snapshot once it sees the head was not written; when that
     # delete fails too, the orphan stays for reconcile.
     s3.proxy.inject("DELETE", SNAPSHOT, status=503)
-    with pytest.raises(store.StorageUnavailable, match="nothing was changed"):
+    with pytest.raises(errors.StorageUnavailable, match="nothing was changed"):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     _assert_old_head_intact(s3, workspace_file)
     history = layout.history_prefix(workspace_file.project.prefix, workspace_file.pk)
@@ -54,16 +54,16 @@ def test_head_write_failing_leaves_old_head_and_reconcile_removes_orphan(s3, wor
 
 def test_connection_dropped_on_head_write_is_a_clear_error(s3, workspace_file, actor):
     s3.proxy.inject("PUT", HEAD, action="drop")
-    with pytest.raises(store.StorageUnavailable):
+    with pytest.raises(errors.StorageUnavailable):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     _assert_old_head_intact(s3, workspace_file)
 
 
 def test_s3_down_refuses_save_and_read_clearly(s3, workspace_file, actor):
     s3.proxy.down = True
-    with pytest.raises(store.StorageUnavailable):
+    with pytest.raises(errors.StorageUnavailable):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
-    with pytest.raises(store.StorageUnavailable):
+    with pytest.raises(errors.StorageUnavailable):
         store.file_read(_reload(workspace_file))
     s3.proxy.down = False
     _assert_old_head_intact(s3, workspace_file)
@@ -71,7 +71,7 @@ def test_s3_down_refuses_save_and_read_clearly(s3, workspace_file, actor):
 
 def test_slow_s3_times_out_instead_of_hanging(s3, workspace_file, actor):
     s3.proxy.inject("PUT", SNAPSHOT, action="stall", delay=4)  # read timeout is 3 s
-    with pytest.raises(store.StorageUnavailable):
+    with pytest.raises(errors.StorageUnavailable):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     _assert_old_head_intact(s3, workspace_file)
 
@@ -106,7 +106,7 @@ def test_next_save_after_half_done_save_recovers_it_first(s3, workspace_file, ac
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     revision_inserts_fail.stop()
     # The editor still shows base 1; saving again finds the unrecorded head and says so.
-    with pytest.raises(store.SaveConflict) as info:
+    with pytest.raises(errors.SaveConflict) as info:
         store.file_save(file=_reload(workspace_file), content="second, edited\n", actor=actor,
                         base_revision=1)
     assert info.value.head_text == "second\n"

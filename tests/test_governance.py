@@ -10,8 +10,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from projects import governance, hooks, isolation, layout, selectors, store
 from projects.audit import Actor, audit_verify
+from projects.governance import erasure, exports, isolation, members, review
+from projects.memory import layout, store
 from projects.models import (
     AgentSession,
     AuditEvent,
@@ -23,6 +24,7 @@ from projects.models import (
     Revision,
     SearchText,
 )
+from projects.runners import bearer, credentials
 
 pytestmark = pytest.mark.django_db
 
@@ -57,24 +59,24 @@ def test_queue_lists_unreviewed_changes_agents_first_and_marks_move_forward(
     file = MemoryFile.objects.get(pk=profile.file_id)
     notes = store.file_create(project=project, scope="workspace", path="log.md", content="a\n",
                               actor=Actor.for_agent(agent, "s1"))
-    queue = list(selectors.review_queue(reviewer=reviewer, project=project))
+    queue = list(review.review_queue(reviewer=reviewer, project=project))
     assert [f.pk for f in queue] == [notes.file_id, file.pk]  # the agent's write comes first
-    items = selectors.review_items(queue)
+    items = review.review_items(queue)
     assert items[0].by_agent and not items[1].by_agent
     assert items[1].since == 0 and "Prefers short answers." in str(items[1].diff.rows[0].new_html)
 
-    governance.review_mark(reviewer=reviewer, file=file, number=1)
-    assert [f.pk for f in selectors.review_queue(reviewer=reviewer, project=project)] == [
+    review.review_mark(reviewer=reviewer, file=file, number=1)
+    assert [f.pk for f in review.review_queue(reviewer=reviewer, project=project)] == [
         notes.file_id]
     _save(file, "Prefers short answers.\nPassword: hunter2222\n", Actor.person(person))
-    [again] = [f for f in selectors.review_queue(reviewer=reviewer, project=project)
+    [again] = [f for f in review.review_queue(reviewer=reviewer, project=project)
                if f.pk == file.pk]
-    [item] = selectors.review_items([again])
+    [item] = review.review_items([again])
     assert item.since == 1 and [r.number for r in item.revisions] == [2]
     assert [f["kind"] for f in item.findings] == ["password"]
     # A late submit of an older page does not move the mark back.
-    governance.review_mark(reviewer=reviewer, file=file, number=2)
-    governance.review_mark(reviewer=reviewer, file=file, number=1)
+    review.review_mark(reviewer=reviewer, file=file, number=2)
+    review.review_mark(reviewer=reviewer, file=file, number=1)
     assert file.review_marks.get(reviewer=reviewer).number == 2
     assert list(AuditEvent.objects.filter(action="review.mark").values_list(
         "details", flat=True)) == [{"from": 1, "to": 2}, {"from": 0, "to": 1}]
@@ -82,21 +84,21 @@ def test_queue_lists_unreviewed_changes_agents_first_and_marks_move_forward(
 
 def test_queues_are_per_reviewer(s3, project, person, reviewer, admin):
     profile = _profile(project, person, "x\n")
-    governance.review_mark(reviewer=reviewer, file=MemoryFile.objects.get(pk=profile.file_id),
+    review.review_mark(reviewer=reviewer, file=MemoryFile.objects.get(pk=profile.file_id),
                            number=1)
-    assert selectors.review_queue(reviewer=reviewer, project=project).count() == 0
-    assert selectors.review_queue(reviewer=admin, project=project).count() == 1
+    assert review.review_queue(reviewer=reviewer, project=project).count() == 0
+    assert review.review_queue(reviewer=admin, project=project).count() == 1
 
 
 def test_flags_need_a_comment_and_are_resolved_once(s3, project, person, reviewer, admin):
     file = MemoryFile.objects.get(pk=_profile(project, person, "x\n").file_id)
     with pytest.raises(ValidationError, match="comment"):
-        governance.flag_create(by=reviewer, file=file, number=1, comment="   ")
+        review.flag_create(by=reviewer, file=file, number=1, comment="   ")
     with pytest.raises(ValidationError, match="does not exist"):
-        governance.flag_create(by=reviewer, file=file, number=7, comment="why")
-    flag = governance.flag_create(by=reviewer, file=file, number=1, comment="Health data")
-    governance.flag_resolve(by=admin, flag=flag)
-    governance.flag_resolve(by=admin, flag=flag)
+        review.flag_create(by=reviewer, file=file, number=7, comment="why")
+    flag = review.flag_create(by=reviewer, file=file, number=1, comment="Health data")
+    review.flag_resolve(by=admin, flag=flag)
+    review.flag_resolve(by=admin, flag=flag)
     flag.refresh_from_db()
     assert flag.resolved_by == admin
     assert AuditEvent.objects.filter(action="review.resolve").count() == 1
@@ -108,13 +110,13 @@ def test_flags_need_a_comment_and_are_resolved_once(s3, project, person, reviewe
 
 def test_member_changes_are_audited_and_the_last_admin_stays(project, admin, make_user):
     newcomer = make_user("nina")
-    governance.member_set(by=admin, project=project, user=newcomer, role="employee")
-    governance.member_set(by=admin, project=project, user=newcomer, role="compliance")
+    members.member_set(by=admin, project=project, user=newcomer, role="employee")
+    members.member_set(by=admin, project=project, user=newcomer, role="compliance")
     with pytest.raises(ValidationError, match="last admin"):
-        governance.member_set(by=admin, project=project, user=admin, role="employee")
+        members.member_set(by=admin, project=project, user=admin, role="employee")
     with pytest.raises(ValidationError, match="last admin"):
-        governance.member_remove(by=admin, membership=Membership.objects.get(user=admin))
-    governance.member_remove(by=admin, membership=Membership.objects.get(user=newcomer))
+        members.member_remove(by=admin, membership=Membership.objects.get(user=admin))
+    members.member_remove(by=admin, membership=Membership.objects.get(user=newcomer))
     actions = list(AuditEvent.objects.order_by("seq").values_list("action", "details"))
     assert actions == [
         ("member.grant", {"user": "nina", "from": None, "to": "employee"}),
@@ -174,7 +176,7 @@ def test_policies_allow_only_the_projects_prefix(project, agent):
     bucket = project.bucket_name
     assert resources[1] == f"arn:aws:s3:::{bucket}/{project.prefix}*"
     assert policy["Statement"][0]["Condition"]["StringLike"]["s3:prefix"] == [project.prefix + "*"]
-    runner = isolation.runner_policy(agent)
+    runner = credentials.runner_policy(agent)
     read = runner["Statement"][1]["Resource"]
     assert f"arn:aws:s3:::{bucket}/{project.prefix}agents/{agent.pk}/*" in read
     assert all(r.startswith(f"arn:aws:s3:::{bucket}/{project.prefix}") for r in read)
@@ -208,7 +210,7 @@ def test_export_zips_files_as_they_stand_in_s3_with_a_history_manifest(
                              actor=Actor.person(admin))
     store.file_delete(file=gone.file, actor=Actor.person(admin), base_revision=1)
     buffer = io.BytesIO()
-    summary = governance.project_export(by=admin, project=project, out=buffer)
+    summary = exports.project_export(by=admin, project=project, out=buffer)
     archive = zipfile.ZipFile(buffer)
     assert sorted(archive.namelist()) == ["history.json", "memory/users/maria/USER.md"]
     assert archive.read("memory/users/maria/USER.md") == b"v2\n"
@@ -251,17 +253,17 @@ def test_erasure_leaves_no_object_of_the_user_under_any_prefix(
     _save(first.file, secret + "\nmore\n", Actor.person(person))
     _profile(second, person, secret + " in reports\n")
     # An agent proposed an append that quotes it, and a reviewer flagged it.
-    token, raw = hooks.token_create(agent=agent, name="t", created_by=admin)
+    token, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
     session = AgentSession.objects.create(agent=agent, user=person, prompt_sha256="0" * 64)
     Proposal.objects.create(project=project, file=first.file, agent=agent, session=session,
                             mode="append", content=secret)
-    governance.flag_create(by=admin, file=first.file, number=2, comment="health data")
+    review.flag_create(by=admin, file=first.file, number=2, comment="health data")
     bystander = store.file_create(project=project, scope="workspace", path="team.md",
                                   content="team notes\n", actor=Actor.person(admin))
     user_keys = [k for k in s3.keys() if f"/users/{person.pk}/" in k]
     assert len(user_keys) == 2
 
-    done = governance.profile_erase(by=admin, user=person, reason="GDPR art. 17 request #42",
+    done = erasure.profile_erase(by=admin, user=person, reason="GDPR art. 17 request #42",
                                     projects=[project, second])
 
     assert done.files == 2 and done.revisions == 3 and done.projects == ["incidents", "reports"]
@@ -286,4 +288,4 @@ def test_erasure_leaves_no_object_of_the_user_under_any_prefix(
 
 def test_erasure_needs_a_reason(project, person, admin):
     with pytest.raises(ValidationError, match="why"):
-        governance.profile_erase(by=admin, user=person, reason=" ", projects=[project])
+        erasure.profile_erase(by=admin, user=person, reason=" ", projects=[project])

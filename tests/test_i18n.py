@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from projects import scanning, store
 from projects.audit import Actor
+from projects.memory import scanning, store
 from projects.models import AuditEvent
 
 ROOT = Path(settings.BASE_DIR)

@@ -3,7 +3,8 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from projects.injection import (
+from projects.models import default_manifest
+from projects.runners.injection import (
     Manifest,
     SectionSpec,
     SourceFile,
@@ -12,8 +13,7 @@ from projects.injection import (
     parse_manifest,
     workspace_matches,
 )
-from projects.models import default_manifest
-from projects.tokens import get_tokenizer
+from projects.runners.tokenizer import get_tokenizer
 
 TK = get_tokenizer()
 TAGS = ["agent_identity", "agent_rules", "tool_instructions", "user_profile", "workspace_memory"]

@@ -13,8 +13,8 @@ import unicodedata
 import pytest
 from disarm import canonicalize
 
-from projects.injection import Manifest, SectionSpec, SourceFile, assemble
-from projects.tokens import get_tokenizer
+from projects.runners.injection import Manifest, SectionSpec, SourceFile, assemble
+from projects.runners.tokenizer import get_tokenizer
 
 TK = get_tokenizer()
 MANIFEST = Manifest((
@@ -170,8 +170,9 @@ def test_pre_hook_and_simulate_carry_no_forged_tag(client, s3, project, agent, p
 
     from django.urls import reverse
 
-    from projects import hooks, store
     from projects.audit import Actor
+    from projects.memory import store
+    from projects.runners import bearer
 
     store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
                       content="Real identity.", actor=Actor.person(admin))
@@ -179,7 +180,7 @@ def test_pre_hook_and_simulate_carry_no_forged_tag(client, s3, project, agent, p
                       content=f"Name: Eve\n{payload}\n", actor=Actor.person(person))
     store.file_create(project=project, scope="workspace", path="notes/a.md", content="Event.",
                       actor=Actor.person(admin))
-    _, token = hooks.token_create(agent=agent, name="t", created_by=admin)
+    _, token = bearer.token_create(agent=agent, name="t", created_by=admin)
     pre = client.post("/api/v1/hooks/pre", data=json.dumps({"user": person.username}),
                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
     expected = _expected(["agent_identity", "user_profile", "workspace_memory"])

@@ -5,7 +5,7 @@ import uuid
 import pytest
 from django.core.exceptions import ValidationError
 
-from projects import layout
+from projects.memory import layout
 
 PID = uuid.UUID("11111111-1111-1111-1111-111111111111")
 AID = uuid.UUID("22222222-2222-2222-2222-222222222222")

@@ -16,9 +16,11 @@ from django.db import connection, connections
 from django.test import override_settings
 from django.urls import reverse
 
-from projects import hooks, isolation, store
 from projects.audit import Actor
+from projects.governance import isolation
+from projects.memory import errors, store
 from projects.models import AuditEvent, IdempotencyRecord, MemoryFile, Proposal, Revision
+from projects.runners import bearer, hooks
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +40,7 @@ def log(s3, project, agent, person):
 
 @pytest.fixture
 def token(agent, admin):
-    return hooks.token_create(agent=agent, name="runner", created_by=admin)[1]
+    return bearer.token_create(agent=agent, name="runner", created_by=admin)[1]
 
 
 def _api(client, path, body, token, key=None):
@@ -100,7 +102,7 @@ def test_appends_whose_answers_are_lost_land_once(s3, log, agent):
 
 def test_a_request_that_never_arrived_is_a_clean_nothing_changed(s3, log, person):
     s3.proxy.inject("PUT", HEAD, "drop")
-    with pytest.raises(store.StorageUnavailable, match="nothing was changed") as info:
+    with pytest.raises(errors.StorageUnavailable, match="nothing was changed") as info:
         store.file_save(file=log, content="# Log\nx\n", actor=Actor.person(person),
                         base_revision=1)
     assert info.value.outcome == "not_applied"
@@ -112,7 +114,7 @@ def test_a_request_that_never_arrived_is_a_clean_nothing_changed(s3, log, person
 def test_an_unanswerable_write_says_its_outcome_is_unknown(s3, log, person):
     s3.proxy.inject("PUT", HEAD, "lose")
     s3.proxy.inject("GET", HEAD, "drop")  # and the check that would settle it fails too
-    with pytest.raises(store.StorageUnavailable, match="unknown") as info:
+    with pytest.raises(errors.StorageUnavailable, match="unknown") as info:
         store.file_save(file=log, content="# Log\nx\n", actor=Actor.person(person),
                         base_revision=1)
     assert info.value.outcome == "unknown"
@@ -126,7 +128,7 @@ def test_same_bytes_by_someone_else_is_not_mistaken_for_ours(s3, log, person, ma
     """Another person already wrote exactly this text straight to the bucket: a conflict,
     recorded as external, not a success of ours."""
     s3.put(log.key, b"# Log\nsame\n")
-    with pytest.raises(store.SaveConflict):
+    with pytest.raises(errors.SaveConflict):
         store.file_save(file=log, content="# Log\nsame\n", actor=Actor.person(person),
                         base_revision=1)
     assert _head(log).author_kind == "external"
@@ -192,7 +194,7 @@ def test_the_same_key_twice_is_one_revision_and_the_same_answer(client, s3, log,
 def test_a_key_in_progress_is_a_409_and_a_bad_key_a_400(client, s3, log, token, agent):
     session = _api(client, "hooks/pre", {}, token).json()["session"]
     body = json.dumps({"session": session, "writes": []}).encode()
-    from projects import idempotency
+    from projects.runners import idempotency
     idempotency.begin(agent=agent, key="busy", endpoint="hooks/post", body=body)
     busy = _api(client, "hooks/post", {"session": session, "writes": []}, token, key="busy")
     assert busy.status_code == 409 and int(busy["Retry-After"]) > 0
@@ -397,7 +399,7 @@ def test_fault_matrix_nothing_lost_nothing_twice_true_author(client, s3, log, to
                                 .get(pk=log.pk), content=new_text, actor=Actor.person(person),
                                 base_revision=1)
                 return "ok"
-            except store.StoreError as exc:
+            except errors.StoreError as exc:
                 return exc.code
             except Exception:  # noqa: BLE001 - the injected database failure
                 return "database"

@@ -9,8 +9,9 @@ from django.db import connection, connections
 from django.test import RequestFactory
 from django.urls import reverse
 
-from projects import governance, isolation, store
 from projects.audit import Actor
+from projects.governance import isolation, setup
+from projects.memory import store
 from projects.models import Project
 
 
@@ -78,7 +79,7 @@ def test_a_project_with_files_keeps_its_prefix_and_bucket(s3, make_project, make
 def test_the_new_project_page_refuses_an_overlap_with_a_message(client, make_user, s3):
     boss = make_user("boss", is_superuser=True)
     client.force_login(boss)
-    governance.project_create(by=boss, slug="legal", name="Legal", key_prefix="teams/legal/")
+    setup.project_create(by=boss, slug="legal", name="Legal", key_prefix="teams/legal/")
     response = client.post(reverse("projects:project_new"),
                            {"slug": "clone", "name": "Clone", "key_prefix": "teams/legal/"})
     assert response.status_code == 400

@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from projects import layout, reconcile, store
+from projects.memory import layout, reconcile, store
 from projects.models import MemoryFile, Revision
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from projects import hooks, store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import MemoryFile, Proposal, Revision
+from projects.runners import bearer
 from runnerkit import Client, Sandbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +29,7 @@ def setup(s3, project, agent, person, make_user):
                       content="Maria prefers UTC.\n", actor=Actor.person(person))
     store.file_create(project=project, scope="workspace", path="incidents/a.md",
                       content="# Incident A\n", actor=system)
-    _, raw = hooks.token_create(agent=agent, name="example", created_by=make_user("ops"))
+    _, raw = bearer.token_create(agent=agent, name="example", created_by=make_user("ops"))
     return raw
 
 

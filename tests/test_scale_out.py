@@ -48,7 +48,7 @@ store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
                   content="You write things down.\\n", actor=Actor.system("t"))
 store.file_create(project=project, scope="workspace", path="log.md", content="# Log\\n",
                   actor=Actor.system("t"))
-_, raw = hooks.token_create(agent=agent, name="scale", created_by=admin)
+_, raw = bearer.token_create(agent=agent, name="scale", created_by=admin)
 print(json.dumps({"token": raw}))
 """
 

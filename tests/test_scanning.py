@@ -2,7 +2,7 @@
 
 import pytest
 
-from projects import scanning
+from projects.memory import scanning
 
 # (text, kinds it really contains). Negatives are the look-alikes memory files are full of:
 # dates, versions, ticket numbers, hashes, amounts, card-shaped numbers that fail Luhn.

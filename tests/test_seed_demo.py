@@ -5,8 +5,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from projects import layout
 from projects.demo.content import PROJECTS
+from projects.memory import layout
 from projects.models import Agent, MemoryFile, Project, Revision
 
 pytestmark = pytest.mark.django_db

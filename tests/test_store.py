@@ -5,8 +5,8 @@ import hashlib
 import pytest
 from django.core.exceptions import ValidationError
 
-from projects import layout, store
 from projects.audit import Actor
+from projects.memory import errors, layout, store
 from projects.models import AuditEvent, MemoryFile, Revision
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +72,7 @@ def test_delete_is_a_tombstone_and_keeps_history(s3, workspace_file, actor):
     assert workspace_file.key not in s3.keys()
     assert first_snapshot in s3.keys()
     assert store.file_read(_reload(workspace_file)).text == ""
-    with pytest.raises(store.FileDeleted):
+    with pytest.raises(errors.FileDeleted):
         store.file_delete(file=_reload(workspace_file), actor=actor, base_revision=2)
     # Re-creating writes revision 3 on top of the tombstone.
     again = store.file_create(project=workspace_file.project, scope="workspace",
@@ -92,15 +92,15 @@ def test_cyrillic_content_round_trips(s3, project, actor):
 def test_size_cap_is_enforced(s3, workspace_file, actor, settings):
     settings.MGC_MAX_FILE_BYTES = 1024
     store.file_save(file=workspace_file, content="x" * 1024, actor=actor, base_revision=1)
-    with pytest.raises(store.ContentRejected, match="limit is 1,024 bytes"):
+    with pytest.raises(errors.ContentRejected, match="limit is 1,024 bytes"):
         store.file_save(file=workspace_file, content="я" * 513, actor=actor, base_revision=2)
     assert _reload(workspace_file).head.number == 2
 
 
 def test_non_utf8_and_binary_content_is_refused(s3, workspace_file, actor):
-    with pytest.raises(store.ContentRejected, match="not UTF-8"):
+    with pytest.raises(errors.ContentRejected, match="not UTF-8"):
         store.file_save(file=workspace_file, content=b"caf\xe9\n", actor=actor, base_revision=1)
-    with pytest.raises(store.ContentRejected, match="NUL"):
+    with pytest.raises(errors.ContentRejected, match="NUL"):
         store.file_save(file=workspace_file, content=b"\x89PNG\x00\x00", actor=actor,
                         base_revision=1)
     assert s3.get(workspace_file.key) == b"first\n"
@@ -109,7 +109,7 @@ def test_non_utf8_and_binary_content_is_refused(s3, workspace_file, actor):
 
 def test_stale_base_revision_gets_conflict_and_keeps_text(s3, workspace_file, actor):
     store.file_save(file=workspace_file, content="theirs\n", actor=actor, base_revision=1)
-    with pytest.raises(store.SaveConflict) as info:
+    with pytest.raises(errors.SaveConflict) as info:
         store.file_save(file=workspace_file, content="mine\n", actor=actor, base_revision=1)
     conflict = info.value
     assert conflict.reason == "stale_base"
@@ -121,7 +121,7 @@ def test_stale_base_revision_gets_conflict_and_keeps_text(s3, workspace_file, ac
 
 def test_direct_write_to_bucket_is_recorded_as_external_then_conflict(s3, workspace_file, actor):
     s3.put(workspace_file.key, b"sandbox wrote this\n")
-    with pytest.raises(store.SaveConflict) as info:
+    with pytest.raises(errors.SaveConflict) as info:
         store.file_save(file=workspace_file, content="mine\n", actor=actor, base_revision=1)
     conflict = info.value
     assert conflict.reason == "external_change"
@@ -147,7 +147,7 @@ def test_read_serves_recorded_head_while_bucket_drifted(s3, workspace_file):
 def test_create_over_an_untracked_object_adopts_it_and_conflicts(s3, project, actor):
     key = layout.workspace_file_key(project.prefix, "found.md")
     s3.put(key, b"already here\n")
-    with pytest.raises(store.SaveConflict) as info:
+    with pytest.raises(errors.SaveConflict) as info:
         store.file_create(project=project, scope="workspace", path="found.md", content="new\n",
                           actor=actor)
     assert info.value.head_text == "already here\n"

@@ -5,8 +5,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from projects import store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import Membership
 from projects.rendering import render_markdown
 

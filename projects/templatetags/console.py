@@ -3,9 +3,10 @@ import json
 from django import template
 from django.utils.translation import gettext_lazy as _
 
-from projects import audit, isolation, permissions
+from projects import audit
+from projects.governance import isolation, permissions
+from projects.memory.scanning import LABELS
 from projects.models import Membership
-from projects.scanning import LABELS
 
 register = template.Library()
 

@@ -10,8 +10,9 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from projects import layout, permissions, selectors, store
 from projects.forms import NewWorkspaceFileForm
+from projects.governance import permissions, review
+from projects.memory import layout, store
 from projects.models import Agent, Membership, MemoryFile
 
 PAGE_SIZE = 25
@@ -45,7 +46,7 @@ def project_detail(request, slug):
         "pending_count": project.proposals.filter(status="pending").count(),
     }
     if permissions.can_review(role):
-        context["review_count"] = selectors.review_queue(reviewer=request.user,
+        context["review_count"] = review.review_queue(reviewer=request.user,
                                                          project=project).count()
     if not permissions.sees_everyone(role):
         context["my_profile"] = store.file_lookup(project=project, scope="user", user=request.user,

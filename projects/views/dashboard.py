@@ -3,9 +3,9 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from projects import selectors
+from projects.governance import dashboard as dashboard_data
 
 
 @login_required
 def dashboard(request):
-    return render(request, "projects/dashboard.html", selectors.dashboard(request.user))
+    return render(request, "projects/dashboard.html", dashboard_data.dashboard(request.user))

@@ -15,10 +15,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from projects import permissions, scanning, store
-from projects.audit import Actor, audit_read
-from projects.diffing import diff_texts
+from projects.audit import Actor
 from projects.forms import DeleteForm, EditForm, RestoreForm
+from projects.governance import permissions
+from projects.governance.trail import audit_read
+from projects.memory import errors, scanning, store
+from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, Revision
 from projects.rendering import render_markdown
 
@@ -55,7 +57,7 @@ def file_detail(request, slug, file_id):
     try:
         content = store.file_read(file)
         context.update(content=content, html=render_markdown(content.text))
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         context["error"] = exc.message
         status = 503
     else:
@@ -83,7 +85,7 @@ def file_edit(request, slug, file_id):
                 revision = store.file_save(
                     file=file, content=data["content"], actor=Actor.person(request.user),
                     message=data["message"], base_revision=data["base_revision"])
-            except store.SaveConflict as conflict:
+            except errors.SaveConflict as conflict:
                 # Keep the person's text; rebase the form on the new head so that saving the
                 # merged text is accepted, and show what changed in between.
                 form = EditForm(initial={
@@ -92,9 +94,9 @@ def file_edit(request, slug, file_id):
                 context.update(conflict=conflict,
                                conflict_diff=diff_texts(conflict.head_text, conflict.your_text))
                 status = 409
-            except (store.ContentRejected, store.FileDeleted) as exc:
+            except (errors.ContentRejected, errors.FileDeleted) as exc:
                 form.add_error("content", exc.message)
-            except store.StorageUnavailable as exc:
+            except errors.StorageUnavailable as exc:
                 context["error"] = exc.message
                 status = 503
             except ValidationError as exc:
@@ -116,7 +118,7 @@ def file_edit(request, slug, file_id):
 
     try:
         content = store.file_read(file)
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         context["error"] = exc.message
         return render(request, "projects/file_edit.html", context, status=503)
     head = file.head
@@ -158,7 +160,7 @@ def revision_detail(request, slug, file_id, number):
     context = _base_context(request, project, role, file)
     try:
         text = store.revision_read(revision)
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         context.update(revision=revision, error=exc.message)
         return render(request, "projects/revision_detail.html", context, status=503)
     audit_read(user=request.user, role=role, action="read.revision", project=project, obj=file,
@@ -180,7 +182,7 @@ def revision_raw(request, slug, file_id, number):
     revision = _revision_or_404(file, number)
     try:
         text = store.revision_read(revision)
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         return HttpResponse(exc.message, status=503, content_type="text/plain; charset=utf-8")
     audit_read(user=request.user, role=role, action="read.download", project=project, obj=file,
                details={"revision": revision.number})
@@ -207,7 +209,7 @@ def file_diff(request, slug, file_id):
     mode = "unified" if request.GET.get("mode") == "unified" else "split"
     try:
         diff = diff_texts(store.revision_read(old), store.revision_read(new))
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         context.update(error=exc.message, old=old, new=new, mode=mode)
         return render(request, "projects/file_diff.html", context, status=503)
     audit_read(user=request.user, role=role, action="read.diff", project=project, obj=file,
@@ -230,11 +232,11 @@ def file_restore(request, slug, file_id, number):
         revision = store.file_restore(file=file, number=number, actor=Actor.person(request.user),
                                       message=form.cleaned_data["message"],
                                       base_revision=form.cleaned_data["base_revision"])
-    except store.SaveConflict as conflict:
+    except errors.SaveConflict as conflict:
         messages.error(request, _("%(summary)s Nothing was restored; look at the latest revision "
                                   "and try again.") % {"summary": conflict.summary})
         return redirect("projects:file_history", slug=slug, file_id=file.pk)
-    except (store.StoreError, ValidationError) as exc:
+    except (errors.StoreError, ValidationError) as exc:
         messages.error(request, getattr(exc, "message", None) or " ".join(exc.messages))
         return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
     messages.success(request, _("Restored revision %(old)s as revision %(new)s.")
@@ -256,10 +258,10 @@ def file_delete(request, slug, file_id):
         store.file_delete(file=file, actor=Actor.person(request.user),
                           message=form.cleaned_data["message"],
                           base_revision=form.cleaned_data["base_revision"])
-    except store.SaveConflict as conflict:
+    except errors.SaveConflict as conflict:
         messages.error(request, _("%(summary)s Nothing was deleted.") % {"summary": conflict.summary})
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         messages.error(request, exc.message)
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
     messages.success(request, _("Deleted. The history is kept and any revision can be restored."))

@@ -21,17 +21,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from projects import governance, isolation, permissions, selectors, store
-from projects.audit import ACTIONS, Actor, audit_read, audit_record
-from projects.forms import (
-    AgentForm,
-    AuditFilterForm,
-    EraseForm,
-    MemberForm,
-    NewProjectForm,
-    ProjectForm,
-)
+from projects.audit import ACTIONS, Actor, audit_record
+from projects.forms import AgentForm, AuditFilterForm, EraseForm, MemberForm, NewProjectForm, ProjectForm
+from projects.governance import erasure, exports, isolation, permissions, review, setup, trail
+from projects.governance import members as membership_service
+from projects.governance.trail import audit_read
+from projects.memory import errors
+from projects.memory import search as memory_search
 from projects.models import Agent, AuditEvent, Flag, Membership, MemoryFile, Revision
+from projects.runners import credentials
 
 PAGE_SIZE = 50
 REVIEW_PAGE_SIZE = 10
@@ -54,7 +52,7 @@ def audit_log(request):
                        "action": data["action"], "since": data["since"], "until": data["until"]}
         else:
             status = 400
-    events = selectors.audit_events(user=request.user, **filters) if status == 200 \
+    events = trail.audit_events(user=request.user, **filters) if status == 200 \
         else AuditEvent.objects.none()
     export = request.GET.get("export")
     if export in ("csv", "jsonl") and status == 200:
@@ -114,12 +112,12 @@ def _export(request, events, kind: str, filters: dict):
 def review_queue(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_review(role))
-    queue = selectors.review_queue(reviewer=request.user, project=project)
+    queue = review.review_queue(reviewer=request.user, project=project)
     page = Paginator(queue, REVIEW_PAGE_SIZE).get_page(request.GET.get("page"))
     status = 200
     try:
-        items = selectors.review_items(list(page.object_list))
-    except store.StoreError as exc:
+        items = review.review_items(list(page.object_list))
+    except errors.StoreError as exc:
         items, status = [], 503
         messages.error(request, exc.message)
     if items:
@@ -145,7 +143,7 @@ def _review_target(request, slug, file_id):
 def review_mark(request, slug, file_id):
     project, file = _review_target(request, slug, file_id)
     try:
-        governance.review_mark(reviewer=request.user, file=file,
+        review.review_mark(reviewer=request.user, file=file,
                                number=_int(request.POST.get("number")))
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
@@ -159,7 +157,7 @@ def review_mark(request, slug, file_id):
 def flag_create(request, slug, file_id):
     project, file = _review_target(request, slug, file_id)
     try:
-        governance.flag_create(by=request.user, file=file, number=_int(request.POST.get("number")),
+        review.flag_create(by=request.user, file=file, number=_int(request.POST.get("number")),
                                comment=request.POST.get("comment", ""))
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
@@ -175,7 +173,7 @@ def flag_resolve(request, slug, flag_id):
     permissions.require(permissions.can_review(role))
     flag = get_object_or_404(Flag.objects.select_related("file", "revision"), project=project,
                              pk=flag_id)
-    governance.flag_resolve(by=request.user, flag=flag)
+    review.flag_resolve(by=request.user, flag=flag)
     messages.success(request, _("Resolved the flag on %(path)s.")
                      % {"path": flag.file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
@@ -210,7 +208,7 @@ def members(request, slug):
     if request.method == "POST":
         if form.is_valid():
             try:
-                governance.member_set(by=request.user, project=project,
+                membership_service.member_set(by=request.user, project=project,
                                       user=form.cleaned_data["user"],
                                       role=form.cleaned_data["role"])
             except ValidationError as exc:
@@ -238,11 +236,11 @@ def member_change(request, slug, membership_id):
                                    pk=membership_id)
     try:
         if request.POST.get("remove"):
-            governance.member_remove(by=request.user, membership=membership)
+            membership_service.member_remove(by=request.user, membership=membership)
             messages.success(request, _("Removed %(name)s from the project.")
                              % {"name": membership.user.get_username()})
         else:
-            governance.member_set(by=request.user, project=project, user=membership.user,
+            membership_service.member_set(by=request.user, project=project, user=membership.user,
                                   role=request.POST.get("role", ""))
             messages.success(request, _("Changed %(name)s's role.")
                              % {"name": membership.user.get_username()})
@@ -263,7 +261,7 @@ def isolation_page(request, slug):
     if request.method == "POST":
         try:
             found = isolation.check_and_record([project], ran_by=request.user.get_username())
-        except store.StoreError as exc:
+        except errors.StoreError as exc:
             messages.error(request, exc.message)
         else:
             (messages.warning if found else messages.success)(
@@ -280,7 +278,7 @@ def isolation_page(request, slug):
             agent = next((a for a in agents if a.slug == wanted), None)
             if agent is None:
                 raise Http404("No such agent.")
-            document, name = isolation.runner_policy(agent), f"{project.slug}-{agent.slug}-runner"
+            document, name = credentials.runner_policy(agent), f"{project.slug}-{agent.slug}-runner"
         response = HttpResponse(json.dumps(document, indent=2),
                                 content_type="application/json; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}-policy.json"'
@@ -300,8 +298,8 @@ def project_export(request, slug):
     permissions.require(permissions.can_review(role))
     out = tempfile.SpooledTemporaryFile(max_size=32 * 1024 * 1024)
     try:
-        governance.project_export(by=request.user, project=project, out=out)
-    except store.StoreError as exc:
+        exports.project_export(by=request.user, project=project, out=out)
+    except errors.StoreError as exc:
         out.close()
         messages.error(request, _("%(problem)s No export was made.") % {"problem": exc.message})
         return redirect("projects:project_detail", slug=slug)
@@ -324,12 +322,12 @@ def profile_erase(request, slug, user_id):
     if request.method == "POST":
         if form.is_valid():
             try:
-                done = governance.profile_erase(by=request.user, user=person,
+                done = erasure.profile_erase(by=request.user, user=person,
                                                 reason=form.cleaned_data["reason"],
                                                 projects=[project])
             except ValidationError as exc:
                 form.add_error("reason", exc)
-            except store.StoreError as exc:
+            except errors.StoreError as exc:
                 form.add_error(None, _("%(problem)s Some objects may be gone already; run the "
                                        "erasure again to finish it.") % {"problem": exc.message})
             else:
@@ -358,7 +356,7 @@ def project_new(request):
     form = NewProjectForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            project = governance.project_create(by=request.user, **form.cleaned_data)
+            project = setup.project_create(by=request.user, **form.cleaned_data)
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
@@ -376,7 +374,7 @@ def project_settings(request, slug):
     form = ProjectForm(request.POST or None, initial={"name": project.name,
                                                       "description": project.description})
     if request.method == "POST" and form.is_valid():
-        governance.project_update(by=request.user, project=project, **form.cleaned_data)
+        setup.project_update(by=request.user, project=project, **form.cleaned_data)
         messages.success(request, _("Saved the project's settings."))
         return redirect("projects:project_detail", slug=slug)
     return render(request, "projects/project_form.html", {
@@ -390,7 +388,7 @@ def agent_new(request, slug):
     form = AgentForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            agent = governance.agent_create(by=request.user, project=project, **form.cleaned_data)
+            agent = setup.agent_create(by=request.user, project=project, **form.cleaned_data)
         except ValidationError as exc:
             form.add_error("slug", exc)
         else:
@@ -414,16 +412,16 @@ def search(request, slug):
     permissions.require(permissions.can_review(role))
     query = request.GET.get("q", "").strip()[:200]
     history = request.GET.get("history") == "1"
-    terms = selectors.search_terms(query)
+    terms = memory_search.search_terms(query)
     context = {"project": project, "role": role, "query": query, "history": history,
                "terms": terms}
     if query and not terms:
         context["error"] = _("Type at least one word to search for.")
     elif terms:
-        page = Paginator(selectors.search_memory(project=project, query=query, history=history),
+        page = Paginator(memory_search.search_memory(project=project, query=query, history=history),
                          SEARCH_PAGE_SIZE).get_page(request.GET.get("page"))
         context["page"] = page
-        context["hits"] = [(hit, mark_safe(selectors.highlight(hit.text, terms)))  # noqa: S308 - escaped by highlight
+        context["hits"] = [(hit, mark_safe(memory_search.highlight(hit.text, terms)))  # noqa: S308 - escaped by highlight
                            for hit in page]
         audit_read(user=request.user, role=role, action="read.search", project=project,
                    details={"query": query, "history": history, "results": page.paginator.count})

@@ -15,11 +15,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from projects import credentials, hooks, permissions, selectors, store
-from projects.audit import audit_read
-from projects.content import appended
-from projects.diffing import diff_texts
 from projects.forms import JsonSettingForm, TokenForm
+from projects.governance import permissions
+from projects.governance.trail import audit_read
+from projects.memory import errors, store
+from projects.memory.content import appended
+from projects.memory.diffing import diff_texts
 from projects.models import (
     Agent,
     AgentSession,
@@ -29,6 +30,8 @@ from projects.models import (
     Proposal,
     RunnerCredential,
 )
+from projects.runners import bearer, credentials, hooks
+from projects.runners import context as prompt_context
 
 PAGE_SIZE = 25
 
@@ -63,12 +66,12 @@ def simulate(request, slug):
     if agent is None:
         return render(request, "projects/simulate.html", context)
     try:
-        at = selectors.parse_moment(context["at_raw"])
-        assembly = selectors.build_context(agent=agent, user=user, at=at)
+        at = prompt_context.parse_moment(context["at_raw"])
+        assembly = prompt_context.build_context(agent=agent, user=user, at=at)
     except ValidationError as exc:
         context["error"] = " ".join(exc.messages)
         return render(request, "projects/simulate.html", context, status=400)
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         context["error"] = exc.message
         return render(request, "projects/simulate.html", context, status=503)
     audit_read(user=request.user, role=role, action="read.simulate", project=project, obj=agent,
@@ -162,7 +165,7 @@ def token_create(request, slug, agent_slug):
         messages.error(request, _("Give the token a name (up to 100 characters)."))
     else:
         days = form.cleaned_data["expires_in_days"]
-        _token, raw = hooks.token_create(
+        _token, raw = bearer.token_create(
             agent=agent, name=form.cleaned_data["name"], created_by=request.user,
             expires_at=timezone.now() + dt.timedelta(days=days) if days else None)
         # Shown once, on the next page only; only its hash is stored.
@@ -182,7 +185,7 @@ def _managed_token(request, slug, agent_slug, token_id) -> AgentToken:
 def token_revoke(request, slug, agent_slug, token_id):
     token = _managed_token(request, slug, agent_slug, token_id)
     try:
-        hooks.token_revoke(token=token, by=request.user)
+        bearer.token_revoke(token=token, by=request.user)
     except credentials.CredentialsUnavailable as exc:
         messages.error(request, _("Revoked %(token)s, but its S3 credentials are still live: "
                                   "%(error)s") % {"token": token, "error": exc.message})
@@ -268,7 +271,7 @@ def proposal_list(request, slug):
     for proposal in page:
         try:
             current = store.file_read(proposal.file).text if proposal.file.head else ""
-        except store.StoreError:
+        except errors.StoreError:
             current = ""
         after = (appended(current, proposal.content) if proposal.mode == "append"
                  else proposal.content)
@@ -299,10 +302,10 @@ def proposal_decide(request, slug, proposal_id):
             messages.error(request, _("Choose approve or reject."))
     except hooks.HookError as exc:
         messages.error(request, exc.message)
-    except store.SaveConflict as exc:
+    except errors.SaveConflict as exc:
         messages.error(request, _("The file changed since the agent proposed this replace: "
                                   "%(summary)s Reject it, or ask the agent again.")
                        % {"summary": exc.summary})
-    except store.StoreError as exc:
+    except errors.StoreError as exc:
         messages.error(request, exc.message)
     return redirect("projects:proposal_list", slug=slug)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from projects import store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import AuditEvent, Membership
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

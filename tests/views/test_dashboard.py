@@ -3,8 +3,9 @@
 import pytest
 from django.urls import reverse
 
-from projects import governance, isolation, store
 from projects.audit import Actor
+from projects.governance import isolation, review
+from projects.memory import store
 from projects.models import Proposal
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +20,7 @@ def scene(s3, project, agent, person, admin, reviewer):
                     base_revision=1)
     Proposal.objects.create(project=project, file=profile.file, agent=agent, mode="append",
                             content="Likes tea.")
-    governance.flag_create(by=reviewer, file=profile.file, number=2, comment="check this")
+    review.flag_create(by=reviewer, file=profile.file, number=2, comment="check this")
     isolation.check_and_record([project], ran_by="test")
     return {"reviewer": reviewer, "profile": profile}
 

@@ -9,8 +9,9 @@ import zipfile
 import pytest
 from django.urls import reverse
 
-from projects import governance, store
 from projects.audit import Actor, audit_record, audit_verify
+from projects.governance import erasure
+from projects.memory import store
 from projects.models import AuditEvent, Membership, MemoryFile
 
 pytestmark = pytest.mark.django_db
@@ -242,7 +243,7 @@ def test_erasure_page_needs_the_username_typed(client, s3, project, profile, adm
     assert b"Erased maria" in response.content
     assert not MemoryFile.objects.filter(pk=profile.pk).exists()
     assert [k for k in s3.keys() if f"users/{person.pk}/" in k] == []
-    assert governance.profile_erase  # the page used the service (tombstone below)
+    assert erasure.profile_erase  # the page used the service (tombstone below)
     assert AuditEvent.objects.get(action="profile.erase").details["reason"] == "request 7"
 
 

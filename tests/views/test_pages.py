@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from projects import store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import Membership
 
 pytestmark = pytest.mark.django_db

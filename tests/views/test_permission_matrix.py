@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import pytest
 from django.urls import get_resolver, reverse
 
-from projects import governance, hooks, store
 from projects.audit import Actor
+from projects.governance import review
+from projects.memory import store
 from projects.models import Agent, AgentSession, Membership, Proposal
+from projects.runners import bearer
 
 pytestmark = pytest.mark.django_db
 
@@ -59,13 +61,13 @@ def world(s3, make_project, make_user) -> World:
                                content="ivan\n", actor=Actor.person(ivan))
     notes = store.file_create(project=project, scope="workspace", path="notes/a.md",
                               content="note\n", actor=system)
-    token, _ = hooks.token_create(agent=agent, name="runner", created_by=people[ADMIN])
+    token, _ = bearer.token_create(agent=agent, name="runner", created_by=people[ADMIN])
     own_session = AgentSession.objects.create(agent=agent, user=people[EMPLOYEE],
                                               prompt_sha256="0" * 64)
     ivan_session = AgentSession.objects.create(agent=agent, user=ivan, prompt_sha256="0" * 64)
     proposal = Proposal.objects.create(project=project, file=mine.file, agent=agent,
                                        mode="append", content="likes tea")
-    flag = governance.flag_create(by=people[COMPLIANCE], file=notes.file, number=1,
+    flag = review.flag_create(by=people[COMPLIANCE], file=notes.file, number=1,
                                   comment="check")
     ids = {"slug": project.slug, "agent": agent.slug, "soul": soul.file_id, "mine": mine.file_id,
            "theirs": theirs.file_id, "notes": notes.file_id, "token": token.pk,
@@ -225,10 +227,10 @@ def tokens(world):
     agent = Agent.objects.get(project=world.project)
     sibling = Agent.objects.create(project=world.project, slug="reporter", name="Reporter")
     foreign = Agent.objects.get(project=world.other)
-    made = {name: hooks.token_create(agent=a, name=name, created_by=world.people[ADMIN])
+    made = {name: bearer.token_create(agent=a, name=name, created_by=world.people[ADMIN])
             for name, a in [("own", agent), ("sibling", sibling), ("foreign", foreign),
                             ("revoked", agent)]}
-    hooks.token_revoke(token=made["revoked"][0], by=world.people[ADMIN])
+    bearer.token_revoke(token=made["revoked"][0], by=world.people[ADMIN])
     return {name: raw for name, (_, raw) in made.items()}
 
 

@@ -6,8 +6,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from projects import store
 from projects.audit import Actor, audit_record
+from projects.memory import store
 from projects.models import Agent, Membership, Revision
 
 pytestmark = pytest.mark.django_db

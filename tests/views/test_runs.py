@@ -9,9 +9,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from projects import hooks, store
 from projects.audit import Actor
+from projects.memory import store
 from projects.models import Agent, AgentToken, Membership, MemoryFile, Proposal
+from projects.runners import bearer, hooks
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +44,7 @@ def _view_prompt(client, project, agent, user=None, at=""):
 def test_view_api_and_command_give_the_identical_prompt(client, admin, memory, agent, person):
     client.force_login(admin)
     from_view = _view_prompt(client, memory, agent, person)
-    _, raw = hooks.token_create(agent=agent, name="t", created_by=admin)
+    _, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
     from_api = client.post("/api/v1/hooks/pre", data=json.dumps({"user": "maria"}),
                            content_type="application/json",
                            HTTP_AUTHORIZATION=f"Bearer {raw}").json()["prompt"]
@@ -88,7 +89,7 @@ def test_an_unknown_agent_is_a_404_for_everyone(client, admin, memory):
 
 
 def test_point_in_time_simulation_matches_a_past_receipt(client, admin, memory, agent, person):
-    _, raw = hooks.token_create(agent=agent, name="t", created_by=admin)
+    _, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
     pre = client.post("/api/v1/hooks/pre", data=json.dumps({"user": "maria"}),
                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}").json()
     profile = MemoryFile.objects.select_related("head", "project").get(scope="user")

@@ -9,8 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from projects import selectors, store
 from projects.audit import Actor
+from projects.memory import search, store
 from projects.models import AuditEvent, SearchText
 
 pytestmark = pytest.mark.django_db
@@ -36,24 +36,24 @@ def memory(s3, project, agent, person, make_project):
 
 
 def test_current_files_match_every_word_and_other_projects_never(memory, project):
-    hits = list(selectors.search_memory(project=project, query="tender deadline"))
+    hits = list(search.search_memory(project=project, query="tender deadline"))
     assert [h.file.display_path for h in hits] == ["workspace/tenders/2026.md"]
-    assert list(selectors.search_memory(project=project, query="deadline nowhere")) == []
+    assert list(search.search_memory(project=project, query="deadline nowhere")) == []
 
 
 def test_history_finds_old_revisions(memory, project):
-    hits = list(selectors.search_memory(project=project, query="tender deadline", history=True))
+    hits = list(search.search_memory(project=project, query="tender deadline", history=True))
     assert sorted((h.file.display_path, h.number, h.is_head) for h in hits) == [
         ("users/maria/USER.md", 1, False), ("workspace/tenders/2026.md", 1, True)]
 
 
 def test_russian_words_match(memory, project):
-    [hit] = selectors.search_memory(project=project, query="мария")
+    [hit] = search.search_memory(project=project, query="мария")
     assert hit.file.path == "USER.md" and hit.is_head
 
 
 def test_highlight_escapes_and_marks():
-    html = selectors.highlight("Before <b>deadline</b> and Deadline.", ["deadline"])
+    html = search.highlight("Before <b>deadline</b> and Deadline.", ["deadline"])
     assert html == "Before &lt;b&gt;<mark>deadline</mark>&lt;/b&gt; and <mark>Deadline</mark>."
 
 
@@ -98,11 +98,11 @@ def test_search_query_count_does_not_grow_with_matches(client, s3, project, revi
 
 
 def test_deleting_a_file_drops_it_from_current_search(memory, project):
-    [hit] = selectors.search_memory(project=project, query="Friday")
+    [hit] = search.search_memory(project=project, query="Friday")
     file = hit.file
     store.file_delete(file=file, actor=Actor.system("t"), base_revision=1)
-    assert list(selectors.search_memory(project=project, query="Friday")) == []
-    assert len(selectors.search_memory(project=project, query="Friday", history=True)) == 1
+    assert list(search.search_memory(project=project, query="Friday")) == []
+    assert len(search.search_memory(project=project, query="Friday", history=True)) == 1
 
 
 def test_index_search_rebuilds_from_s3(memory, project):
@@ -110,14 +110,14 @@ def test_index_search_rebuilds_from_s3(memory, project):
     out = StringIO()
     call_command("index_search", "--project", project.slug, stdout=out)
     assert "indexed 3 file(s)" in out.getvalue()
-    assert len(selectors.search_memory(project=project, query="tender deadline")) == 1
+    assert len(search.search_memory(project=project, query="tender deadline")) == 1
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN index is PostgreSQL's")
 def test_postgresql_search_uses_the_full_text_index(memory, project):
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off")
-        sql, params = selectors.fulltext_match(SearchText.objects.all(),
+        sql, params = search.fulltext_match(SearchText.objects.all(),
                                                ["deadline"]).query.sql_with_params()
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())

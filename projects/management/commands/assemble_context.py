@@ -2,9 +2,9 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from projects import selectors
+from projects.memory.errors import StoreError
 from projects.models import Agent, Membership
-from projects.store import StoreError
+from projects.runners import context as prompt_context
 
 
 class Command(BaseCommand):
@@ -30,7 +30,8 @@ class Command(BaseCommand):
                                                                project=found.project).exists():
                 raise CommandError(f"No member {user!r} in project {project!r}.")
         try:
-            assembly = selectors.build_context(agent=found, user=person, at=selectors.parse_moment(at))
+            moment = prompt_context.parse_moment(at)
+            assembly = prompt_context.build_context(agent=found, user=person, at=moment)
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from exc
         except StoreError as exc:

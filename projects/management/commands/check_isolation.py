@@ -2,8 +2,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from projects import isolation, store
+from projects.governance import isolation
+from projects.memory import errors
 from projects.models import Agent, Project
+from projects.runners import credentials
 
 
 class Command(BaseCommand):
@@ -30,22 +32,22 @@ class Command(BaseCommand):
                 found = Agent.objects.filter(project=selected[0], slug=agent).first()
                 if found is None:
                     raise CommandError(f"No agent {agent!r} in {project}.")
-                document = isolation.runner_policy(found)
+                document = credentials.runner_policy(found)
             else:
                 document = isolation.project_policy(selected[0])
             self.stdout.write(json.dumps(document, indent=2))
             return
         try:
             findings = isolation.check_and_record(selected, ran_by="manage.py check_isolation")
-        except store.StorageUnavailable as exc:
+        except errors.StorageUnavailable as exc:
             raise CommandError(exc.message) from None
         for finding in findings:
             self.stdout.write(f"{finding.severity:8} {finding.kind:17} "
                               f"s3://{finding.bucket}/{finding.key}  {finding.detail}")
-        errors = isolation.errors(findings)
-        if errors:
-            raise CommandError(f"{len(errors)} isolation finding(s)")
-        warnings = len(findings) - len(errors)
+        broken = isolation.errors(findings)
+        if broken:
+            raise CommandError(f"{len(broken)} isolation finding(s)")
+        warnings = len(findings) - len(broken)
         self.stdout.write(self.style.SUCCESS(
             "isolation intact: every object has an owner and every record its object"
             + (f" ({warnings} warning(s): leftovers that reconcile settles)" if warnings else "")))

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from projects import indexing, store
+from projects.memory import errors, indexing, store
 from projects.models import MemoryFile
 
 
@@ -21,6 +21,6 @@ class Command(BaseCommand):
             for file in files.iterator(chunk_size=500):
                 indexing.index_head(file, store.revision_read(file.head))
                 done += 1
-        except store.StoreError as exc:
+        except errors.StoreError as exc:
             raise CommandError(f"{exc.message} ({done} file(s) indexed before that)") from None
         self.stdout.write(self.style.SUCCESS(f"indexed {done} file(s)"))

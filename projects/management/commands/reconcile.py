@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from projects import idempotency
-from projects.errors import StoreError
+from projects.memory.errors import StoreError
+from projects.memory.reconcile import reconcile
 from projects.models import Project
-from projects.reconcile import reconcile
+from projects.runners import idempotency
 
 
 class Command(BaseCommand):

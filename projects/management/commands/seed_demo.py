@@ -3,9 +3,9 @@ import secrets
 
 from django.core.management.base import BaseCommand, CommandError
 
+from projects.demo.seed import demo_seed
+from projects.memory.errors import StoreError
 from projects.models import Project
-from projects.services import demo_seed
-from projects.store import StoreError
 
 
 class Command(BaseCommand):

@@ -7,34 +7,19 @@ check_isolation only reports; `manage.py reconcile` is the command that changes 
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 from django.utils.translation import gettext_lazy as _
 
-from projects import layout, reconcile, store
-from projects.models import Agent, IsolationCheck, MemoryFile, Project, Revision
-from projects.reconcile import ERROR
+from projects.memory import iam, layout, reconcile, store
+from projects.memory.reconcile import ERROR
+from projects.models import IsolationCheck, MemoryFile, Project, Revision
 
 KEEP_FINDINGS = 200
 
 
 def bucket_of(project: Project) -> str:
     return store.storage_for(project).bucket_name
-
-
-def _arn(bucket: str, key_pattern: str = "") -> str:
-    return f"arn:aws:s3:::{bucket}" + (f"/{key_pattern}" if key_pattern else "")
-
-
-def _list_statement(bucket: str, prefixes: list[str]) -> dict:
-    return {
-        "Sid": "ListOnlyOwnPrefix",
-        "Effect": "Allow",
-        "Action": ["s3:ListBucket", "s3:ListBucketVersions"],
-        "Resource": _arn(bucket),
-        "Condition": {"StringLike": {"s3:prefix": [p + "*" for p in prefixes]}},
-    }
 
 
 def project_policy(project: Project) -> dict:
@@ -44,78 +29,16 @@ def project_policy(project: Project) -> dict:
     return {
         "Version": "2012-10-17",
         "Statement": [
-            _list_statement(bucket, [prefix]),
+            iam.list_statement(bucket, [prefix]),
             {
                 "Sid": "ReadWriteOwnPrefix",
                 "Effect": "Allow",
                 "Action": ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject",
                            "s3:DeleteObject", "s3:DeleteObjectVersion"],
-                "Resource": _arn(bucket, prefix + "*"),
+                "Resource": iam.arn(bucket, prefix + "*"),
             },
         ],
     }
-
-
-def runner_policy(agent: Agent) -> dict:
-    """What one agent's runner may do straight in the bucket: read its agent's files, the
-    project's profiles, workspace and session scratch space; write the session scratch space
-    and, where the agent's hook policy lets it replace a file without a person's approval,
-    that file. Never the `_history/` snapshots, never another project's keys.
-
-    Files the hook policy allows only appends to, or only with approval, stay read-only here:
-    those changes go through the post hook, where the policy and the audit trail apply. IAM's
-    `*` crosses folders, so `workspace/decisions/*.md` also admits deeper files (the console
-    records whatever lands as an external revision either way)."""
-    project = agent.project
-    bucket, prefix = bucket_of(project), project.prefix
-    readable = [layout.agent_prefix(prefix, agent.pk), f"{prefix}users/", f"{prefix}workspace/"]
-    statements = [
-        _list_statement(bucket, readable + [f"{prefix}sessions/"]),
-        {
-            "Sid": "ReadOwnMemory",
-            "Effect": "Allow",
-            "Action": ["s3:GetObject"],
-            "Resource": [_arn(bucket, p + "*") for p in readable],
-        },
-        {
-            "Sid": "WriteSessionScratch",
-            "Effect": "Allow",
-            "Action": ["s3:GetObject", "s3:PutObject"],
-            "Resource": _arn(bucket, f"{prefix}sessions/*"),
-        },
-    ]
-    writable = direct_write_patterns(agent)
-    if writable:
-        statements.append({
-            "Sid": "WriteWhatTheHookPolicyAllows",
-            "Effect": "Allow",
-            "Action": ["s3:PutObject"],
-            "Resource": [_arn(bucket, pattern) for pattern in writable],
-        })
-    return {"Version": "2012-10-17", "Statement": statements}
-
-
-def direct_write_allowed(rule: dict | None) -> bool:
-    """Whether a runner may replace a file straight in S3 under a hook-policy rule: the rule
-    allows replace, with no approval (runner_policy grants PutObject on exactly these)."""
-    return bool(rule) and "replace" in rule.get("modes", []) and not rule.get("approval")
-
-
-def direct_write_patterns(agent: Agent) -> list[str]:
-    """Key patterns (IAM wildcards) of the files this agent may replace without approval."""
-    prefix = agent.project.prefix
-    patterns = []
-    for target, rule in sorted((agent.hook_policy or {}).get("post", {}).items()):
-        if not direct_write_allowed(rule):
-            continue
-        if target in layout.AGENT_FILES:
-            patterns.append(layout.agent_file_key(prefix, agent.pk, target))
-        elif target == layout.USER_FILE:
-            patterns.append(f"{prefix}users/*/{layout.USER_FILE}")
-        else:  # workspace/<glob>.md: ** and * both become IAM's *, [...] becomes ?
-            glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
-            patterns.append(f"{prefix}workspace/{re.sub(r'[*]+', '*', glob)}")
-    return patterns
 
 
 # What each finding kind means, for the isolation page (details stay as recorded, in English).

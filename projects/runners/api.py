@@ -20,15 +20,16 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field
 
-from projects import hooks, idempotency, layout, store
+from projects.memory import errors, layout
 from projects.models import AgentSession
+from projects.runners import bearer, hooks, idempotency
 
 MAX_TEXT = 512 * 1024
 
 
 class RunnerAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        return hooks.token_authenticate(token)
+        return bearer.token_authenticate(token)
 
 
 api = NinjaAPI(title="Memory Governance Console runner API", version="1.0.0",
@@ -106,10 +107,10 @@ def _hook_error(request, exc):
     return _error(request, exc.status, exc.code, exc.message)
 
 
-@api.exception_handler(store.StoreError)
+@api.exception_handler(errors.StoreError)
 def _store_error(request, exc):
     idempotency.release(getattr(request, "idempotency_record", None))
-    if isinstance(exc, store.StorageUnavailable):
+    if isinstance(exc, errors.StorageUnavailable):
         # "unknown": the write may have landed; the same request again (same Idempotency-Key)
         # settles it without writing twice.
         return _error(request, 503, exc.code, exc.message, outcome=exc.outcome)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
-from projects.errors import ContentRejected
+from projects.memory.errors import ContentRejected
 
 
 def _binary() -> ContentRejected:

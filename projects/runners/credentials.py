@@ -3,7 +3,7 @@ IAM API (SeaweedFS and MinIO serve it on the S3 endpoint, AWS at its own), so th
 enforces each project's isolation, not only the console.
 
 Each runner token can have one IAM user, `mgc-runner-<token id>`, carrying the policy of
-`isolation.runner_policy`: its project's prefix only, read-only where the agent's hook policy
+`runner_policy` below: its project's prefix only, read-only where the agent's hook policy
 allows no direct replace, never the `_history/` snapshots. Every IAM call here may be
 repeated safely: a user that exists is reused, issuing again rotates the access key, and
 deleting what is already gone counts as done, so an answer lost on the way back is settled by
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.exceptions import ValidationError
@@ -21,10 +22,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from projects import isolation
 from projects.audit import Actor, audit_record
+from projects.memory import iam, layout
+from projects.memory.storage import iam_client
 from projects.models import Agent, AgentToken, RunnerCredential
-from projects.storage import iam_client
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
                               code="token_revoked")
     agent = token.agent
     name = iam_user_name(token)
-    policy = isolation.runner_policy(agent)
+    policy = runner_policy(agent)
     iam = iam_client()
     try:
         try:
@@ -129,7 +130,7 @@ def credentials_refresh(*, agent: Agent, by) -> int:
     live = list(RunnerCredential.objects.filter(agent=agent, revoked_at__isnull=True))
     if not live:
         return 0
-    policy = isolation.runner_policy(agent)
+    policy = runner_policy(agent)
     iam = iam_client()
     try:
         for credential in live:
@@ -167,3 +168,68 @@ def _delete_user(iam, name: str) -> None:
     except ClientError as exc:
         if not _gone(exc):
             raise
+
+
+# --- What a runner's credentials may do ------------------------------------------------------
+
+
+def runner_policy(agent: Agent) -> dict:
+    """What one agent's runner may do straight in the bucket: read its agent's files, the
+    project's profiles, workspace and session scratch space; write the session scratch space
+    and, where the agent's hook policy lets it replace a file without a person's approval,
+    that file. Never the `_history/` snapshots, never another project's keys.
+
+    Files the hook policy allows only appends to, or only with approval, stay read-only here:
+    those changes go through the post hook, where the policy and the audit trail apply. IAM's
+    `*` crosses folders, so `workspace/decisions/*.md` also admits deeper files (the console
+    records whatever lands as an external revision either way)."""
+    project = agent.project
+    bucket, prefix = project.bucket_name, project.prefix
+    readable = [layout.agent_prefix(prefix, agent.pk), f"{prefix}users/", f"{prefix}workspace/"]
+    statements = [
+        iam.list_statement(bucket, readable + [f"{prefix}sessions/"]),
+        {
+            "Sid": "ReadOwnMemory",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject"],
+            "Resource": [iam.arn(bucket, p + "*") for p in readable],
+        },
+        {
+            "Sid": "WriteSessionScratch",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:PutObject"],
+            "Resource": iam.arn(bucket, f"{prefix}sessions/*"),
+        },
+    ]
+    writable = direct_write_patterns(agent)
+    if writable:
+        statements.append({
+            "Sid": "WriteWhatTheHookPolicyAllows",
+            "Effect": "Allow",
+            "Action": ["s3:PutObject"],
+            "Resource": [iam.arn(bucket, pattern) for pattern in writable],
+        })
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def direct_write_allowed(rule: dict | None) -> bool:
+    """Whether a runner may replace a file straight in S3 under a hook-policy rule: the rule
+    allows replace, with no approval (runner_policy grants PutObject on exactly these)."""
+    return bool(rule) and "replace" in rule.get("modes", []) and not rule.get("approval")
+
+
+def direct_write_patterns(agent: Agent) -> list[str]:
+    """Key patterns (IAM wildcards) of the files this agent may replace without approval."""
+    prefix = agent.project.prefix
+    patterns = []
+    for target, rule in sorted((agent.hook_policy or {}).get("post", {}).items()):
+        if not direct_write_allowed(rule):
+            continue
+        if target in layout.AGENT_FILES:
+            patterns.append(layout.agent_file_key(prefix, agent.pk, target))
+        elif target == layout.USER_FILE:
+            patterns.append(f"{prefix}users/*/{layout.USER_FILE}")
+        else:  # workspace/<glob>.md: ** and * both become IAM's *, [...] becomes ?
+            glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
+            patterns.append(f"{prefix}workspace/{re.sub(r'[*]+', '*', glob)}")
+    return patterns

@@ -37,18 +37,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
-from projects import indexing, layout, provenance, scanning
 from projects.audit import Actor, audit_record
-from projects.content import appended, decode, encode, sha256
-from projects.errors import (  # noqa: F401 - the store's errors, for its callers
-    ContentRejected,
-    FileDeleted,
-    SaveConflict,
-    StorageUnavailable,
-    StoreError,
-)
+from projects.memory import indexing, layout, provenance, scanning
+from projects.memory.content import appended, decode, encode, sha256
+from projects.memory.errors import FileDeleted, SaveConflict, StorageUnavailable
+from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
 from projects.models import Agent, MemoryFile, Project, Revision
-from projects.storage import MemoryStorage, PreconditionFailed, storage_for
 
 logger = logging.getLogger(__name__)
 

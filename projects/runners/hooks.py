@@ -4,10 +4,7 @@ person's approval are decided here too. The API and the console call these funct
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import re
-import secrets
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -16,19 +13,20 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from projects import credentials, idempotency, injection, isolation, layout, selectors, store
 from projects.audit import Actor, audit_record
-from projects.content import encode
+from projects.memory import errors, layout, store
+from projects.memory.content import encode
 from projects.models import (
     Agent,
     AgentSession,
-    AgentToken,
     IdempotencyRecord,
     MemoryFile,
     Proposal,
     Revision,
     SessionEvent,
 )
+from projects.runners import context as prompt_context
+from projects.runners import credentials, idempotency, injection
 
 MODES = ("append", "replace")
 TOKEN_PREFIX = "mgc_"
@@ -40,53 +38,6 @@ class HookError(Exception):
     def __init__(self, code: str, message: str, status: int = 400):
         super().__init__(message)
         self.code, self.message, self.status = code, message, status
-
-
-# --- Tokens ----------------------------------------------------------------------------------------
-
-
-def token_hash(raw: str) -> str:
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def token_create(*, agent: Agent, name: str, created_by, expires_at: dt.datetime | None = None
-                 ) -> tuple[AgentToken, str]:
-    """A new bearer token; the raw value is returned once and never stored."""
-    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    with transaction.atomic():
-        token = AgentToken.objects.create(agent=agent, name=name[:100], prefix=raw[:12],
-                                          token_hash=token_hash(raw), created_by=created_by,
-                                          expires_at=expires_at)
-        audit_record(actor=Actor.person(created_by), action="token.create", project=agent.project,
-                     obj=token, details={"agent": agent.slug, "name": token.name})
-    return token, raw
-
-
-def token_revoke(*, token: AgentToken, by) -> None:
-    """Refuse the token at once, then delete its S3 credentials. If the object store does not
-    answer, the token stays revoked and CredentialsUnavailable says the credentials are still
-    live (revoking again finishes the job)."""
-    with transaction.atomic():
-        if token.revoked_at is None:
-            token.revoked_at = timezone.now()
-            token.save(update_fields=["revoked_at"])
-            audit_record(actor=Actor.person(by), action="token.revoke",
-                         project=token.agent.project, obj=token, details={"agent": token.agent.slug})
-    credentials.credentials_revoke(token=token, by=by)
-
-
-def token_authenticate(raw: str) -> AgentToken | None:
-    if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
-        return None
-    token = (AgentToken.objects.select_related("agent", "agent__project")
-             .filter(token_hash=token_hash(raw)).first())
-    now = timezone.now()
-    if token is None or token.revoked_at is not None or (
-            token.expires_at is not None and token.expires_at <= now):
-        return None
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-        AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute
-    return token
 
 
 # --- Pre -------------------------------------------------------------------------------------------
@@ -103,9 +54,9 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
                               workspace=any(s.source.startswith(injection.WORKSPACE_PREFIX)
                                             for s in manifest.sections))
         checked = True
-    except store.StorageUnavailable:
+    except errors.StorageUnavailable:
         checked = False
-    assembly = selectors.build_context(agent=agent, user=user)
+    assembly = prompt_context.build_context(agent=agent, user=user)
     assembly.bucket_checked = checked
     with transaction.atomic():  # one commit for the receipt and its event
         session = _pre_records(agent, user, external_ref, assembly)
@@ -250,13 +201,13 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
             result.update(status="written", revision=revision.number)
     except HookError as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
-    except store.SaveConflict as exc:
+    except errors.SaveConflict as exc:
         # The current text and revision come along, so the runner can merge and send a
         # replace on top of them at once.
         result.update(status="conflict", code="conflict", message=exc.summary,
                       head_revision=exc.head.number if exc.head else None,
                       head_text=exc.head_text)
-    except store.ContentRejected as exc:
+    except errors.ContentRejected as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
     return result
 
@@ -289,7 +240,7 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict,
                     file=file, addition=line, actor=Actor.for_agent(session.agent, str(session.id)),
                     message=f"{kind} hook")
                 outcome.update(logged_to=log_path, revision=revision.number)
-            except (HookError, store.StoreError) as exc:
+            except (HookError, errors.StoreError) as exc:
                 outcome.update(log_error=getattr(exc, "message", str(exc)))
         idempotency.finish(record, 200, outcome)
     return outcome
@@ -364,7 +315,7 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
         out.append({"path": path, "revision": number, "content": texts[revision.pk],
                     "writable": rule is not None, "modes": list((rule or {}).get("modes", [])),
                     "key": revision.file.key,
-                    "direct": isolation.direct_write_allowed(rule)})
+                    "direct": credentials.direct_write_allowed(rule)})
     return out
 
 

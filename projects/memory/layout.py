@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from projects import lookalikes
+from projects.memory import lookalikes
 
 SCOPE_AGENT = "agent"
 SCOPE_USER = "user"

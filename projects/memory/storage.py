@@ -20,7 +20,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from storages.backends.s3 import S3Storage
 
-from projects.errors import StorageUnavailable
+from projects.memory.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from projects import hooks, store
 from projects.audit import Actor
 from projects.demo.content import PEOPLE, PROJECTS
+from projects.memory import store
 from projects.models import Agent, Membership, MemoryFile, Project
+from projects.runners import bearer
 
 
 @transaction.atomic
@@ -57,7 +58,7 @@ def demo_seed(*, password: str) -> list[str]:
             _ensure(project, Actor.for_agent(agent, "demo-session"), versions,
                     scope="workspace", path=path)
     analyst = Agent.objects.get(project__slug=PROJECTS[0]["slug"], slug=PROJECTS[0]["agent"]["slug"])
-    _, raw = hooks.token_create(agent=analyst, name="demo runner", created_by=users["admin"])
+    _, raw = bearer.token_create(agent=analyst, name="demo runner", created_by=users["admin"])
     done.append(f"runner token for {analyst.slug}: {raw}")
     done.append(f"try: python examples/runner.py --url http://127.0.0.1:8000 --token {raw} "
                 f"--user employee")

@@ -26,7 +26,7 @@ from functools import lru_cache
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from projects import lookalikes
+from projects.memory import lookalikes
 
 AGENT_SOURCES = ("SOUL.md", "AGENTS.md", "TOOLS.md")
 USER_SOURCE = "USER.md"

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from projects import layout, store
+from projects.memory import layout, store
+from projects.memory.storage import storage_for
 from projects.models import Agent, AgentSession, MemoryFile, Project, Revision
-from projects.storage import storage_for
 
 OK, WARNING, ERROR = "ok", "warning", "error"
 

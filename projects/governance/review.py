@@ -1,0 +1,134 @@
+"""Review: how far each reviewer has read each file, flags on revisions, and the queue of
+files changed since a reviewer last marked them. Writes are audited in their transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from projects.audit import Actor, audit_record
+from projects.memory import store
+from projects.memory.diffing import diff_texts
+from projects.models import Flag, MemoryFile, Project, ReviewMark, Revision
+
+
+@transaction.atomic
+def review_mark(*, reviewer, file: MemoryFile, number: int) -> ReviewMark:
+    """Mark every revision up to `number` (the head the reviewer saw) as reviewed. A mark
+    never moves back: an older page submitted late does not undo a newer review."""
+    if not Revision.objects.filter(file=file, number=number).exists():
+        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
+                              params={"number": number})
+    mark, created = ReviewMark.objects.select_for_update().get_or_create(
+        reviewer=reviewer, file=file, defaults={"number": number})
+    before = None if created else mark.number
+    if not created and number > mark.number:
+        mark.number, mark.reviewed_at = number, timezone.now()
+        mark.save(update_fields=["number", "reviewed_at"])
+    if created or before != mark.number:
+        audit_record(actor=Actor.person(reviewer), action="review.mark", project=file.project,
+                     obj=file, details={"from": before or 0, "to": mark.number})
+    return mark
+
+
+@transaction.atomic
+def flag_create(*, by, file: MemoryFile, number: int, comment: str) -> Flag:
+    comment = comment.strip()
+    if not comment:
+        raise ValidationError(_("Say what is wrong: the comment is what the fixer reads."),
+                              code="flag_comment")
+    revision = Revision.objects.filter(file=file, number=number).first()
+    if revision is None:
+        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
+                              params={"number": number})
+    flag = Flag.objects.create(project=file.project, file=file, revision=revision,
+                               comment=comment[:2000], created_by=by)
+    audit_record(actor=Actor.person(by), action="review.flag", project=file.project, obj=file,
+                 details={"revision": number, "flag": flag.pk, "comment": comment[:500]})
+    return flag
+
+
+@transaction.atomic
+def flag_resolve(*, by, flag: Flag) -> Flag:
+    if flag.resolved_at is None:
+        flag.resolved_at, flag.resolved_by = timezone.now(), by
+        flag.save(update_fields=["resolved_at", "resolved_by"])
+        audit_record(actor=Actor.person(by), action="review.resolve", project=flag.project,
+                     obj=flag.file, details={"flag": flag.pk, "revision": flag.revision.number})
+    return flag
+
+
+@dataclass
+class ReviewItem:
+    """One file with changes the reviewer has not seen: from `since` (0: never) to the head."""
+
+    file: MemoryFile
+    since: int
+    revisions: list[Revision]
+    by_agent: bool
+    findings: list[dict]
+    flags: list[Flag]
+    diff: object = None
+
+
+def _unreviewed(reviewer) -> QuerySet[MemoryFile]:
+    """Files whose head is past the revision this reviewer last marked reviewed (0: never)."""
+    seen = ReviewMark.objects.filter(reviewer=reviewer, file=OuterRef("pk")).values("number")[:1]
+    return (MemoryFile.objects.filter(head__isnull=False)
+            .annotate(seen=Coalesce(Subquery(seen), 0))
+            .filter(head__number__gt=F("seen")))
+
+
+def review_counts(*, reviewer, projects: list[Project]) -> dict:
+    """How many files wait in this reviewer's queue, per project, in one query."""
+    return dict(_unreviewed(reviewer).filter(project__in=projects).order_by()
+                .values("project").annotate(n=Count("pk")).values_list("project", "n"))
+
+
+def review_queue(*, reviewer, project: Project) -> QuerySet[MemoryFile]:
+    """Files changed since this reviewer last marked them reviewed; files with agents' writes
+    among the unreviewed ones first, then the most recently changed."""
+    files = _unreviewed(reviewer).filter(project=project)
+    agent_writes = Revision.objects.filter(file=OuterRef("pk"), number__gt=OuterRef("seen"),
+                                           author_kind=Revision.AuthorKind.AGENT)
+    return (files.annotate(by_agent=Exists(agent_writes))
+            .select_related("head", "agent", "user", "project")
+            .order_by("-by_agent", "-head__created_at", "pk"))
+
+
+def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
+    """Each queued file with its unreviewed revisions, their scanner findings, open flags and
+    the diff from the last reviewed revision to the head (texts fetched in one batch)."""
+
+    if not files:
+        return []
+    pending = Q()
+    for file in files:
+        pending |= Q(file=file, number__gte=max(file.seen, 1))
+    revisions = list(Revision.objects.filter(pending).order_by("file_id", "number"))
+    by_file: dict = {}
+    for revision in revisions:
+        by_file.setdefault(revision.file_id, []).append(revision)
+    flags: dict = {}
+    for flag in (Flag.objects.filter(file__in=files, resolved_at__isnull=True)
+                 .select_related("revision", "created_by")):
+        flags.setdefault(flag.file_id, []).append(flag)
+    texts = store.revision_texts(files[0].project, revisions)
+    items = []
+    for file in files:
+        history = by_file.get(file.pk, [])
+        base = next((r for r in history if r.number == file.seen), None)
+        new = [r for r in history if r.number > file.seen]
+        items.append(ReviewItem(
+            file=file, since=file.seen, revisions=new, by_agent=file.by_agent,
+            findings=[dict(f, revision=r.number) for r in new for f in r.findings],
+            flags=flags.get(file.pk, []),
+            diff=diff_texts(texts[base.pk] if base else "", texts[file.head.pk]),
+        ))
+    return items

@@ -1,0 +1,69 @@
+"""Search across a project's memory: the search copies kept by indexing.py, PostgreSQL
+full-text search where available, a case-folding scan elsewhere."""
+
+from __future__ import annotations
+
+import re
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.utils.html import escape
+
+from projects.models import Project, SearchText
+
+SEARCH_TERMS_MAX = 8
+
+
+def search_terms(query: str) -> list[str]:
+    """The words of a query, without search operators; at most 8."""
+    words = re.findall(r"\w[\w.@+-]*", query, flags=re.UNICODE)
+    return [w for w in words if w.lower() not in {"or", "and", "not"}][:SEARCH_TERMS_MAX]
+
+
+def search_memory(*, project: Project, query: str, history: bool = False) -> QuerySet:
+    """Texts of a project's files that hold every word of the query, best first: PostgreSQL
+    full-text search ('simple' configuration, so Russian and English words match as typed),
+    elsewhere a LIKE per word."""
+
+    texts = SearchText.objects.filter(file__project=project)
+    if not history:
+        texts = texts.filter(is_head=True)
+    terms = search_terms(query)
+    if connection.vendor == "postgresql":
+        texts = fulltext_match(texts, terms).order_by("-rank", "-is_head", "-number")
+    else:
+        # SQLite's LIKE folds only ASCII case, so "мария" would miss "Мария": compare in
+        # Python. A full pass over the project's texts: fine for the embedded default.
+        folded = [t.casefold() for t in terms]
+        matching = [pk for pk, text in texts.values_list("pk", "text").iterator(chunk_size=500)
+                    if all(t in text.casefold() for t in folded)]
+        texts = texts.filter(pk__in=matching).order_by("-is_head", "-created_at")
+    return texts.select_related("file", "file__agent", "file__user", "file__head")
+
+
+def fulltext_match(texts: QuerySet, terms: list[str]) -> QuerySet:
+    """PostgreSQL: texts holding every term, with a rank. The vector is the expression of the
+    GIN index made by migration 0007, so the index serves it."""
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    vector = SearchVector("text", config="simple")
+    wanted = SearchQuery(" ".join(terms), config="simple", search_type="plain")
+    return texts.annotate(vector=vector).filter(vector=wanted).annotate(
+        rank=SearchRank(vector, wanted))
+
+
+def highlight(text: str, terms: list[str], width: int = 220) -> str:
+    """An escaped excerpt around the first match with every term wrapped in <mark>."""
+    lowered = text.lower()
+    first = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=0)
+    start = max(0, first - width // 3)
+    excerpt = text[start:start + width]
+    pattern = re.compile("|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)),
+                         re.IGNORECASE) if terms else None
+    pieces, last = [], 0
+    for match in pattern.finditer(excerpt) if pattern else []:
+        pieces.append(escape(excerpt[last:match.start()]))
+        pieces.append(f"<mark>{escape(match.group())}</mark>")
+        last = match.end()
+    pieces.append(escape(excerpt[last:]))
+    return ("…" if start else "") + "".join(pieces) + ("…" if start + width < len(text) else "")

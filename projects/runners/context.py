@@ -1,0 +1,86 @@
+"""Reads that gather what an agent sees: the files of each manifest section, at the head or
+as they were at a moment in the past. Assembly itself is pure (runners.injection)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
+
+from projects.memory import store
+from projects.models import Agent, MemoryFile, Revision
+from projects.runners import injection
+from projects.runners.tokenizer import get_tokenizer
+
+
+def _revision_at(files: list[MemoryFile], at: dt.datetime | None) -> dict:
+    """file id -> the revision that was the head at `at` (the current head when at is None)."""
+    if at is None:
+        return {f.pk: f.head for f in files if f.head is not None}
+    found: dict = {}
+    for revision in (Revision.objects.filter(file__in=files, created_at__lte=at)
+                     .select_related("file").order_by("file_id", "-number")):
+        found.setdefault(revision.file_id, revision)
+    return found
+
+
+def context_files(*, agent: Agent, user, manifest: injection.Manifest,
+                  at: dt.datetime | None = None) -> dict[str, list[injection.SourceFile]]:
+    """The files each section of `manifest` draws from, keyed by tag, with their texts."""
+    wanted = Q(project=agent.project, agent=agent, scope=MemoryFile.Scope.AGENT)
+    if user is not None:
+        wanted |= Q(project=agent.project, user=user, scope=MemoryFile.Scope.USER)
+    if any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections):
+        wanted |= Q(project=agent.project, scope=MemoryFile.Scope.WORKSPACE)
+    files = list(MemoryFile.objects.filter(wanted).select_related("head", "project"))
+    heads = _revision_at(files, at)
+    by_source: dict[str, list[tuple[MemoryFile, Revision]]] = {}
+    workspace = {f.path: f for f in files if f.scope == MemoryFile.Scope.WORKSPACE}
+    for spec in manifest.sections:
+        chosen: list[MemoryFile] = []
+        if spec.source in injection.AGENT_SOURCES:
+            chosen = [f for f in files if f.scope == MemoryFile.Scope.AGENT
+                      and f.path == spec.source]
+        elif spec.source == injection.USER_SOURCE:
+            chosen = [f for f in files if f.scope == MemoryFile.Scope.USER]
+        else:
+            chosen = [workspace[p] for p in injection.workspace_matches(spec.source,
+                                                                        list(workspace))]
+        pairs = [(f, heads.get(f.pk)) for f in chosen]
+        by_source[spec.tag] = [(f, r) for f, r in pairs if r is not None and not r.is_deletion]
+    revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
+    texts = store.revision_texts(agent.project, list(revisions.values()))
+    return {
+        tag: [injection.SourceFile(path=_display(f), text=texts[r.pk], revision=r.number,
+                                   file_id=str(f.pk)) for f, r in pairs]
+        for tag, pairs in by_source.items()
+    }
+
+
+def parse_moment(raw: str) -> dt.datetime | None:
+    """A moment typed by a person ('2026-12-01T09:00', UTC unless it says otherwise)."""
+    if not raw:
+        return None
+    value = parse_datetime(raw)
+    if value is None:
+        raise ValidationError(_("Give the moment as YYYY-MM-DDTHH:MM (UTC)."), code="bad_time")
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, dt.UTC)
+    return value
+
+
+def _display(file: MemoryFile) -> str:
+    return f"workspace/{file.path}" if file.scope == MemoryFile.Scope.WORKSPACE else file.path
+
+
+def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None
+                  ) -> injection.Assembly:
+    """The one path from records to a prompt: simulate view, pre hook and command all use it."""
+
+    manifest = injection.parse_manifest(agent.manifest)
+    files = context_files(agent=agent, user=user, manifest=manifest, at=at)
+    return injection.assemble(manifest, files, tokenizer or get_tokenizer())
