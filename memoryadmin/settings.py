@@ -178,6 +178,9 @@ MGC_IDEMPOTENCY_TTL_HOURS = env_int("MGC_IDEMPOTENCY_TTL_HOURS", 24)
 # 413 answers first.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MGC_API_MAX_BODY_BYTES + 1024)
 
+# Where the tokenizer's rank file is placed for tiktoken (empty: the system's temp folder).
+MGC_TOKENIZER_CACHE_DIR = env_str("MGC_TOKENIZER_CACHE_DIR")
+
 # --- Cache ------------------------------------------------------------------------------------
 _redis_url = env_str("MGC_REDIS_URL")
 CACHES = {

@@ -2,13 +2,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from projects.runners.api import api
+from projects.runners.api import API_V1, api
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/v1/", api.urls),
+    path(API_V1, api.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher
     path("", include("projects.urls")),
 ]

@@ -4,6 +4,7 @@ revisions and audit events are read-only in the admin."""
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
+from projects.errors import explain
 from projects.governance import members
 from projects.models import Agent, AuditEvent, Membership, MemoryFile, Project, Revision
 
@@ -49,7 +50,7 @@ class MembershipAdmin(admin.ModelAdmin):
             members.member_set(by=request.user, project=obj.project, user=obj.user,
                                   role=obj.role)
         except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
+            messages.error(request, explain(exc))
         saved = Membership.objects.filter(project=obj.project, user=obj.user).first()
         if saved is not None:
             obj.pk = saved.pk
@@ -58,7 +59,7 @@ class MembershipAdmin(admin.ModelAdmin):
         try:
             members.member_remove(by=request.user, membership=obj)
         except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
+            messages.error(request, explain(exc))
 
 
 @admin.register(Agent)

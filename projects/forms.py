@@ -4,13 +4,12 @@ always sent back to the page, never dropped."""
 import re
 
 from django import forms
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
-from projects.memory import layout
+from projects.memory import content, layout
+from projects.memory.errors import ContentRejected
 from projects.models import Membership
 
 
@@ -26,17 +25,11 @@ class EditForm(forms.Form):
     base_revision = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
 
     def clean_content(self) -> str:
-        # Browsers send CRLF from a textarea; memory files use LF like the rest of the bucket.
-        text = self.cleaned_data["content"].replace("\r\n", "\n")
-        if "\x00" in text:
-            raise ValidationError(_("The text contains NUL characters."), code="binary")
-        size = len(text.encode("utf-8", errors="replace"))
-        limit = settings.MGC_MAX_FILE_BYTES
-        if size > limit:
-            raise ValidationError(
-                _("The text is %(size)s bytes; the limit is %(limit)s bytes."), code="too_large",
-                params={"size": number_format(size, force_grouping=True),
-                        "limit": number_format(limit, force_grouping=True)})
+        text = content.from_textarea(self.cleaned_data["content"])
+        try:
+            content.encode(text)  # the store's own check: NUL, size
+        except ContentRejected as exc:
+            raise ValidationError(exc.message, code=exc.code) from None
         return text
 
 

@@ -4,8 +4,7 @@ anything (Django's own 404 and 405 pages included) has answered."""
 from django.conf import settings
 from django.http import JsonResponse
 
-# Every version of the runner API lives under this path (v1 at /api/v1/, see memoryadmin/urls.py).
-API_ROOT = "/api/"
+from projects.runners.api import API_ROOT
 
 _CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
           405: "method_not_allowed", 413: "body_too_large", 500: "server_error",
@@ -18,7 +17,7 @@ _MESSAGES = {
 
 
 def is_api(request) -> bool:
-    return request.path.startswith(API_ROOT)
+    return request.path.startswith(f"/{API_ROOT}")
 
 
 def api_error(status: int, code: str, message: str, **extra) -> JsonResponse:

@@ -208,12 +208,22 @@ class MemoryFile(models.Model):
         return self.display_path
 
     @property
+    def source_path(self) -> str:
+        """The path as an agent sees it (manifest sources, hook paths, receipts, sandbox):
+        SOUL.md, USER.md, workspace/<path>."""
+        if self.scope == self.Scope.WORKSPACE:
+            return f"{layout.SCOPE_WORKSPACE}/{self.path}"
+        return self.path
+
+    @property
     def display_path(self) -> str:
+        """The path as people see it, with whose file it is: agents/<slug>/SOUL.md,
+        users/<name>/USER.md, workspace/<path>."""
         if self.scope == self.Scope.AGENT:
             return f"agents/{self.agent.slug if self.agent_id else '?'}/{self.path}"
         if self.scope == self.Scope.USER:
             return f"users/{self.user.username if self.user_id else '?'}/{self.path}"
-        return f"workspace/{self.path}"
+        return self.source_path
 
     @property
     def is_deleted(self) -> bool:

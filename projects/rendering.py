@@ -1,4 +1,5 @@
-"""Markdown -> sanitized HTML: the one pipeline for every read view and the live preview.
+"""Text made HTML: Markdown -> sanitized HTML, the one pipeline for every read view and the
+live preview; and search excerpts with their matches marked.
 
 nh3 (Ammonia) is the sanitizer, not bleach: bleach's README has said since 2026-06-05 that it
 is no longer maintained, with no releases even for security issues. nh3 cleans against a
@@ -8,6 +9,8 @@ is dropped.
 
 import markdown
 import nh3
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 _TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5",
@@ -33,3 +36,10 @@ def render_markdown(text: str) -> str:
     """Render a memory file for people; safe to mark as safe in templates."""
     html = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
     return sanitize_html(html)
+
+
+def highlighted(segments: list[tuple[str, bool]]) -> SafeString:
+    """A search excerpt (memory.search.excerpt) as HTML: every piece escaped, matches in
+    <mark>."""
+    return mark_safe("".join(  # noqa: S308 - every piece is escaped here
+        f"<mark>{escape(piece)}</mark>" if match else escape(piece) for piece, match in segments))

@@ -302,5 +302,18 @@ def revision_inserts_fail():
     refusal.stop()
 
 
+def reload_file(file: MemoryFile) -> MemoryFile:
+    """The file's record as the database has it now, with its head."""
+    return MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
+
+
+@pytest.fixture
+def token(agent, make_user) -> str:
+    """A runner's bearer token for the agent (made by someone outside the project)."""
+    from projects.runners import bearer
+
+    return bearer.token_create(agent=agent, name="runner", created_by=make_user("tokenadmin"))[1]
+
+
 def pretty(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)

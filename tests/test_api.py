@@ -27,12 +27,6 @@ def memory(s3, project, agent, person):
     return project
 
 
-@pytest.fixture
-def token(agent, make_user):
-    _, raw = bearer.token_create(agent=agent, name="runner", created_by=make_user("tokenadmin"))
-    return raw
-
-
 def call(client, path, body, token=None, raw=None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
     return client.post(f"/api/v1/hooks/{path}" if "/" not in path else f"/api/v1/{path}",

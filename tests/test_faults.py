@@ -8,7 +8,8 @@ import pytest
 from django.db import DatabaseError
 
 from projects.memory import errors, layout, reconcile, store
-from projects.models import AuditEvent, MemoryFile, Revision
+from projects.models import AuditEvent, Revision
+from tests.conftest import reload_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,12 +17,8 @@ SNAPSHOT = r"/_history/"
 HEAD = r"/workspace/notes/today\.md"
 
 
-def _reload(file):
-    return MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
-
-
 def _assert_old_head_intact(s3, file):
-    file = _reload(file)
+    file = reload_file(file)
     assert file.head.number == 1
     assert Revision.objects.filter(file=file).count() == 1
     assert store.file_read(file).text == "first\n"
@@ -64,7 +61,7 @@ def test_s3_down_refuses_save_and_read_clearly(s3, workspace_file, actor):
     with pytest.raises(errors.StorageUnavailable):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     with pytest.raises(errors.StorageUnavailable):
-        store.file_read(_reload(workspace_file))
+        store.file_read(reload_file(workspace_file))
     s3.proxy.down = False
     _assert_old_head_intact(s3, workspace_file)
 
@@ -81,7 +78,7 @@ def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishe
     with pytest.raises(DatabaseError):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1,
                         message="half done")
-    file = _reload(workspace_file)
+    file = reload_file(workspace_file)
     assert file.head.number == 1 and Revision.objects.filter(file=file).count() == 1
     # S3 holds the new head, but readers still get the recorded head, flagged as drifted.
     assert s3.get(file.key) == b"second\n"
@@ -96,7 +93,7 @@ def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishe
     # Finished as the person's own save, from the snapshot's metadata: nothing lost.
     assert (revision.author_kind, revision.author_user, revision.message) == (
         "person", actor.user, "half done")
-    assert store.file_read(_reload(file)).text == "second\n"
+    assert store.file_read(reload_file(file)).text == "second\n"
     assert AuditEvent.objects.filter(action="file.save_recovered").count() == 1
 
 
@@ -107,7 +104,7 @@ def test_next_save_after_half_done_save_recovers_it_first(s3, workspace_file, ac
     revision_inserts_fail.stop()
     # The editor still shows base 1; saving again finds the unrecorded head and says so.
     with pytest.raises(errors.SaveConflict) as info:
-        store.file_save(file=_reload(workspace_file), content="second, edited\n", actor=actor,
+        store.file_save(file=reload_file(workspace_file), content="second, edited\n", actor=actor,
                         base_revision=1)
     assert info.value.head_text == "second\n"
     assert info.value.your_text == "second, edited\n"

@@ -20,7 +20,7 @@ from projects.audit import Actor
 from projects.governance import isolation
 from projects.memory import errors, store
 from projects.models import AuditEvent, IdempotencyRecord, MemoryFile, Proposal, Revision
-from projects.runners import bearer, hooks
+from projects.runners import hooks
 
 pytestmark = pytest.mark.django_db
 
@@ -36,11 +36,6 @@ def log(s3, project, agent, person):
     revision = store.file_create(project=project, scope="workspace", path="notes/log.md",
                                  content="# Log\n", actor=system)
     return MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
-
-
-@pytest.fixture
-def token(agent, admin):
-    return bearer.token_create(agent=agent, name="runner", created_by=admin)[1]
 
 
 def _api(client, path, body, token, key=None):

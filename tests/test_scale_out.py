@@ -37,7 +37,8 @@ pytestmark = [
 SETUP = """
 import json
 from django.contrib.auth import get_user_model
-from projects import hooks, store
+from projects.memory import store
+from projects.runners import bearer
 from projects.audit import Actor
 from projects.models import Agent, Membership, Project
 admin = get_user_model().objects.create_user("ops", password="x")

@@ -8,12 +8,9 @@ from django.core.exceptions import ValidationError
 from projects.audit import Actor
 from projects.memory import errors, layout, store
 from projects.models import AuditEvent, MemoryFile, Revision
+from tests.conftest import reload_file
 
 pytestmark = pytest.mark.django_db
-
-
-def _reload(file):
-    return MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
 
 
 def test_create_writes_head_and_snapshot_objects(s3, project, actor):
@@ -36,7 +33,7 @@ def test_save_history_and_read_any_revision(s3, workspace_file, actor):
     page = store.file_history(workspace_file)
     assert [r.number for r in page] == [3, 2, 1]
     assert [store.revision_read(r) for r in page] == ["third\n", "second\n", "first\n"]
-    content = store.file_read(_reload(workspace_file))
+    content = store.file_read(reload_file(workspace_file))
     assert (content.text, content.revision.number, content.drifted) == ("third\n", 3, False)
     assert s3.get(workspace_file.key) == b"third\n"
 
@@ -55,7 +52,7 @@ def test_restore_writes_a_new_revision_with_old_content(s3, workspace_file, acto
     store.file_save(file=workspace_file, content="oops\n", actor=actor, base_revision=1)
     revision = store.file_restore(file=workspace_file, number=1, actor=actor, base_revision=2)
     assert (revision.number, revision.restored_from) == (3, 1)
-    assert store.file_read(_reload(workspace_file)).text == "first\n"
+    assert store.file_read(reload_file(workspace_file)).text == "first\n"
     assert s3.get(workspace_file.key) == b"first\n"
     assert AuditEvent.objects.filter(action="file.restore", details__revision=3).exists()
 
@@ -71,9 +68,9 @@ def test_delete_is_a_tombstone_and_keeps_history(s3, workspace_file, actor):
     assert tomb.is_deletion and tomb.number == 2
     assert workspace_file.key not in s3.keys()
     assert first_snapshot in s3.keys()
-    assert store.file_read(_reload(workspace_file)).text == ""
+    assert store.file_read(reload_file(workspace_file)).text == ""
     with pytest.raises(errors.FileDeleted):
-        store.file_delete(file=_reload(workspace_file), actor=actor, base_revision=2)
+        store.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=2)
     # Re-creating writes revision 3 on top of the tombstone.
     again = store.file_create(project=workspace_file.project, scope="workspace",
                               path="notes/today.md", content="back\n", actor=actor)
@@ -85,7 +82,7 @@ def test_cyrillic_content_round_trips(s3, project, actor):
     revision = store.file_create(project=project, scope="workspace", path="заметки/итоги.md",
                                  content=text, actor=actor)
     assert s3.get(revision.file.key).decode("utf-8") == text
-    assert store.file_read(_reload(revision.file)).text == text
+    assert store.file_read(reload_file(revision.file)).text == text
     assert revision.size == len(text.encode("utf-8"))
 
 
@@ -94,7 +91,7 @@ def test_size_cap_is_enforced(s3, workspace_file, actor, settings):
     store.file_save(file=workspace_file, content="x" * 1024, actor=actor, base_revision=1)
     with pytest.raises(errors.ContentRejected, match="limit is 1,024 bytes"):
         store.file_save(file=workspace_file, content="я" * 513, actor=actor, base_revision=2)
-    assert _reload(workspace_file).head.number == 2
+    assert reload_file(workspace_file).head.number == 2
 
 
 def test_non_utf8_and_binary_content_is_refused(s3, workspace_file, actor):
@@ -140,7 +137,7 @@ def test_direct_write_to_bucket_is_recorded_as_external_then_conflict(s3, worksp
 
 def test_read_serves_recorded_head_while_bucket_drifted(s3, workspace_file):
     s3.put(workspace_file.key, b"direct\n")
-    content = store.file_read(_reload(workspace_file))
+    content = store.file_read(reload_file(workspace_file))
     assert (content.text, content.drifted) == ("first\n", True)
 
 
@@ -174,7 +171,7 @@ def test_agent_and_user_files_use_their_layout_keys(s3, project, agent, person, 
 def test_every_write_is_audited(s3, workspace_file, actor):
     store.file_save(file=workspace_file, content="2\n", actor=actor, base_revision=1)
     store.file_restore(file=workspace_file, number=1, actor=actor, base_revision=2)
-    store.file_delete(file=_reload(workspace_file), actor=actor, base_revision=3)
+    store.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=3)
     events = list(AuditEvent.objects.filter(object_id=str(workspace_file.pk))
                   .order_by("id").values_list("action", "details__revision", "actor_label"))
     assert events == [("file.save", 1, "maria"), ("file.save", 2, "maria"),

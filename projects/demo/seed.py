@@ -7,7 +7,7 @@ from django.db import transaction
 
 from projects.audit import Actor
 from projects.demo.content import PEOPLE, PROJECTS
-from projects.memory import store
+from projects.memory import layout, store
 from projects.models import Agent, Membership, MemoryFile, Project
 from projects.runners import bearer
 
@@ -49,14 +49,15 @@ def demo_seed(*, password: str) -> list[str]:
         agent, _ = Agent.objects.get_or_create(
             project=project, slug=agent_spec["slug"],
             defaults={"name": agent_spec["name"], "description": agent_spec["description"]})
-        for name in ("SOUL.md", "AGENTS.md", "TOOLS.md"):
-            _ensure(project, admin_actor, [agent_spec[name]], scope="agent", agent=agent, path=name)
+        for name in layout.AGENT_FILES:
+            _ensure(project, admin_actor, [agent_spec[name]], scope=MemoryFile.Scope.AGENT,
+                    agent=agent, path=name)
         for username, text in spec["profiles"].items():
-            _ensure(project, Actor.person(users[username]), [text], scope="user",
+            _ensure(project, Actor.person(users[username]), [text], scope=MemoryFile.Scope.USER,
                     user=users[username], path="USER.md")
         for path, versions in spec["workspace"].items():
             _ensure(project, Actor.for_agent(agent, "demo-session"), versions,
-                    scope="workspace", path=path)
+                    scope=MemoryFile.Scope.WORKSPACE, path=path)
     analyst = Agent.objects.get(project__slug=PROJECTS[0]["slug"], slug=PROJECTS[0]["agent"]["slug"])
     _, raw = bearer.token_create(agent=analyst, name="demo runner", created_by=users["admin"])
     done.append(f"runner token for {analyst.slug}: {raw}")

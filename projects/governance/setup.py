@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Count
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
@@ -52,3 +53,12 @@ def project_create(*, by, slug: str, name: str, description: str = "", bucket: s
                  details={"slug": slug, "bucket": bucket, "prefix": project.prefix})
     member_set(by=by, project=project, user=by, role=Membership.Role.ADMIN)
     return project
+
+
+def count_agents(projects) -> None:
+    """Set `agent_count` on each of these projects (one query, for one page of a list: an
+    annotation over the whole list would group every project before the page is cut)."""
+    counts = dict(Agent.objects.filter(project__in=[p.pk for p in projects]).values("project")
+                  .annotate(n=Count("pk")).values_list("project", "n"))
+    for project in projects:
+        project.agent_count = counts.get(project.pk, 0)

@@ -3,7 +3,11 @@ compliance staff recorded as events."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import itertools
+import json
+from collections.abc import Iterator
 
 from django.db.models import QuerySet
 
@@ -42,3 +46,46 @@ def audit_read(*, user, role: str, action: str, project: Project, obj: object | 
     if permissions.reads_are_audited(role):
         audit_record(actor=Actor.person(user), action=action, project=project, obj=obj,
                      details=details)
+
+
+EXPORT_FIELDS = ["seq", "created_at", "actor_label", "action", "project", "object_type",
+                 "object_id", "object_repr", "details", "prev_hash", "hash"]
+
+
+def export_lines(events: QuerySet[AuditEvent], *, kind: str, by, filters: dict
+                 ) -> tuple[Iterator[str], str]:
+    """(lines, content type) of a CSV or JSON Lines export of `events`, oldest first. The
+    export is itself an audit event; the lines are the trail as it stood when it was asked
+    for, without that event."""
+    mark = audit_record(actor=Actor.person(by), action="audit.export",
+                        project=filters.get("project"),
+                        details={"format": kind, "filters": {k: v for k, v in filters.items() if v}})
+    ordered = events.filter(seq__lt=mark.seq).order_by("seq", "id").iterator(chunk_size=2000)
+    if kind == "csv":
+        writer = csv.writer(_Echo())
+        rows = (writer.writerow([_cell(value) for value in _row(e).values()]) for e in ordered)
+        return itertools.chain([writer.writerow(EXPORT_FIELDS)], rows), "text/csv; charset=utf-8"
+    return ((json.dumps(_row(e), ensure_ascii=False, default=str) + "\n" for e in ordered),
+            "application/x-ndjson; charset=utf-8")
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+def _cell(value) -> str:
+    """A CSV cell that a spreadsheet shows as text: a leading = + - @ would run as a formula."""
+    if value is None or isinstance(value, int):
+        return "" if value is None else str(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _row(event: AuditEvent) -> dict:
+    return {"seq": event.seq, "created_at": event.created_at.isoformat(),
+            "actor_label": event.actor_label, "action": event.action,
+            "project": event.project.slug if event.project_id else "",
+            "object_type": event.object_type, "object_id": event.object_id,
+            "object_repr": event.object_repr, "details": event.details,
+            "prev_hash": event.prev_hash, "hash": event.hash}

@@ -50,6 +50,11 @@ def encode(content: str | bytes) -> bytes:
     return data
 
 
+def from_textarea(text: str) -> str:
+    """Browsers send CRLF from a textarea; memory files use LF like the rest of the bucket."""
+    return text.replace("\r\n", "\n")
+
+
 def decode(data: bytes) -> str:
     # Content the console wrote is valid UTF-8; an external write may not be. Show it anyway.
     return data.decode("utf-8", errors="replace")

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
+from projects.errors import Refusal
 
-class StoreError(Exception):
+
+class StoreError(Refusal):
     """Base of the store's errors; `code` is stable, `message` is for people."""
 
     code = "store_error"
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 class ContentRejected(StoreError):

@@ -162,12 +162,21 @@ def agent_file_key(prefix: str, agent_id: uuid.UUID, name: str) -> str:
     return f"{prefix}agents/{_uuid(agent_id)}/{name}"
 
 
+def users_root(prefix: str) -> str:
+    """Where every member's profile folder lies."""
+    return f"{prefix}users/"
+
+
+def sessions_root(prefix: str) -> str:
+    return f"{prefix}sessions/"
+
+
 def agent_prefix(prefix: str, agent_id: uuid.UUID) -> str:
     return f"{prefix}agents/{_uuid(agent_id)}/"
 
 
 def user_prefix(prefix: str, user_id: int) -> str:
-    return f"{prefix}users/{_user_id(user_id)}/"
+    return f"{users_root(prefix)}{_user_id(user_id)}/"
 
 
 def user_file_key(prefix: str, user_id: int) -> str:
@@ -183,7 +192,7 @@ def workspace_file_key(prefix: str, relative_path: str) -> str:
 
 
 def session_prefix(prefix: str, session_id: uuid.UUID) -> str:
-    return f"{prefix}sessions/{_uuid(session_id)}/"
+    return f"{sessions_root(prefix)}{_uuid(session_id)}/"
 
 
 def history_prefix(prefix: str, file_id: uuid.UUID) -> str:

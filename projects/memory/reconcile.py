@@ -39,7 +39,9 @@ class KeyStatus:
 
 
 @dataclass
-class Finding:
+class Repair:
+    """What reconcile did (or left alone and reports) about one key."""
+
     kind: str  # adopted | orphan_snapshot | untracked_adopted | outside_layout | foreign
     key: str
     detail: str = ""
@@ -101,7 +103,7 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
     return out
 
 
-def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Finding]:
+def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repair]:
     """Repair half-done saves and record external changes for one project.
 
     - each file whose head object differs from the recorded head gets the revision it needs
@@ -112,23 +114,23 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Find
       adopted as new files when their owner exists; other keys are reported, not touched.
     """
     storage = storage_for(project)
-    findings: list[Finding] = []
+    repairs: list[Repair] = []
     for file in MemoryFile.objects.filter(project=project).select_related("head", "project"):
         revision = store.adopt(file)
         if revision is not None:
-            findings.append(Finding("adopted", file.key,
+            repairs.append(Repair("adopted", file.key,
                                     f"revision {revision.number} by {revision.author_label}"))
     for item in classify(project, storage.listing(project.prefix)):
         if item.kind == "orphan_snapshot":
             if item.age_seconds >= orphan_grace_seconds and _still_orphan(item.key):
                 storage.remove(item.key)
-                findings.append(Finding("orphan_snapshot", item.key,
+                repairs.append(Repair("orphan_snapshot", item.key,
                                         "deleted: no revision uses it"))
             else:
-                findings.append(Finding("orphan_snapshot", item.key, "recent, left for now"))
+                repairs.append(Repair("orphan_snapshot", item.key, "recent, left for now"))
         elif item.kind == "untracked":
             parsed = item.parsed
-            findings.append(Finding("untracked_adopted", item.key, "new file written to storage"))
+            repairs.append(Repair("untracked_adopted", item.key, "new file written to storage"))
             record = store.file_ensure(
                 project=project, scope=parsed.kind,
                 agent=Agent.objects.get(pk=parsed.agent_id) if parsed.agent_id else None,
@@ -137,8 +139,8 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Find
             )
             store.adopt(record)
         elif item.severity == ERROR:
-            findings.append(Finding(item.kind, item.key, item.detail))
-    return findings
+            repairs.append(Repair(item.kind, item.key, item.detail))
+    return repairs
 
 
 def _still_orphan(key: str) -> bool:

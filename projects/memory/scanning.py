@@ -74,7 +74,7 @@ _SECRET_VALUE_HAS_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True)
-class Finding:
+class Detection:
     kind: str
     line: int
     column: int
@@ -107,7 +107,7 @@ def mask(value: str) -> str:
     return value[:2] + "•" * (len(value) - 4) + value[-2:]
 
 
-def scan(text: str) -> list[Finding]:
+def scan(text: str) -> list[Detection]:
     """Findings in reading order, at most one per place in the text."""
     spans: list[tuple[int, int, str]] = []
 
@@ -143,7 +143,7 @@ def scan(text: str) -> list[Finding]:
     for start, end, kind in sorted(spans):
         line = text.count("\n", 0, start) + 1
         column = start - (text.rfind("\n", 0, start) + 1) + 1
-        findings.append(Finding(kind=kind, line=line, column=column, excerpt=mask(text[start:end])))
+        findings.append(Detection(kind=kind, line=line, column=column, excerpt=mask(text[start:end])))
     return findings
 
 
@@ -162,7 +162,7 @@ def _looks_like_phone(candidate: str) -> bool:
     return bool(re.fullmatch(r"\d{3}[-. ]\d{3}[-. ]\d{4}", candidate))
 
 
-def summary(findings: list[dict] | list[Finding], language: str | None = None) -> str:
+def summary(findings: list[dict] | list[Detection], language: str | None = None) -> str:
     """'2 e-mail addresses, 1 password' for messages (the person's language) and for the
     audit trail (language="en": records read the same whoever caused them)."""
     if language:

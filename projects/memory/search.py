@@ -7,7 +7,6 @@ import re
 
 from django.db import connection
 from django.db.models import QuerySet
-from django.utils.html import escape
 
 from projects.models import Project, SearchText
 
@@ -52,18 +51,20 @@ def fulltext_match(texts: QuerySet, terms: list[str]) -> QuerySet:
         rank=SearchRank(vector, wanted))
 
 
-def highlight(text: str, terms: list[str], width: int = 220) -> str:
-    """An escaped excerpt around the first match with every term wrapped in <mark>."""
+def excerpt(text: str, terms: list[str], width: int = 220) -> list[tuple[str, bool]]:
+    """The part of `text` around the first match, as (piece, is_match) segments; an ellipsis
+    marks text cut at either end. Plain text: rendering.highlighted makes it HTML."""
     lowered = text.lower()
     first = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=0)
     start = max(0, first - width // 3)
-    excerpt = text[start:start + width]
+    window = text[start:start + width]
     pattern = re.compile("|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)),
                          re.IGNORECASE) if terms else None
-    pieces, last = [], 0
-    for match in pattern.finditer(excerpt) if pattern else []:
-        pieces.append(escape(excerpt[last:match.start()]))
-        pieces.append(f"<mark>{escape(match.group())}</mark>")
+    pieces, last = [("…", False)] if start else [], 0
+    for match in pattern.finditer(window) if pattern else []:
+        pieces += [(window[last:match.start()], False), (match.group(), True)]
         last = match.end()
-    pieces.append(escape(excerpt[last:]))
-    return ("…" if start else "") + "".join(pieces) + ("…" if start + width < len(text) else "")
+    pieces.append((window[last:], False))
+    if start + width < len(text):
+        pieces.append(("…", False))
+    return pieces

@@ -12,6 +12,7 @@ import functools
 import uuid
 from typing import Annotated, Any, Literal
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import Http404, HttpRequest
 from ninja import NinjaAPI, Schema, Status
@@ -20,17 +21,21 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, Field
 
+from projects.errors import Refusal
 from projects.memory import errors, layout
 from projects.models import AgentSession
 from projects.runners import bearer, hooks, idempotency
-
-MAX_TEXT = 512 * 1024
 
 
 class RunnerAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
         return bearer.token_authenticate(token)
 
+
+# Every version of the runner API lives under API_ROOT (the middleware answers JSON for all of
+# it, unknown versions included); this one is mounted at API_V1 by memoryadmin/urls.py.
+API_ROOT = "api/"
+API_V1 = f"{API_ROOT}v1/"
 
 api = NinjaAPI(title="Memory Governance Console runner API", version="1.0.0",
                urls_namespace="api", docs_url=None, auth=RunnerAuth())
@@ -102,19 +107,27 @@ def _not_found(request, exc):
     return _error(request, 404, "not_found", str(exc) or "Not found.")
 
 
-@api.exception_handler(hooks.HookError)
-def _hook_error(request, exc):
-    return _error(request, exc.status, exc.code, exc.message)
+# How each refusal answers: the one table from domain errors to HTTP statuses.
+_STATUS_BY_CODE = {"policy_denied": 403, "not_pending": 409, "iam_unavailable": 503}
+_STATUS_BY_CLASS = ((errors.StorageUnavailable, 503), (errors.StoreError, 409),
+                    (hooks.HookError, 400))
 
 
-@api.exception_handler(errors.StoreError)
-def _store_error(request, exc):
+def status_of(exc: Refusal) -> int:
+    if exc.code in _STATUS_BY_CODE:
+        return _STATUS_BY_CODE[exc.code]
+    return next((status for kind, status in _STATUS_BY_CLASS if isinstance(exc, kind)), 400)
+
+
+@api.exception_handler(Refusal)
+def _refused(request, exc):
     idempotency.release(getattr(request, "idempotency_record", None))
+    extra = {}
     if isinstance(exc, errors.StorageUnavailable):
         # "unknown": the write may have landed; the same request again (same Idempotency-Key)
         # settles it without writing twice.
-        return _error(request, 503, exc.code, exc.message, outcome=exc.outcome)
-    return _error(request, 409, exc.code, exc.message)
+        extra["outcome"] = exc.outcome
+    return _error(request, status_of(exc), exc.code, exc.message, **extra)
 
 
 @api.exception_handler(idempotency.KeyReused)
@@ -172,8 +185,9 @@ class PreOut(Schema):
 
 class WriteIn(Strict):
     path: str = Field(min_length=1, max_length=400)
-    mode: Literal["append", "replace"]
-    content: str = Field(max_length=MAX_TEXT)
+    mode: hooks.WriteMode
+    # Characters, at most as many as the bytes a file may hold; the store checks the bytes.
+    content: str = Field(max_length=settings.MGC_MAX_FILE_BYTES)
     base_revision: int | None = Field(None, ge=0, le=MAX_REVISION)
 
 

@@ -55,7 +55,7 @@ def context_files(*, agent: Agent, user, manifest: injection.Manifest,
     revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
     texts = store.revision_texts(agent.project, list(revisions.values()))
     return {
-        tag: [injection.SourceFile(path=_display(f), text=texts[r.pk], revision=r.number,
+        tag: [injection.SourceFile(path=f.source_path, text=texts[r.pk], revision=r.number,
                                    file_id=str(f.pk)) for f, r in pairs]
         for tag, pairs in by_source.items()
     }
@@ -65,16 +65,15 @@ def parse_moment(raw: str) -> dt.datetime | None:
     """A moment typed by a person ('2026-12-01T09:00', UTC unless it says otherwise)."""
     if not raw:
         return None
-    value = parse_datetime(raw)
+    try:
+        value = parse_datetime(raw)
+    except ValueError:  # well-formed but impossible, like month 13
+        value = None
     if value is None:
         raise ValidationError(_("Give the moment as YYYY-MM-DDTHH:MM (UTC)."), code="bad_time")
     if timezone.is_naive(value):
         value = timezone.make_aware(value, dt.UTC)
     return value
-
-
-def _display(file: MemoryFile) -> str:
-    return f"workspace/{file.path}" if file.scope == MemoryFile.Scope.WORKSPACE else file.path
 
 
 def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None

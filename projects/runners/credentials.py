@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
+from projects.errors import Refusal
 from projects.memory import iam, layout
 from projects.memory.storage import iam_client
 from projects.models import Agent, AgentToken, RunnerCredential
@@ -32,14 +33,10 @@ logger = logging.getLogger(__name__)
 POLICY_NAME = "mgc-runner"
 
 
-class CredentialsUnavailable(Exception):
+class CredentialsUnavailable(Refusal):
     """The IAM API did not answer properly; `message` says what to do."""
 
     code = "iam_unavailable"
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 def iam_user_name(token: AgentToken) -> str:
@@ -185,9 +182,10 @@ def runner_policy(agent: Agent) -> dict:
     records whatever lands as an external revision either way)."""
     project = agent.project
     bucket, prefix = project.bucket_name, project.prefix
-    readable = [layout.agent_prefix(prefix, agent.pk), f"{prefix}users/", f"{prefix}workspace/"]
+    readable = [layout.agent_prefix(prefix, agent.pk), layout.users_root(prefix),
+                layout.workspace_prefix(prefix)]
     statements = [
-        iam.list_statement(bucket, readable + [f"{prefix}sessions/"]),
+        iam.list_statement(bucket, readable + [layout.sessions_root(prefix)]),
         {
             "Sid": "ReadOwnMemory",
             "Effect": "Allow",
@@ -198,7 +196,7 @@ def runner_policy(agent: Agent) -> dict:
             "Sid": "WriteSessionScratch",
             "Effect": "Allow",
             "Action": ["s3:GetObject", "s3:PutObject"],
-            "Resource": iam.arn(bucket, f"{prefix}sessions/*"),
+            "Resource": iam.arn(bucket, f"{layout.sessions_root(prefix)}*"),
         },
     ]
     writable = direct_write_patterns(agent)
@@ -228,8 +226,8 @@ def direct_write_patterns(agent: Agent) -> list[str]:
         if target in layout.AGENT_FILES:
             patterns.append(layout.agent_file_key(prefix, agent.pk, target))
         elif target == layout.USER_FILE:
-            patterns.append(f"{prefix}users/*/{layout.USER_FILE}")
+            patterns.append(f"{layout.users_root(prefix)}*/{layout.USER_FILE}")
         else:  # workspace/<glob>.md: ** and * both become IAM's *, [...] becomes ?
             glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
-            patterns.append(f"{prefix}workspace/{re.sub(r'[*]+', '*', glob)}")
+            patterns.append(layout.workspace_prefix(prefix) + re.sub(r"[*]+", "*", glob))
     return patterns

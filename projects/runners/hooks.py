@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -14,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
+from projects.errors import Refusal
 from projects.memory import errors, layout, store
 from projects.memory.content import encode
 from projects.models import (
@@ -28,16 +30,16 @@ from projects.models import (
 from projects.runners import context as prompt_context
 from projects.runners import credentials, idempotency, injection
 
-MODES = ("append", "replace")
+WriteMode = Literal["append", "replace"]  # the post hook's modes; the API schema uses it
+MODES: tuple[str, ...] = get_args(WriteMode)
 TOKEN_PREFIX = "mgc_"
 
 
-class HookError(Exception):
-    """A caller's mistake or a refusal, with a stable code (the API turns it into a 4xx)."""
+class HookError(Refusal):
+    """A caller's mistake or a refusal by the hook policy (runners.api maps codes to HTTP)."""
 
-    def __init__(self, code: str, message: str, status: int = 400):
-        super().__init__(message)
-        self.code, self.message, self.status = code, message, status
+    def __init__(self, code: str, message: str):
+        super().__init__(message, code)
 
 
 # --- Pre -------------------------------------------------------------------------------------------
@@ -100,15 +102,15 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
 def _target(session: AgentSession, path: str) -> MemoryFile:
     agent = session.agent
     if path in layout.AGENT_FILES:
-        return store.file_ensure(project=agent.project, scope="agent", agent=agent, path=path)
+        return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.AGENT, agent=agent, path=path)
     if path == layout.USER_FILE:
         if session.user is None:
             raise HookError("no_user", "This session has no user, so USER.md has no owner.")
-        return store.file_ensure(project=agent.project, scope="user", user=session.user,
+        return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.USER, user=session.user,
                                  path=path)
     if path.startswith(injection.WORKSPACE_PREFIX):
         try:
-            return store.file_ensure(project=agent.project, scope="workspace",
+            return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
                                      path=path[len(injection.WORKSPACE_PREFIX):])
         except ValidationError as exc:
             raise HookError("bad_path", " ".join(exc.messages)) from None
@@ -174,11 +176,11 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
         rule = policy_rule(agent, write.path)
         if rule is None:
             raise HookError("policy_denied", f"The hook policy does not let this agent write "
-                                             f"{write.path}.", status=403)
+                                             f"{write.path}.")
         if write.mode not in rule.get("modes", []):
             raise HookError("policy_denied", f"The hook policy allows only "
                                              f"{', '.join(rule.get('modes', [])) or 'no'} "
-                                             f"writes to {write.path}.", status=403)
+                                             f"writes to {write.path}.")
         file = _target(session, write.path)
         base = write.base_revision
         if write.mode == "replace" and base is None:
@@ -240,8 +242,8 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict,
                     file=file, addition=line, actor=Actor.for_agent(session.agent, str(session.id)),
                     message=f"{kind} hook")
                 outcome.update(logged_to=log_path, revision=revision.number)
-            except (HookError, errors.StoreError) as exc:
-                outcome.update(log_error=getattr(exc, "message", str(exc)))
+            except Refusal as exc:
+                outcome.update(log_error=exc.message)
         idempotency.finish(record, 200, outcome)
     return outcome
 
@@ -333,7 +335,7 @@ def validate_policy(data: object) -> dict:
         raise ValidationError(_("post maps file paths or workspace globs to rules."),
                               code="policy_post")
     for target, rule in post.items():
-        if not injection._valid_source(target):
+        if not injection.valid_source(target):
             raise ValidationError(_("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                                     "workspace/<path or glob>.md."), code="policy_target",
                                   params={"target": target})

@@ -26,11 +26,11 @@ from functools import lru_cache
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from projects.memory import lookalikes
+from projects.memory import layout, lookalikes
 
-AGENT_SOURCES = ("SOUL.md", "AGENTS.md", "TOOLS.md")
-USER_SOURCE = "USER.md"
-WORKSPACE_PREFIX = "workspace/"
+AGENT_SOURCES = layout.AGENT_FILES
+USER_SOURCE = layout.USER_FILE
+WORKSPACE_PREFIX = f"{layout.SCOPE_WORKSPACE}/"  # sources and paths an agent sees: workspace/<path>.md
 DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_profile",
                 "workspace_memory")
 MAX_SECTIONS = 20
@@ -48,13 +48,6 @@ class SectionSpec:
 class Manifest:
     sections: tuple[SectionSpec, ...]
     total_tokens: int | None = None
-
-    def as_dict(self) -> dict:
-        return {
-            "sections": [{"tag": s.tag, "source": s.source, "max_tokens": s.max_tokens}
-                         for s in self.sections],
-            "total_tokens": self.total_tokens,
-        }
 
 
 @dataclass(frozen=True)
@@ -132,7 +125,7 @@ def parse_manifest(data: object) -> Manifest:
             raise ValidationError(_("Section %(n)s: tag %(tag)s is used twice."),
                                   code="manifest_tag", params={"n": index, "tag": tag})
         tags.add(tag)
-        if not isinstance(source, str) or not _valid_source(source):
+        if not isinstance(source, str) or not valid_source(source):
             raise ValidationError(
                 _("Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                   "workspace/<path or glob>.md."), code="manifest_source", params={"n": index})
@@ -147,7 +140,8 @@ def parse_manifest(data: object) -> Manifest:
     return Manifest(tuple(sections), total)
 
 
-def _valid_source(source: str) -> bool:
+def valid_source(source: str) -> bool:
+    """A manifest source or hook-policy target: an agent file, USER.md, or a workspace glob."""
     if source in AGENT_SOURCES or source == USER_SOURCE:
         return True
     if not source.startswith(WORKSPACE_PREFIX) or not source.endswith(".md"):

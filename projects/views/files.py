@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from projects.audit import Actor
+from projects.errors import explain
 from projects.forms import DeleteForm, EditForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
@@ -237,7 +238,7 @@ def file_restore(request, slug, file_id, number):
                                   "and try again.") % {"summary": conflict.summary})
         return redirect("projects:file_history", slug=slug, file_id=file.pk)
     except (errors.StoreError, ValidationError) as exc:
-        messages.error(request, getattr(exc, "message", None) or " ".join(exc.messages))
+        messages.error(request, explain(exc))
         return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
     messages.success(request, _("Restored revision %(old)s as revision %(new)s.")
                      % {"old": number, "new": revision.number})

@@ -1,8 +1,6 @@
 """Governance pages: the audit trail with filters and export, the review queue and flags,
 members, isolation, export of a project's memory and erasure of a profile."""
 
-import csv
-import itertools
 import json
 import tempfile
 
@@ -16,12 +14,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from projects.audit import ACTIONS, Actor, audit_record
+from projects.audit import ACTIONS
+from projects.errors import explain
 from projects.forms import AgentForm, AuditFilterForm, EraseForm, MemberForm, NewProjectForm, ProjectForm
 from projects.governance import erasure, exports, isolation, permissions, review, setup, trail
 from projects.governance import members as membership_service
@@ -29,14 +27,11 @@ from projects.governance.trail import audit_read
 from projects.memory import errors
 from projects.memory import search as memory_search
 from projects.models import Agent, AuditEvent, Flag, Membership, MemoryFile, Revision
+from projects.rendering import highlighted
 from projects.runners import credentials
 
 PAGE_SIZE = 50
 REVIEW_PAGE_SIZE = 10
-EXPORT_FIELDS = ["seq", "created_at", "actor_label", "action", "project", "object_type",
-                 "object_id", "object_repr", "details", "prev_hash", "hash"]
-
-
 @login_required
 def audit_log(request):
     """Who did what, when: filters by project, actor, action and time; CSV/JSONL export."""
@@ -62,44 +57,10 @@ def audit_log(request):
                   {"form": form, "page": page, "filtered": any(filters.values())}, status=status)
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
-def _cell(value) -> str:
-    """A CSV cell that a spreadsheet shows as text: a leading = + - @ would run as a formula."""
-    if value is None or isinstance(value, int):
-        return "" if value is None else str(value)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def _row(event: AuditEvent) -> dict:
-    return {"seq": event.seq, "created_at": event.created_at.isoformat(),
-            "actor_label": event.actor_label, "action": event.action,
-            "project": event.project.slug if event.project_id else "",
-            "object_type": event.object_type, "object_id": event.object_id,
-            "object_repr": event.object_repr, "details": event.details,
-            "prev_hash": event.prev_hash, "hash": event.hash}
-
-
 def _export(request, events, kind: str, filters: dict):
-    """Streamed, oldest first, so a large trail never sits in memory and reads like a log."""
-    mark = audit_record(actor=Actor.person(request.user), action="audit.export",
-                        project=filters.get("project"),
-                        details={"format": kind, "filters": {k: v for k, v in filters.items() if v}})
-    # The trail as it stood when the export was asked for, without the export's own event.
-    ordered = events.filter(seq__lt=mark.seq).order_by("seq", "id").iterator(chunk_size=2000)
-    if kind == "csv":
-        writer = csv.writer(_Echo())
-        lines = (writer.writerow([_cell(value) for value in _row(e).values()]) for e in ordered)
-        body = itertools.chain([writer.writerow(EXPORT_FIELDS)], lines)
-        content_type = "text/csv; charset=utf-8"
-    else:
-        body = (json.dumps(_row(e), ensure_ascii=False, default=str) + "\n" for e in ordered)
-        content_type = "application/x-ndjson; charset=utf-8"
-    response = StreamingHttpResponse(body, content_type=content_type)
+    """Streamed, so a large trail never sits in memory (governance.trail.export_lines)."""
+    lines, content_type = trail.export_lines(events, kind=kind, by=request.user, filters=filters)
+    response = StreamingHttpResponse(lines, content_type=content_type)
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{kind}"'
     return response
@@ -146,7 +107,7 @@ def review_mark(request, slug, file_id):
         review.review_mark(reviewer=request.user, file=file,
                                number=_int(request.POST.get("number")))
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+        messages.error(request, explain(exc))
     else:
         messages.success(request, _("Marked %(path)s reviewed.") % {"path": file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
@@ -160,7 +121,7 @@ def flag_create(request, slug, file_id):
         review.flag_create(by=request.user, file=file, number=_int(request.POST.get("number")),
                                comment=request.POST.get("comment", ""))
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+        messages.error(request, explain(exc))
     else:
         messages.success(request, _("Flagged %(path)s.") % {"path": file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
@@ -245,7 +206,7 @@ def member_change(request, slug, membership_id):
             messages.success(request, _("Changed %(name)s's role.")
                              % {"name": membership.user.get_username()})
     except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+        messages.error(request, explain(exc))
     return redirect("projects:members", slug=slug)
 
 
@@ -421,7 +382,7 @@ def search(request, slug):
         page = Paginator(memory_search.search_memory(project=project, query=query, history=history),
                          SEARCH_PAGE_SIZE).get_page(request.GET.get("page"))
         context["page"] = page
-        context["hits"] = [(hit, mark_safe(memory_search.highlight(hit.text, terms)))  # noqa: S308 - escaped by highlight
+        context["hits"] = [(hit, highlighted(memory_search.excerpt(hit.text, terms)))
                            for hit in page]
         audit_read(user=request.user, role=role, action="read.search", project=project,
                    details={"query": query, "history": history, "results": page.paginator.count})

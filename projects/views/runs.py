@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
+from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
@@ -69,7 +70,7 @@ def simulate(request, slug):
         at = prompt_context.parse_moment(context["at_raw"])
         assembly = prompt_context.build_context(agent=agent, user=user, at=at)
     except ValidationError as exc:
-        context["error"] = " ".join(exc.messages)
+        context["error"] = explain(exc)
         return render(request, "projects/simulate.html", context, status=400)
     except errors.StoreError as exc:
         context["error"] = exc.message
@@ -202,7 +203,7 @@ def credentials_issue(request, slug, agent_slug, token_id):
     try:
         credential, secret = credentials.credentials_issue(token=token, by=request.user)
     except (credentials.CredentialsUnavailable, ValidationError) as exc:
-        messages.error(request, getattr(exc, "message", None) or " ".join(exc.messages))
+        messages.error(request, explain(exc))
     else:
         endpoint = settings.STORAGES["memory"]["OPTIONS"].get("endpoint_url") or ""
         # The runner's environment, as runnerkit's direct sandbox reads it.

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def profile(s3, project, person):
+def profile_two_revisions(s3, project, person):
     """Maria's USER.md with two revisions."""
     revision = store.file_create(project=project, scope="user", user=person, path="USER.md",
                                  content="# Maria\n\nPrefers short reports.\n",
@@ -26,9 +26,9 @@ def url(name, file, *args):
     return reverse(f"projects:{name}", args=[file.project.slug, file.pk, *args])
 
 
-def test_editor_shows_text_revision_and_size(client, person, profile):
+def test_editor_shows_text_revision_and_size(client, person, profile_two_revisions):
     client.force_login(person)
-    response = client.get(url("file_edit", profile))
+    response = client.get(url("file_edit", profile_two_revisions))
     assert response.status_code == 200
     html = response.content.decode()
     assert "Prefers long reports." in html
@@ -37,19 +37,19 @@ def test_editor_shows_text_revision_and_size(client, person, profile):
     assert "js/editor.js" in html and "<script>" not in html
 
 
-def test_save_creates_a_revision_and_redirects(client, person, profile, s3):
+def test_save_creates_a_revision_and_redirects(client, person, profile_two_revisions, s3):
     client.force_login(person)
-    response = client.post(url("file_edit", profile), {
+    response = client.post(url("file_edit", profile_two_revisions), {
         "content": "# Maria\r\n\r\nPrefers tables.\r\n", "message": "tables", "base_revision": 2})
-    assert response.status_code == 302 and response.url == url("file_detail", profile)
-    head = MemoryFile.objects.get(pk=profile.pk).head
+    assert response.status_code == 302 and response.url == url("file_detail", profile_two_revisions)
+    head = MemoryFile.objects.get(pk=profile_two_revisions.pk).head
     assert (head.number, head.message, head.author_user) == (3, "tables", person)
-    assert s3.get(profile.key) == b"# Maria\n\nPrefers tables.\n"  # CRLF from the browser -> LF
+    assert s3.get(profile_two_revisions.key) == b"# Maria\n\nPrefers tables.\n"  # CRLF from the browser -> LF
 
 
-def test_stale_base_shows_conflict_with_both_texts_and_keeps_mine(client, person, profile):
+def test_stale_base_shows_conflict_with_both_texts_and_keeps_mine(client, person, profile_two_revisions):
     client.force_login(person)
-    response = client.post(url("file_edit", profile), {
+    response = client.post(url("file_edit", profile_two_revisions), {
         "content": "# Maria\n\nMy edit from revision 1.\n", "base_revision": 1})
     assert response.status_code == 409
     html = response.content.decode()
@@ -57,125 +57,126 @@ def test_stale_base_shows_conflict_with_both_texts_and_keeps_mine(client, person
     assert "My edit from revision 1." in html  # in the textarea
     assert "long" in html  # the other version, in the diff
     assert 'name="base_revision" value="2"' in html  # saving again goes on top of the head
-    assert MemoryFile.objects.get(pk=profile.pk).head.number == 2
-    merged = client.post(url("file_edit", profile), {
+    assert MemoryFile.objects.get(pk=profile_two_revisions.pk).head.number == 2
+    merged = client.post(url("file_edit", profile_two_revisions), {
         "content": "# Maria\n\nMerged.\n", "base_revision": 2})
     assert merged.status_code == 302
 
 
-def test_direct_bucket_write_is_a_conflict_in_the_editor(client, person, profile, s3):
-    s3.put(profile.key, b"# Maria\n\nWritten by a sandbox.\n")
+def test_direct_bucket_write_is_a_conflict_in_the_editor(client, person, profile_two_revisions, s3):
+    s3.put(profile_two_revisions.key, b"# Maria\n\nWritten by a sandbox.\n")
     client.force_login(person)
-    response = client.post(url("file_edit", profile), {"content": "mine\n", "base_revision": 2})
+    response = client.post(url("file_edit", profile_two_revisions), {"content": "mine\n", "base_revision": 2})
     assert response.status_code == 409
     assert "Written by a sandbox." in response.content.decode()
-    assert MemoryFile.objects.get(pk=profile.pk).head.author_kind == "external"
+    assert MemoryFile.objects.get(pk=profile_two_revisions.pk).head.author_kind == "external"
 
 
-def test_oversize_text_is_refused_and_kept(client, person, profile, settings):
+def test_oversize_text_is_refused_and_kept(client, person, profile_two_revisions, settings):
     settings.MGC_MAX_FILE_BYTES = 100
     client.force_login(person)
-    response = client.post(url("file_edit", profile), {"content": "ж" * 60, "base_revision": 2})
+    response = client.post(url("file_edit", profile_two_revisions), {"content": "ж" * 60, "base_revision": 2})
     assert response.status_code == 400
     html = response.content.decode()
     assert "the limit is 100 bytes" in html and "ж" * 60 in html
-    assert MemoryFile.objects.get(pk=profile.pk).head.number == 2
+    assert MemoryFile.objects.get(pk=profile_two_revisions.pk).head.number == 2
 
 
-def test_binary_text_is_refused(client, person, profile):
+def test_binary_text_is_refused(client, person, profile_two_revisions):
     client.force_login(person)
-    response = client.post(url("file_edit", profile), {"content": "a\x00b", "base_revision": 2})
+    response = client.post(url("file_edit", profile_two_revisions), {"content": "a\x00b", "base_revision": 2})
     assert response.status_code == 400
     assert "Null characters are not allowed" in response.content.decode()
 
 
-def test_storage_down_on_save_says_so_and_keeps_text(client, person, profile, s3):
+def test_storage_down_on_save_says_so_and_keeps_text(client, person, profile_two_revisions, s3):
     client.force_login(person)
     s3.proxy.down = True
-    response = client.post(url("file_edit", profile), {"content": "keep me\n", "base_revision": 2})
+    response = client.post(url("file_edit", profile_two_revisions),
+                           {"content": "keep me\n", "base_revision": 2})
     assert response.status_code == 503
     html = response.content.decode()
     assert "did not answer" in html and "keep me" in html
     s3.proxy.down = False
-    assert MemoryFile.objects.get(pk=profile.pk).head.number == 2
+    assert MemoryFile.objects.get(pk=profile_two_revisions.pk).head.number == 2
 
 
-def test_compliance_and_colleagues_cannot_edit(client, make_user, project, profile):
+def test_compliance_and_colleagues_cannot_edit(client, make_user, project, profile_two_revisions):
     auditor = make_user("auditor")
     Membership.objects.create(user=auditor, project=project, role="compliance")
     colleague = make_user("boris")
     Membership.objects.create(user=colleague, project=project, role="employee")
     client.force_login(auditor)
-    assert client.get(url("file_detail", profile)).status_code == 200
-    assert client.get(url("file_edit", profile)).status_code == 404
-    assert client.post(url("file_edit", profile), {"content": "x", "base_revision": 2}
+    assert client.get(url("file_detail", profile_two_revisions)).status_code == 200
+    assert client.get(url("file_edit", profile_two_revisions)).status_code == 404
+    assert client.post(url("file_edit", profile_two_revisions), {"content": "x", "base_revision": 2}
                        ).status_code == 404
     client.force_login(colleague)
-    assert client.get(url("file_detail", profile)).status_code == 404
+    assert client.get(url("file_detail", profile_two_revisions)).status_code == 404
 
 
-def test_unknown_file_and_revision_are_404(client, person, profile):
+def test_unknown_file_and_revision_are_404(client, person, profile_two_revisions):
     client.force_login(person)
-    missing = reverse("projects:file_detail", args=[profile.project.slug,
+    missing = reverse("projects:file_detail", args=[profile_two_revisions.project.slug,
                                                     "00000000-0000-0000-0000-000000000000"])
     assert client.get(missing).status_code == 404
-    assert client.get(url("revision_detail", profile, 99)).status_code == 404
-    assert client.get(url("file_diff", profile) + "?a=1&b=99").status_code == 404
-    assert client.get(url("file_diff", profile) + "?a=x").status_code == 404
+    assert client.get(url("revision_detail", profile_two_revisions, 99)).status_code == 404
+    assert client.get(url("file_diff", profile_two_revisions) + "?a=1&b=99").status_code == 404
+    assert client.get(url("file_diff", profile_two_revisions) + "?a=x").status_code == 404
 
 
-def test_history_lists_revisions_with_authors(client, person, profile):
+def test_history_lists_revisions_with_authors(client, person, profile_two_revisions):
     client.force_login(person)
-    html = client.get(url("file_history", profile)).content.decode()
+    html = client.get(url("file_history", profile_two_revisions)).content.decode()
     assert "longer" in html and "maria" in html and 'name="a" value="1"' in html
 
 
-def test_revision_view_rendered_raw_and_download(client, person, profile):
+def test_revision_view_rendered_raw_and_download(client, person, profile_two_revisions):
     client.force_login(person)
-    rendered = client.get(url("revision_detail", profile, 1)).content.decode()
+    rendered = client.get(url("revision_detail", profile_two_revisions, 1)).content.decode()
     assert "<h1>Maria</h1>" in rendered
-    raw = client.get(url("revision_detail", profile, 1) + "?view=raw").content.decode()
+    raw = client.get(url("revision_detail", profile_two_revisions, 1) + "?view=raw").content.decode()
     assert "# Maria" in raw
-    download = client.get(url("revision_raw", profile, 1))
+    download = client.get(url("revision_raw", profile_two_revisions, 1))
     assert download["Content-Type"] == "text/markdown; charset=utf-8"
     assert "attachment" in download["Content-Disposition"]
     assert download.content == b"# Maria\n\nPrefers short reports.\n"
 
 
-def test_diff_side_by_side_and_unified_highlight_words(client, person, profile):
+def test_diff_side_by_side_and_unified_highlight_words(client, person, profile_two_revisions):
     client.force_login(person)
-    split = client.get(url("file_diff", profile) + "?a=1&b=2").content.decode()
+    split = client.get(url("file_diff", profile_two_revisions) + "?a=1&b=2").content.decode()
     assert '<del class="deletion">short</del>' in split
     assert '<ins class="addition">long</ins>' in split
-    unified = client.get(url("file_diff", profile) + "?a=1&b=2&mode=unified").content.decode()
+    unified = client.get(url("file_diff", profile_two_revisions) + "?a=1&b=2&mode=unified").content.decode()
     assert 'class="diff unified"' in unified and "<ins class=\"addition\">long</ins>" in unified
 
 
-def test_restore_writes_new_revision(client, person, profile, s3):
+def test_restore_writes_new_revision(client, person, profile_two_revisions, s3):
     client.force_login(person)
-    response = client.post(url("file_restore", profile, 1),
+    response = client.post(url("file_restore", profile_two_revisions, 1),
                            {"message": "back to short", "base_revision": 2})
     assert response.status_code == 302
-    head = MemoryFile.objects.get(pk=profile.pk).head
+    head = MemoryFile.objects.get(pk=profile_two_revisions.pk).head
     assert (head.number, head.restored_from, head.message) == (3, 1, "back to short")
-    assert s3.get(profile.key) == b"# Maria\n\nPrefers short reports.\n"
+    assert s3.get(profile_two_revisions.key) == b"# Maria\n\nPrefers short reports.\n"
 
 
-def test_restore_on_stale_base_changes_nothing(client, person, profile):
+def test_restore_on_stale_base_changes_nothing(client, person, profile_two_revisions):
     client.force_login(person)
-    response = client.post(url("file_restore", profile, 1), {"base_revision": 1}, follow=True)
+    response = client.post(url("file_restore", profile_two_revisions, 1), {"base_revision": 1}, follow=True)
     assert "Nothing was restored" in response.content.decode()
-    assert Revision.objects.filter(file=profile).count() == 2
+    assert Revision.objects.filter(file=profile_two_revisions).count() == 2
 
 
-def test_restore_and_save_require_post_and_csrf(person, profile):
+def test_restore_and_save_require_post_and_csrf(person, profile_two_revisions):
     from django.test import Client
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(person)
-    assert strict.post(url("file_restore", profile, 1), {"base_revision": 2}).status_code == 403
-    assert strict.post(url("file_edit", profile), {"content": "x", "base_revision": 2}
+    assert strict.post(url("file_restore", profile_two_revisions, 1), {"base_revision": 2}).status_code == 403
+    assert strict.post(url("file_edit", profile_two_revisions), {"content": "x", "base_revision": 2}
                        ).status_code == 403
-    assert strict.get(url("file_restore", profile, 1)).status_code == 405
+    assert strict.get(url("file_restore", profile_two_revisions, 1)).status_code == 405
 
 
 def test_admin_creates_workspace_file_and_deletes_it(client, admin, project, s3):
@@ -197,10 +198,10 @@ def test_admin_creates_workspace_file_and_deletes_it(client, admin, project, s3)
     assert "This file is deleted" in client.get(url("file_detail", file)).content.decode()
 
 
-def test_employee_cannot_see_workspace_or_delete(client, person, project, profile):
+def test_employee_cannot_see_workspace_or_delete(client, person, project, profile_two_revisions):
     client.force_login(person)
     assert client.get(reverse("projects:workspace", args=[project.slug])).status_code == 404
-    assert client.post(url("file_delete", profile), {"base_revision": 2}).status_code == 404
+    assert client.post(url("file_delete", profile_two_revisions), {"base_revision": 2}).status_code == 404
 
 
 def test_admin_opens_missing_agent_file_for_writing(client, admin, project, s3):
@@ -231,10 +232,11 @@ def test_preview_refuses_oversize(client, person, settings):
     assert client.post(reverse("projects:preview"), {"content": "x" * 11}).status_code == 413
 
 
-def test_history_page_query_count_is_constant(client, person, profile, django_assert_max_num_queries):
+def test_history_page_query_count_is_constant(client, person, profile_two_revisions,
+                                              django_assert_max_num_queries):
     client.force_login(person)
     for n in range(3, 30):
-        store.file_save(file=profile, content=f"v{n}\n", actor=Actor.person(person),
+        store.file_save(file=profile_two_revisions, content=f"v{n}\n", actor=Actor.person(person),
                         base_revision=n - 1)
     with django_assert_max_num_queries(8):
-        client.get(url("file_history", profile))
+        client.get(url("file_history", profile_two_revisions))

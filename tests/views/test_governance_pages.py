@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def profile(s3, project, person) -> MemoryFile:
+def profile_with_email(s3, project, person) -> MemoryFile:
     revision = store.file_create(project=project, scope="user", user=person, path="USER.md",
                                  content="Maria, e-mail maria@example.com\n",
                                  actor=Actor.person(person))
@@ -29,29 +29,29 @@ def profile(s3, project, person) -> MemoryFile:
 
 
 def test_compliance_reads_of_memory_are_audited_and_admin_reads_are_not(
-        client, project, profile, reviewer, admin):
+        client, project, profile_with_email, reviewer, admin):
     client.force_login(reviewer)
     pages = [
-        ("projects:file_detail", [project.slug, profile.pk], "read.file"),
-        ("projects:file_history", [project.slug, profile.pk], "read.history"),
-        ("projects:revision_detail", [project.slug, profile.pk, 1], "read.revision"),
-        ("projects:revision_raw", [project.slug, profile.pk, 1], "read.download"),
-        ("projects:file_diff", [project.slug, profile.pk], "read.diff"),
+        ("projects:file_detail", [project.slug, profile_with_email.pk], "read.file"),
+        ("projects:file_history", [project.slug, profile_with_email.pk], "read.history"),
+        ("projects:revision_detail", [project.slug, profile_with_email.pk, 1], "read.revision"),
+        ("projects:revision_raw", [project.slug, profile_with_email.pk, 1], "read.download"),
+        ("projects:file_diff", [project.slug, profile_with_email.pk], "read.diff"),
     ]
     for name, args, action in pages:
         assert client.get(reverse(name, args=args)).status_code == 200
         event = AuditEvent.objects.order_by("-seq").first()
         assert (event.action, event.actor_user, event.object_id) == (action, reviewer,
-                                                                     str(profile.pk))
+                                                                     str(profile_with_email.pk))
     client.force_login(admin)
     before = AuditEvent.objects.count()
-    client.get(reverse("projects:file_detail", args=[project.slug, profile.pk]))
+    client.get(reverse("projects:file_detail", args=[project.slug, profile_with_email.pk]))
     assert AuditEvent.objects.count() == before
     assert audit_verify() == []
 
 
 def test_a_compliance_simulation_is_audited_with_whom_it_was_for(
-        client, project, agent, profile, reviewer, person):
+        client, project, agent, profile_with_email, reviewer, person):
     client.force_login(reviewer)
     url = reverse("projects:simulate", args=[project.slug]) + f"?agent={agent.slug}&user={person.pk}"
     assert client.get(url).status_code == 200
@@ -125,7 +125,7 @@ def test_audit_export_csv_and_jsonl_follow_the_filters_and_defuse_formulas(
 
 
 def test_csv_cells_that_start_a_formula_are_quoted():
-    from projects.views.governance import _cell
+    from projects.governance.trail import _cell
 
     assert _cell("=1+1") == "'=1+1" and _cell("@SUM(A1)") == "'@SUM(A1)"
     assert _cell("plain") == "plain" and _cell(None) == "" and _cell(3) == "3"
@@ -150,28 +150,28 @@ def test_audit_page_query_count_does_not_grow_with_events(client, reviewer, proj
 # --- Review queue -----------------------------------------------------------------------------
 
 
-def test_review_queue_mark_and_flag_from_the_page(client, project, agent, profile, reviewer):
+def test_review_queue_mark_and_flag_from_the_page(client, project, agent, profile_with_email, reviewer):
     client.force_login(reviewer)
     url = reverse("projects:review_queue", args=[project.slug])
     html = client.get(url).content.decode()
     assert "users/maria/USER.md" in html and "e-mail address" in html
     assert "maria@example.com" not in html.split("findings")[1].split("</ul>")[0]
-    response = client.post(reverse("projects:flag_create", args=[project.slug, profile.pk]),
+    response = client.post(reverse("projects:flag_create", args=[project.slug, profile_with_email.pk]),
                            {"number": 1, "comment": "Private e-mail in the profile"})
     assert response.status_code == 302
     html = client.get(url).content.decode()
     assert "Private e-mail in the profile" in html and "Open flags (1)" in html
-    client.post(reverse("projects:review_mark", args=[project.slug, profile.pk]), {"number": 1})
+    client.post(reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]), {"number": 1})
     html = client.get(url).content.decode()
     assert "Nothing to review" in html and "Open flags (1)" in html
-    response = client.post(reverse("projects:review_mark", args=[project.slug, profile.pk]),
+    response = client.post(reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]),
                            {"number": "x"}, follow=True)
     assert b"The form was incomplete" in response.content
 
 
-def test_review_queue_refuses_cross_site_next(client, project, profile, reviewer):
+def test_review_queue_refuses_cross_site_next(client, project, profile_with_email, reviewer):
     client.force_login(reviewer)
-    response = client.post(reverse("projects:review_mark", args=[project.slug, profile.pk]),
+    response = client.post(reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]),
                            {"number": 1, "next": "https://evil.example/"})
     assert response.url == reverse("projects:review_queue", args=[project.slug])
 
@@ -216,7 +216,7 @@ def test_isolation_page_and_policy_downloads(client, project, agent, admin):
     assert client.get(url, {"policy": "nope"}).status_code == 404
 
 
-def test_export_download_is_a_zip(client, project, profile, reviewer):
+def test_export_download_is_a_zip(client, project, profile_with_email, reviewer):
     client.force_login(reviewer)
     response = client.get(reverse("projects:project_export", args=[project.slug]))
     assert response["Content-Type"] == "application/zip"
@@ -224,24 +224,24 @@ def test_export_download_is_a_zip(client, project, profile, reviewer):
     assert "memory/users/maria/USER.md" in archive.namelist()
 
 
-def test_export_when_storage_is_down_says_so(client, s3, project, profile, reviewer):
+def test_export_when_storage_is_down_says_so(client, s3, project, profile_with_email, reviewer):
     client.force_login(reviewer)
     s3.proxy.inject("GET", "users/", status=503, times=5)
     response = client.get(reverse("projects:project_export", args=[project.slug]), follow=True)
     assert b"No export was made" in response.content
 
 
-def test_erasure_page_needs_the_username_typed(client, s3, project, profile, admin, person):
+def test_erasure_page_needs_the_username_typed(client, s3, project, profile_with_email, admin, person):
     client.force_login(admin)
     url = reverse("projects:profile_erase", args=[project.slug, person.pk])
     page = client.get(url)
     assert b"1 revision" in page.content
     response = client.post(url, {"reason": "request 7", "confirm": "mari"})
     assert response.status_code == 400 and b"Type maria exactly" in response.content
-    assert MemoryFile.objects.filter(pk=profile.pk).exists()
+    assert MemoryFile.objects.filter(pk=profile_with_email.pk).exists()
     response = client.post(url, {"reason": "request 7", "confirm": "maria"}, follow=True)
     assert b"Erased maria" in response.content
-    assert not MemoryFile.objects.filter(pk=profile.pk).exists()
+    assert not MemoryFile.objects.filter(pk=profile_with_email.pk).exists()
     assert [k for k in s3.keys() if f"users/{person.pk}/" in k] == []
     assert erasure.profile_erase  # the page used the service (tombstone below)
     assert AuditEvent.objects.get(action="profile.erase").details["reason"] == "request 7"

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def memory(s3, project, agent, person):
+def tagged_memory(s3, project, agent, person):
     system = Actor.system("t")
     store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
                       content="You are calm.\n", actor=system)
@@ -41,34 +41,34 @@ def _view_prompt(client, project, agent, user=None, at=""):
     return response.content.decode()
 
 
-def test_view_api_and_command_give_the_identical_prompt(client, admin, memory, agent, person):
+def test_view_api_and_command_give_the_identical_prompt(client, admin, tagged_memory, agent, person):
     client.force_login(admin)
-    from_view = _view_prompt(client, memory, agent, person)
+    from_view = _view_prompt(client, tagged_memory, agent, person)
     _, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
     from_api = client.post("/api/v1/hooks/pre", data=json.dumps({"user": "maria"}),
                            content_type="application/json",
                            HTTP_AUTHORIZATION=f"Bearer {raw}").json()["prompt"]
     out = StringIO()
-    call_command("assemble_context", "--project", memory.slug, "--agent", agent.slug,
+    call_command("assemble_context", "--project", tagged_memory.slug, "--agent", agent.slug,
                  "--user", "maria", stdout=out)
     assert from_view == from_api == out.getvalue()
     assert "&lt;/user_profile&gt;" in from_view and from_view.count("<agent_identity>") == 1
 
 
-def test_simulate_page_shows_sections_revisions_and_budget(client, admin, memory, agent, person):
+def test_simulate_page_shows_sections_revisions_and_budget(client, admin, tagged_memory, agent, person):
     client.force_login(admin)
-    url = reverse("projects:simulate", args=[memory.slug]) + f"?agent={agent.slug}&user={person.pk}"
+    url = reverse("projects:simulate", args=[tagged_memory.slug]) + f"?agent={agent.slug}&user={person.pk}"
     html = client.get(url).content.decode()
     assert "&lt;user_profile&gt;" in html and "USER.md</a> r1" in html
     assert "budget-part" in html and "tag" in html and "defused" in html
     assert "copy-prompt" in html and "<script>" not in html
 
 
-def test_employee_simulates_only_for_themselves(client, memory, agent, person, make_user):
+def test_employee_simulates_only_for_themselves(client, tagged_memory, agent, person, make_user):
     other = make_user("boris")
-    Membership.objects.create(user=other, project=memory, role="employee")
+    Membership.objects.create(user=other, project=tagged_memory, role="employee")
     client.force_login(person)
-    url = reverse("projects:simulate", args=[memory.slug])
+    url = reverse("projects:simulate", args=[tagged_memory.slug])
     mine = client.get(url + f"?agent={agent.slug}&download=1").content.decode()
     assert "Maria: prefers UTC." in mine
     # Asking for yourself by id is the same page; asking for anyone else is not there for you
@@ -81,14 +81,14 @@ def test_employee_simulates_only_for_themselves(client, memory, agent, person, m
     assert "boris" not in client.get(url).content.decode()
 
 
-def test_an_unknown_agent_is_a_404_for_everyone(client, admin, memory):
+def test_an_unknown_agent_is_a_404_for_everyone(client, admin, tagged_memory):
     client.force_login(admin)
-    url = reverse("projects:simulate", args=[memory.slug])
+    url = reverse("projects:simulate", args=[tagged_memory.slug])
     assert client.get(url + "?agent=ghost").status_code == 404
     assert client.get(url).status_code == 200  # no agent asked for: the first one
 
 
-def test_point_in_time_simulation_matches_a_past_receipt(client, admin, memory, agent, person):
+def test_point_in_time_simulation_matches_a_past_receipt(client, admin, tagged_memory, agent, person):
     _, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
     pre = client.post("/api/v1/hooks/pre", data=json.dumps({"user": "maria"}),
                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}").json()
@@ -96,25 +96,25 @@ def test_point_in_time_simulation_matches_a_past_receipt(client, admin, memory, 
     store.file_save(file=profile, content="Maria: moved to Novosibirsk.\n",
                     actor=Actor.person(person), base_revision=1)
     client.force_login(admin)
-    session_page = client.get(reverse("projects:session_detail", args=[memory.slug,
+    session_page = client.get(reverse("projects:session_detail", args=[tagged_memory.slug,
                                                                        pre["session"]]))
     at = session_page.context["at"]
-    past = _view_prompt(client, memory, agent, person, at=at)
+    past = _view_prompt(client, tagged_memory, agent, person, at=at)
     assert hashlib.sha256(past.encode()).hexdigest() == pre["prompt_sha256"]
-    now = _view_prompt(client, memory, agent, person)
+    now = _view_prompt(client, tagged_memory, agent, person)
     assert "Novosibirsk" in now and "Novosibirsk" not in past
 
 
-def test_bad_time_is_a_clear_400(client, admin, memory, agent):
+def test_bad_time_is_a_clear_400(client, admin, tagged_memory, agent):
     client.force_login(admin)
-    url = reverse("projects:simulate", args=[memory.slug]) + f"?agent={agent.slug}&at=yesterday"
+    url = reverse("projects:simulate", args=[tagged_memory.slug]) + f"?agent={agent.slug}&at=yesterday"
     response = client.get(url)
     assert response.status_code == 400 and "YYYY-MM-DD" in response.content.decode()
 
 
-def test_manifest_edit_validates_and_saves(client, admin, memory, agent):
+def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):
     client.force_login(admin)
-    url = reverse("projects:agent_settings", args=[memory.slug, agent.slug])
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
     bad = client.post(url, {"which": "manifest", "manifest-value": '{"sections": []}'})
     assert bad.status_code == 400 and "non-empty list of sections" in bad.content.decode()
     broken = client.post(url, {"which": "manifest", "manifest-value": "{not json"})
@@ -126,14 +126,14 @@ def test_manifest_edit_validates_and_saves(client, admin, memory, agent):
     assert ok.status_code == 302
     agent.refresh_from_db()
     assert agent.manifest == manifest
-    prompt = _view_prompt(client, memory, agent)
+    prompt = _view_prompt(client, tagged_memory, agent)
     assert prompt == ("<agent_identity>\nYou are calm.\n</agent_identity>\n\n<decisions>\n"
                       "### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>")
 
 
-def test_policy_edit_validates(client, admin, memory, agent):
+def test_policy_edit_validates(client, admin, tagged_memory, agent):
     client.force_login(admin)
-    url = reverse("projects:agent_settings", args=[memory.slug, agent.slug])
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
     bad = client.post(url, {"which": "policy", "policy-value": json.dumps(
         {"post": {"SOUL.md": {"modes": ["overwrite"]}}})})
     assert bad.status_code == 400
@@ -143,37 +143,37 @@ def test_policy_edit_validates(client, admin, memory, agent):
     assert ok.status_code == 302
 
 
-def test_token_is_shown_once_stored_hashed_and_revocable(client, admin, memory, agent):
+def test_token_is_shown_once_stored_hashed_and_revocable(client, admin, tagged_memory, agent):
     client.force_login(admin)
-    create = reverse("projects:token_create", args=[memory.slug, agent.slug])
+    create = reverse("projects:token_create", args=[tagged_memory.slug, agent.slug])
     page = client.post(create, {"name": "prod runner"}, follow=True).content.decode()
     token = AgentToken.objects.get(agent=agent)
     raw = page.split('<pre class="raw" id="new-token">')[1].split("</pre>")[0]
     assert raw.startswith("mgc_") and token.token_hash == hashlib.sha256(raw.encode()).hexdigest()
     assert raw not in json.dumps(list(AgentToken.objects.values()), default=str)
-    again = client.get(reverse("projects:agent_settings", args=[memory.slug, agent.slug]))
+    again = client.get(reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug]))
     assert raw not in again.content.decode()
-    client.post(reverse("projects:token_revoke", args=[memory.slug, agent.slug, token.pk]))
+    client.post(reverse("projects:token_revoke", args=[tagged_memory.slug, agent.slug, token.pk]))
     assert client.post("/api/v1/hooks/pre", data="{}", content_type="application/json",
                        HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
 
 
-def test_settings_and_tokens_are_admin_only(client, memory, agent, person):
+def test_settings_and_tokens_are_admin_only(client, tagged_memory, agent, person):
     client.force_login(person)
-    assert client.get(reverse("projects:agent_settings", args=[memory.slug, agent.slug])
+    assert client.get(reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
                       ).status_code == 404
-    assert client.post(reverse("projects:token_create", args=[memory.slug, agent.slug]),
+    assert client.post(reverse("projects:token_create", args=[tagged_memory.slug, agent.slug]),
                        {"name": "x"}).status_code == 404
 
 
-def test_proposal_flow_in_the_console(client, admin, memory, agent, person, s3):
+def test_proposal_flow_in_the_console(client, admin, tagged_memory, agent, person, s3):
     session, _ = hooks.hook_pre(agent=agent, user=person)
     results = hooks.hook_post(session=session, writes=[
         hooks.WriteRequest("USER.md", "append", "Works nights.\n")])
     client.force_login(admin)
-    page = client.get(reverse("projects:proposal_list", args=[memory.slug])).content.decode()
+    page = client.get(reverse("projects:proposal_list", args=[tagged_memory.slug])).content.decode()
     assert "Works nights." in page and "After approval" in page
-    decide = reverse("projects:proposal_decide", args=[memory.slug, results[0]["proposal"]])
+    decide = reverse("projects:proposal_decide", args=[tagged_memory.slug, results[0]["proposal"]])
     client.post(decide, {"decision": "approve", "note": "checked"})
     proposal = Proposal.objects.get(pk=results[0]["proposal"])
     assert proposal.status == "approved" and proposal.decided_by == admin
@@ -183,33 +183,33 @@ def test_proposal_flow_in_the_console(client, admin, memory, agent, person, s3):
     assert "already decided" in twice.content.decode()
 
 
-def test_sessions_are_listed_with_receipts(client, admin, memory, agent, person):
+def test_sessions_are_listed_with_receipts(client, admin, tagged_memory, agent, person):
     session, _ = hooks.hook_pre(agent=agent, user=person)
     client.force_login(admin)
-    listing = client.get(reverse("projects:session_list", args=[memory.slug])).content.decode()
+    listing = client.get(reverse("projects:session_list", args=[tagged_memory.slug])).content.decode()
     assert str(session.pk) in listing
-    detail = client.get(reverse("projects:session_detail", args=[memory.slug, session.pk]))
+    detail = client.get(reverse("projects:session_detail", args=[tagged_memory.slug, session.pk]))
     assert "USER.md" in detail.content.decode() and "r1" in detail.content.decode()
 
 
-def test_other_project_cannot_see_sessions_or_proposals(client, memory, agent, person,
+def test_other_project_cannot_see_sessions_or_proposals(client, tagged_memory, agent, person,
                                                         make_user, make_project):
     session, _ = hooks.hook_pre(agent=agent, user=person)
     outsider = make_user("eve")
     elsewhere = make_project()
     Membership.objects.create(user=outsider, project=elsewhere, role="admin")
     client.force_login(outsider)
-    assert client.get(reverse("projects:session_detail", args=[memory.slug, session.pk])
+    assert client.get(reverse("projects:session_detail", args=[tagged_memory.slug, session.pk])
                       ).status_code == 404
     assert client.get(reverse("projects:session_detail", args=[elsewhere.slug, session.pk])
                       ).status_code == 404
 
 
-def test_assemble_context_command_errors(memory):
+def test_assemble_context_command_errors(tagged_memory):
     from django.core.management import CommandError
     with pytest.raises(CommandError):
-        call_command("assemble_context", "--project", memory.slug, "--agent", "nope",
+        call_command("assemble_context", "--project", tagged_memory.slug, "--agent", "nope",
                      stdout=StringIO())
     with pytest.raises(CommandError):
-        call_command("assemble_context", "--project", memory.slug, "--agent",
+        call_command("assemble_context", "--project", tagged_memory.slug, "--agent",
                      Agent.objects.get().slug, "--user", "ghost", stdout=StringIO())

@@ -12,6 +12,7 @@ from django.urls import reverse
 from projects.audit import Actor
 from projects.memory import search, store
 from projects.models import AuditEvent, SearchText
+from projects.rendering import highlighted
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +54,7 @@ def test_russian_words_match(memory, project):
 
 
 def test_highlight_escapes_and_marks():
-    html = search.highlight("Before <b>deadline</b> and Deadline.", ["deadline"])
+    html = highlighted(search.excerpt("Before <b>deadline</b> and Deadline.", ["deadline"]))
     assert html == "Before &lt;b&gt;<mark>deadline</mark>&lt;/b&gt; and <mark>Deadline</mark>."
 
 

@@ -2,6 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from projects.errors import explain
 from projects.memory.errors import StoreError
 from projects.models import Agent, Membership
 from projects.runners import context as prompt_context
@@ -33,7 +34,7 @@ class Command(BaseCommand):
             moment = prompt_context.parse_moment(at)
             assembly = prompt_context.build_context(agent=found, user=person, at=moment)
         except ValidationError as exc:
-            raise CommandError(" ".join(exc.messages)) from exc
+            raise CommandError(explain(exc)) from exc
         except StoreError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(assembly.prompt, ending="")

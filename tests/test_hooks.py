@@ -1,0 +1,78 @@
+"""runners.hooks without HTTP: the hook policy, per-write results of the post hook, tool and
+error logs, proposals and policy validation."""
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from projects.audit import Actor
+from projects.memory import store
+from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
+from projects.runners import hooks
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(s3, project, agent, person):
+    store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE, path="notes/a.md",
+                      content="# A\n", actor=Actor.system("t"))
+    return AgentSession.objects.create(agent=agent, user=person, prompt_sha256="0" * 64)
+
+
+def test_policy_rule_matches_exact_names_then_workspace_globs(agent):
+    agent.hook_policy["post"]["workspace/decisions/*.md"] = {"modes": ["replace"]}
+    assert hooks.policy_rule(agent, "AGENTS.md") == {"modes": ["append"], "approval": True}
+    assert hooks.policy_rule(agent, "SOUL.md") is None
+    assert hooks.policy_rule(agent, "workspace/x/y.md")["modes"] == ["append", "replace"]
+
+
+def test_post_answers_each_write_in_order_and_never_raises(session, agent):
+    results = hooks.hook_post(session=session, writes=[
+        hooks.WriteRequest("workspace/notes/a.md", "append", "- one\n"),
+        hooks.WriteRequest("SOUL.md", "replace", "I am someone else."),
+        hooks.WriteRequest("AGENTS.md", "append", "- a rule\n"),
+        hooks.WriteRequest("workspace/../x.md", "append", "x"),
+        hooks.WriteRequest("workspace/notes/a.md", "replace", "stale", base_revision=1),
+    ], summary="run")
+    assert [(r["path"], r["status"], r.get("code")) for r in results] == [
+        ("workspace/notes/a.md", "written", None),
+        ("SOUL.md", "rejected", "policy_denied"),
+        ("AGENTS.md", "proposed", None),
+        ("workspace/../x.md", "rejected", "bad_path"),
+        ("workspace/notes/a.md", "conflict", "conflict"),
+    ]
+    assert results[4]["head_text"] == "# A\n- one\n" and results[4]["head_revision"] == 2
+    event = SessionEvent.objects.get(session=session, kind="post")
+    assert event.payload["results"] == results
+    assert AgentSession.objects.get(pk=session.pk).ended_at is not None
+
+
+def test_tool_and_error_append_to_the_policys_logs(session, s3):
+    hooks.hook_event(session=session, kind="tool", payload={"name": "grep", "summary": "found"})
+    hooks.hook_event(session=session, kind="error", payload={"message": "timeout\non two lines"})
+    tools = MemoryFile.objects.get(path="logs/tools.md")
+    errors_log = MemoryFile.objects.get(path="logs/errors.md")
+    assert "tool `grep`: found" in store.revision_read(tools.head)
+    assert "error: timeout on two lines" in store.revision_read(errors_log.head)
+
+
+def test_a_rejected_proposal_stays_rejected_and_writes_nothing(session, agent, admin):
+    proposal = Proposal.objects.create(project=agent.project, file=MemoryFile.objects.get(
+        path="notes/a.md"), agent=agent, session=session, mode="append", content="- x\n")
+    hooks.proposal_reject(proposal=proposal, by=admin, note="no")
+    hooks.proposal_reject(proposal=proposal, by=admin, note="again")  # a second click
+    with pytest.raises(hooks.HookError) as info:
+        hooks.proposal_approve(proposal=proposal, by=admin)
+    assert info.value.code == "not_pending"
+    assert MemoryFile.objects.get(path="notes/a.md").head.number == 1
+
+
+@pytest.mark.parametrize("policy", [
+    [], {"post": {"../x.md": {"modes": ["append"]}}},
+    {"post": {"USER.md": {"modes": ["delete"]}}}, {"post": {"USER.md": {"modes": []}}},
+    {"tool": {"log": "elsewhere.md"}}, {"tool": {"log": "workspace/../x.md"}}, {"other": {}},
+])
+def test_bad_policies_are_refused_with_a_reason(policy):
+    with pytest.raises(ValidationError) as info:
+        hooks.validate_policy(policy)
+    assert info.value.messages[0]
