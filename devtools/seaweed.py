@@ -244,7 +244,7 @@ class SeaweedCluster:
             [weed, "s3", *common, f"-port={self.s3_port}", f"-port.grpc={self.s3_grpc}",
              f"-filer=127.0.0.1:{self.filer_port}.{self.filer_grpc}", f"-config={config}",
              "-autoCreateBucket=false", f"-localSocket={self.folder / 's3.sock'}",
-             "-iam.readOnly=false"],
+             "-iam.readOnly=false", "-port.iceberg=0", "-port.lance=0"],
             log=self.folder / "s3.log", env=env)
         try:
             wait_ready(self.endpoint, self.access_key, self.secret_key, timeout=timeout)

@@ -79,6 +79,16 @@ def _call(port: int, path: str, body: dict, token: str) -> tuple[int, dict]:
 def stack(tmp_path):
     cluster = SeaweedCluster(tmp_path / "seaweedfs", access_key="scale-key",
                              secret_key="scale-secret").start()
+    consoles: list[subprocess.Popen] = []
+    try:
+        yield from _consoles_on(cluster, tmp_path, consoles)
+    finally:  # a failed setup stops what it started too
+        for console in consoles:
+            stop_process(console, 10)
+        cluster.stop()
+
+
+def _consoles_on(cluster, tmp_path, consoles):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DJANGO_"))}
     env.update(DATABASE_URL=_database_url(), MGC_S3_ENDPOINT_URL=cluster.endpoint,
                MGC_S3_ACCESS_KEY_ID="scale-key", MGC_S3_SECRET_ACCESS_KEY="scale-secret",
@@ -93,7 +103,7 @@ def stack(tmp_path):
                           env={**env, "DJANGO_SETTINGS_MODULE": "memoryadmin.settings"},
                           check=True, capture_output=True, text=True, timeout=60)
     token = json.loads(made.stdout.strip().splitlines()[-1])["token"]
-    consoles, ports = [], free_ports(2)
+    ports = free_ports(2)
     for port in ports:
         consoles.append(subprocess.Popen(  # noqa: S603 - our own server
             [str(Path(python).with_name("gunicorn")), "memoryadmin.wsgi", "-b", f"127.0.0.1:{port}",
@@ -110,9 +120,6 @@ def stack(tmp_path):
     s3 = boto3.client("s3", endpoint_url=cluster.endpoint, region_name="us-east-1",
                       aws_access_key_id="scale-key", aws_secret_access_key="scale-secret")
     yield {"ports": ports, "token": token, "cluster": cluster, "s3": s3, "env": env}
-    for console in consoles:
-        stop_process(console, 10)
-    cluster.stop()
 
 
 def test_two_consoles_on_a_seaweedfs_cluster_lose_nothing_and_survive_a_volume_server(stack):
