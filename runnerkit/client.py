@@ -13,6 +13,8 @@ import urllib.error
 import urllib.request
 import uuid
 
+from runnerkit.version import __version__
+
 RETRY_STATUSES = {502, 503, 504}
 # Calls that write no memory: repeating them is harmless (a repeated pre opens one more
 # session, nothing else).
@@ -36,11 +38,15 @@ class Client:
         self.attempts = max(1, attempts)
         self.backoff = backoff
 
-    def _call(self, path: str, body: dict, *, idempotent: bool = False) -> dict:
+    def _call(self, path: str, body: dict, *, idempotent: bool = False,
+              key: str | None = None) -> dict:
         data = json.dumps(body).encode("utf-8")
-        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
+                   "User-Agent": f"runnerkit/{__version__}"}
         if idempotent:
-            headers["Idempotency-Key"] = uuid.uuid4().hex  # the same for every retry below
+            # The same for every retry below. A caller that may send the same event again
+            # (a replayed hook) passes a key derived from the event instead.
+            headers["Idempotency-Key"] = key or uuid.uuid4().hex
         retryable = idempotent or path in SAFE_TO_REPEAT
         delay = self.backoff
         for attempt in range(1, self.attempts + 1):
@@ -71,24 +77,26 @@ class Client:
         body = {k: v for k, v in {"user": user, "session": session}.items() if v}
         return self._call("hooks/pre", body)
 
-    def post(self, session: str, writes: list[dict], summary: str | None = None) -> dict:
+    def post(self, session: str, writes: list[dict], summary: str | None = None,
+             key: str | None = None) -> dict:
         body = {"session": session, "writes": writes}
         if summary:
             body["summary"] = summary
-        return self._call("hooks/post", body, idempotent=True)
+        return self._call("hooks/post", body, idempotent=True, key=key)
 
-    def tool(self, session: str, name: str, summary: str = "", details: dict | None = None
-             ) -> dict:
-        body = {"session": session, "name": name, "summary": summary}
+    def tool(self, session: str, name: str, summary: str = "", details: dict | None = None,
+             key: str | None = None) -> dict:
+        body = {"session": session, "name": name[:100], "summary": summary[:2000]}
         if details:
             body["details"] = details
-        return self._call("hooks/tool", body, idempotent=True)
+        return self._call("hooks/tool", body, idempotent=True, key=key)
 
-    def error(self, session: str, message: str, details: dict | None = None) -> dict:
-        body = {"session": session, "message": message}
+    def error(self, session: str, message: str, details: dict | None = None,
+              key: str | None = None) -> dict:
+        body = {"session": session, "message": (message or "error")[:2000]}
         if details:
             body["details"] = details
-        return self._call("hooks/error", body, idempotent=True)
+        return self._call("hooks/error", body, idempotent=True, key=key)
 
     def sandbox_files(self, session: str) -> dict:
         return self._call("sandbox/files", {"session": session})

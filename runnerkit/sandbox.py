@@ -132,15 +132,48 @@ class Sandbox:
             return None
         return base.read_text(encoding="utf-8")
 
-    def push(self, summary: str | None = None) -> list[dict]:
+    def push(self, summary: str | None = None, key: str | None = None) -> list[dict]:
+        """Send what changed since the pull (or the last push). The post's Idempotency-Key is
+        derived from the session and the changes, unless given: sending the same changes again
+        (a retry, a replayed Stop hook) writes nothing twice. What was written becomes the new
+        base, so the next push sends only what changed after it."""
         writes, notes = self.changes()
         written = []
         if self.direct is not None:
             writes, written = self._push_direct(writes)
         results = []
         if writes:
-            results = self.client.post(self.session, writes, summary)["results"]
+            key = key or "push-" + _sha(json.dumps([self.session, writes], sort_keys=True)
+                                        .encode("utf-8"))[:40]
+            results = self.client.post(self.session, writes, summary, key=key)["results"]
+        self._advance(written + results)
         return written + results + notes
+
+    def _advance(self, results: list[dict]) -> None:
+        """Files written (or proposed) become the new base of the next push."""
+        done = [r for r in results if r.get("status") in ("written", "proposed")]
+        if not done:
+            return
+        state_file = self.folder / STATE
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        for result in done:
+            path = result["path"]
+            local = self.folder / path
+            if not local.exists():
+                continue
+            data = local.read_bytes()
+            entry = state["files"].setdefault(path, {
+                "revision": None, "writable": True, "modes": [result.get("mode", "append")],
+                "key": None, "etag": None, "direct": False})
+            entry["sha256"] = _sha(data)
+            if result.get("revision"):
+                entry["revision"] = result["revision"]
+            if result.get("etag"):
+                entry["etag"] = result["etag"]
+            base = self.folder / BASE / path
+            base.parent.mkdir(parents=True, exist_ok=True)
+            base.write_bytes(data)
+        state_file.write_text(json.dumps(state, indent=2, ensure_ascii=False), encoding="utf-8")
 
     def _push_direct(self, writes: list[dict]) -> tuple[list[dict], list[dict]]:
         """Write what the S3 policy allows straight to the bucket; the rest stays for the

@@ -1,0 +1,149 @@
+"""`mgc-hook`: Claude Code (and Claude Agent SDK) command hooks for governed memory.
+
+Put it in `.claude/settings.json` for the events below (runnerkit/README.md shows the whole
+file). Claude Code runs it with one JSON event on stdin; it answers on stdout:
+
+- SessionStart, UserPromptSubmit: the pre hook, once per session (again after /clear or a
+  compaction); the prompt goes back as `hookSpecificOutput.additionalContext` and the memory
+  files into a folder the agent can edit;
+- PostToolUse: the tool hook (tool name and a short summary);
+- PostToolUseFailure, StopFailure: the error hook;
+- Stop, SessionEnd: the post hook with every memory file the agent changed in that folder.
+
+Claude's session id maps to one console session (kept in MGC_STATE_DIR). Each call's
+Idempotency-Key comes from the event (tool_use_id, the changes sent), so an event delivered
+twice writes nothing twice. The console being down never blocks the agent: a message on
+stderr and exit code 1, which Claude Code treats as a non-blocking error.
+
+Environment: MGC_URL (the console), MGC_RUNNER_TOKEN, MGC_USER (the employee, optional),
+MGC_MEMORY_DIR (default <cwd>/.mgc-memory), MGC_STATE_DIR (default ~/.cache/mgc-hook),
+MGC_RUNNER_S3_* for the direct sandbox (optional).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from runnerkit.client import ApiError, Client
+from runnerkit.run import MemoryRun
+
+START_EVENTS = {"SessionStart", "UserPromptSubmit"}
+NOT_BLOCKING = 1  # Claude Code: exit 2 blocks the agent, any other non-zero code does not
+
+
+def _summary(value, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _key(*parts: str) -> str:
+    return "claude-" + hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:40]
+
+
+class ClaudeHook:
+    def __init__(self, env=os.environ):
+        self.env = env
+        url, token = env.get("MGC_URL", ""), env.get("MGC_RUNNER_TOKEN", "")
+        if not url or not token:
+            raise ValueError("set MGC_URL and MGC_RUNNER_TOKEN")
+        self.client = Client(url, token, timeout=float(env.get("MGC_TIMEOUT", "10")), attempts=3)
+        self.state_dir = Path(env.get("MGC_STATE_DIR") or Path.home() / ".cache" / "mgc-hook")
+        self.direct = None
+        if env.get("MGC_RUNNER_S3_ACCESS_KEY_ID"):
+            from runnerkit.direct import DirectStorage  # only with the s3 extra installed
+
+            self.direct = DirectStorage.from_environment()
+
+    def _state_path(self, claude_session: str) -> Path:
+        return self.state_dir / f"{hashlib.sha256(claude_session.encode()).hexdigest()[:32]}.json"
+
+    def _load(self, claude_session: str) -> dict | None:
+        path = self._state_path(claude_session)
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def _save(self, claude_session: str, state: dict) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._state_path(claude_session).write_text(json.dumps(state), encoding="utf-8")
+
+    def _run(self, event: dict, state: dict | None) -> MemoryRun:
+        folder = (Path(state["folder"]) if state else
+                  Path(self.env.get("MGC_MEMORY_DIR") or Path(event.get("cwd") or ".") / ".mgc-memory")
+                  / hashlib.sha256(event["session_id"].encode()).hexdigest()[:16])
+        return MemoryRun(self.client, user=self.env.get("MGC_USER") or None, folder=folder,
+                         direct=self.direct, external_ref=event["session_id"],
+                         session=state["session"] if state else None,
+                         prompt=state.get("prompt", "") if state else "")
+
+    def _started(self, event: dict) -> tuple[MemoryRun, dict]:
+        """The console session of this Claude session, opened (pre hook) if there is none."""
+        claude_session = event["session_id"]
+        state = self._load(claude_session)
+        run = self._run(event, state)
+        if state is None:
+            run.start()
+            state = {"session": run.session, "folder": str(run.folder), "injected": False,
+                     "prompt": run.prompt}
+            self._save(claude_session, state)
+        return run, state
+
+    def handle(self, event: dict) -> dict | None:
+        """The JSON to print for this event, or None."""
+        name = event.get("hook_event_name", "")
+        claude_session = event.get("session_id", "")
+        if not claude_session:
+            raise ValueError("the event has no session_id")
+        if name in START_EVENTS:
+            if name == "SessionStart" and event.get("source") in ("clear", "compact"):
+                state = self._load(claude_session)
+                if state:  # the context was cleared or compacted: tell the memory again
+                    state["injected"] = False
+                    self._save(claude_session, state)
+            run, state = self._started(event)
+            if state["injected"]:
+                return None
+            state["injected"] = True
+            self._save(claude_session, state)
+            return {"hookSpecificOutput": {"hookEventName": name,
+                                           "additionalContext": run.instructions()}}
+        run, _state = self._started(event)
+        if name == "PostToolUse":
+            use = event.get("tool_use_id") or _key(json.dumps(event, sort_keys=True))
+            run.tool(event.get("tool_name") or "tool",
+                     _summary({"input": event.get("tool_input"),
+                               "response": event.get("tool_response")}),
+                     details={"tool_use_id": use}, key=_key(claude_session, "tool", use))
+        elif name in ("PostToolUseFailure", "StopFailure"):
+            use = event.get("tool_use_id") or ""
+            message = _summary(event.get("error") or f"{name} without a message", 2000)
+            details = {"event": name, "tool_name": event.get("tool_name"), "tool_use_id": use}
+            run.error(message, details={k: v for k, v in details.items() if v},
+                      key=_key(claude_session, name, use, message))
+        elif name in ("Stop", "SessionEnd"):
+            run.finish(summary=f"Claude Code {name.lower()} ({event.get('reason') or 'turn'})")
+        return None
+
+
+def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None, env=None) -> int:
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    try:
+        event = json.loads(stdin.read() or "{}")
+        answer = ClaudeHook(os.environ if env is None else env).handle(event)
+    except ApiError as exc:
+        print(f"mgc-hook: the memory console did not take the {event.get('hook_event_name')} "
+              f"event ({exc}); the agent goes on without it.", file=stderr)
+        return NOT_BLOCKING
+    except (ValueError, OSError) as exc:
+        print(f"mgc-hook: {exc}; the agent goes on without governed memory.", file=stderr)
+        return NOT_BLOCKING
+    if answer is not None:
+        stdout.write(json.dumps(answer, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

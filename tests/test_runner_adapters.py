@@ -1,0 +1,308 @@
+"""The adapters, offline, against a live test server: Claude Code's command hooks fed the
+documented event payloads, and real agent loops of the OpenAI Agents SDK and LangChain driven by
+fake models that call a tool and write memory. Each checks the whole cycle: the next pre hook
+sees the new memory, the session receipt, the tool and error events, the audit trail, and that
+a replayed event writes nothing twice."""
+
+import io
+import json
+
+import pytest
+
+from projects.audit import Actor
+from projects.memory import store
+from projects.models import AgentSession, AuditEvent, MemoryFile, SessionEvent
+from runnerkit import Client
+from runnerkit.claude import main as mgc_hook
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def console(live_server, s3, project, agent, person, token):
+    system = Actor.system("t")
+    store.file_create(project=project, scope=MemoryFile.Scope.AGENT, agent=agent, path="SOUL.md",
+                      content="You analyse incidents.\n", actor=system)
+    store.file_create(project=project, scope=MemoryFile.Scope.USER, user=person, path="USER.md",
+                      content="Maria prefers UTC.\n", actor=Actor.person(person))
+    store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE, path="incidents/a.md",
+                      content="# Incident A\n", actor=system)
+    return {"url": live_server.url, "token": token, "user": person.username}
+
+
+def _workspace_text(path: str) -> str:
+    file = MemoryFile.objects.select_related("head", "project").get(path=path)
+    return store.file_read(file).text
+
+
+def _events(kind: str) -> list[SessionEvent]:
+    return list(SessionEvent.objects.filter(kind=kind).order_by("id"))
+
+
+# --- Claude Code ---------------------------------------------------------------------------------
+
+
+def _hook(console, tmp_path, event: dict, *, url=None) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    env = {"MGC_URL": url or console["url"], "MGC_RUNNER_TOKEN": console["token"],
+           "MGC_USER": console["user"], "MGC_STATE_DIR": str(tmp_path / "state"),
+           "MGC_MEMORY_DIR": str(tmp_path / "memory"), "MGC_TIMEOUT": "5"}
+    code = mgc_hook(stdin=io.StringIO(json.dumps(event)), stdout=stdout, stderr=stderr, env=env)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def _claude(name: str, session: str = "claude-1", **fields) -> dict:
+    return {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": "/work",
+            "hook_event_name": name, **fields}
+
+
+def test_claude_code_hooks_carry_the_whole_memory_cycle(console, tmp_path, agent):
+    code, out, _ = _hook(console, tmp_path, _claude("SessionStart", source="startup"))
+    assert code == 0
+    context = json.loads(out)["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart"
+    assert "<user_profile>\nMaria prefers UTC." in context["additionalContext"]
+    session = AgentSession.objects.get(external_ref="claude-1")
+    assert session.receipt and session.user.username == console["user"]
+    # Once per session: the first prompt does not get the memory again.
+    assert _hook(console, tmp_path, _claude("UserPromptSubmit", prompt="Why slow?"))[1] == ""
+
+    tool = _claude("PostToolUse", tool_name="Bash", tool_input={"command": "grep 5xx log"},
+                   tool_response={"stdout": "3 hits"}, tool_use_id="toolu_01")
+    for _ in range(2):  # delivered twice
+        assert _hook(console, tmp_path, tool)[0] == 0
+    assert [e.payload["name"] for e in _events("tool")] == ["Bash"]
+    failure = _claude("PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_02",
+                      tool_input={"command": "psql"}, error="connection refused")
+    _hook(console, tmp_path, failure)
+    _hook(console, tmp_path, failure)
+    assert [e.payload["message"] for e in _events("error")] == ["connection refused"]
+
+    # The agent edits its memory folder; Stop sends it, a second Stop sends nothing again.
+    folder = next((tmp_path / "memory").iterdir())
+    incident = folder / "workspace" / "incidents" / "a.md"
+    incident.write_text(incident.read_text() + "\nRoot cause: pool exhaustion.\n")
+    stop = _claude("Stop", stop_hook_active=False)
+    assert _hook(console, tmp_path, stop)[0] == 0
+    assert _hook(console, tmp_path, stop)[0] == 0
+    assert _workspace_text("incidents/a.md").count("Root cause: pool exhaustion.") == 1
+    head = MemoryFile.objects.select_related("head").get(path="incidents/a.md").head
+    assert (head.author_kind, head.author_agent, head.session_ref) == (
+        "agent", agent, str(session.pk))
+    assert AuditEvent.objects.filter(action="file.save", actor_agent=agent).exists()
+
+    code, out, _ = _hook(console, tmp_path, _claude("SessionStart", session="claude-2",
+                                                    source="startup"))
+    assert "Root cause: pool exhaustion." in json.loads(out)["hookSpecificOutput"][
+        "additionalContext"]
+
+
+def test_claude_code_is_not_blocked_when_the_console_is_down(console, tmp_path):
+    code, out, err = _hook(console, tmp_path, _claude("SessionStart", source="startup"),
+                           url="http://127.0.0.1:9")
+    assert code == 1 and out == ""  # 1: Claude Code's non-blocking error
+    assert "goes on without it" in err
+
+
+def test_claude_code_tells_the_memory_again_after_a_compaction(console, tmp_path):
+    _hook(console, tmp_path, _claude("SessionStart", source="startup"))
+    assert _hook(console, tmp_path, _claude("UserPromptSubmit", prompt="x"))[1] == ""
+    _, out, _ = _hook(console, tmp_path, _claude("SessionStart", source="compact"))
+    assert "additionalContext" in out
+    assert AgentSession.objects.filter(external_ref="claude-1").count() == 1
+
+
+# --- OpenAI Agents SDK ---------------------------------------------------------------------------
+
+
+def test_openai_agents_run_with_memory_hooks_and_the_remember_tool(console, agent):
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from runnerkit.openai_agents import (
+        MemoryContext,
+        MemoryHooks,
+        memory_instructions,
+        remember,
+    )
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def lookup_alerts(service: str) -> str:
+        """Alerts of a service."""
+        return f"{service}: 12 alerts, p99 900 ms"
+
+    model = ScriptedModel([
+        [function_call("lookup_alerts", {"service": "auth"}, call_id="call_1")],
+        [function_call("remember", {"note": "auth p99 was 900 ms on Dec 3"}, call_id="call_2")],
+        [assistant_message("Pool exhaustion; noted.")],
+    ])
+    analyst = Agent(name="analyst", instructions=memory_instructions("You analyse incidents."),
+                    model=model, tools=[lookup_alerts, remember])
+    context = MemoryContext(user=console["user"])
+    hooks = MemoryHooks(Client(console["url"], console["token"]))
+    result = Runner.run_sync(analyst, "Why is auth slow?", context=context, hooks=hooks)
+    assert result.final_output == "Pool exhaustion; noted."
+
+    system = model.calls[0].system_instructions
+    assert system.startswith("You analyse incidents.") and "Maria prefers UTC." in system
+    session = AgentSession.objects.get(pk=context.run.session)
+    assert session.external_ref == "openai-agents:analyst"
+    assert [e.payload["name"] for e in _events("tool")] == ["lookup_alerts", "remember"]
+    notes = MemoryFile.objects.get(path__startswith="notes/")
+    assert "auth p99 was 900 ms on Dec 3" in _workspace_text(notes.path)
+    assert notes.head.author_agent == agent and notes.head.session_ref == str(session.pk)
+
+    # The end of the run delivered again: nothing new to send, nothing written twice.
+    import asyncio
+
+    asyncio.run(hooks.on_agent_end(type("Ctx", (), {"context": context})(), analyst, "again"))
+    assert _workspace_text(notes.path).count("auth p99 was 900 ms on Dec 3") == 1
+    # A post sent again after a crash that lost its answer (the sandbox's state not yet
+    # advanced): the same Idempotency-Key and body, so the console replays its first answer.
+    run = context.run
+    run.remember("pool size raised to 40")
+    kept = {f: f.read_bytes() for f in run.folder.rglob("*") if f.is_file()
+            and (f.name == ".mgc-sandbox.json" or ".mgc-base" in f.parts)}
+    first = run.finish(key="end-of-run-2")
+    for f, data in kept.items():
+        f.write_bytes(data)
+    again = run.finish(key="end-of-run-2")
+    assert first == again
+    assert _workspace_text(notes.path).count("pool size raised to 40") == 1
+
+    next_prompt = Client(console["url"], console["token"]).pre(user=console["user"])["prompt"]
+    assert "auth p99 was 900 ms on Dec 3" in next_prompt
+
+
+# --- LangChain -----------------------------------------------------------------------------------
+
+
+def test_langchain_agent_with_memory_middleware(console, agent):
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+
+    from runnerkit.langchain import MemoryMiddleware, remember
+
+    seen: list = []
+
+    class FakeModel(GenericFakeChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append(messages)
+            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    @tool
+    def lookup_alerts(service: str) -> str:
+        """Alerts of a service."""
+        return f"{service}: 12 alerts"
+
+    @tool
+    def restart(service: str) -> str:
+        """Restart a service."""
+        raise RuntimeError(f"{service} is protected")
+
+    model = FakeModel(messages=iter([
+        AIMessage("", tool_calls=[{"name": "lookup_alerts", "args": {"service": "auth"},
+                                   "id": "lc_1"}]),
+        AIMessage("", tool_calls=[{"name": "remember", "args": {"note": "auth had 12 alerts"},
+                                   "id": "lc_2"}]),
+        AIMessage("", tool_calls=[{"name": "restart", "args": {"service": "auth"},
+                                   "id": "lc_3"}]),
+        AIMessage("Done."),
+    ]))
+    middleware = MemoryMiddleware(Client(console["url"], console["token"]), user=console["user"])
+    graph = create_agent(model, tools=[lookup_alerts, remember, restart],
+                         system_prompt="You analyse incidents.", middleware=[middleware])
+    with pytest.raises(RuntimeError, match="protected"):
+        graph.invoke({"messages": [{"role": "user", "content": "Why is auth slow?"}]})
+
+    system = seen[0][0]
+    assert system.type == "system" and "You analyse incidents." in system.text
+    assert "Maria prefers UTC." in system.text
+    assert [e.payload["name"] for e in _events("tool")] == ["lookup_alerts", "remember"]
+    assert [e.payload["message"] for e in _events("error")] == ["restart: auth is protected"]
+
+
+def test_langchain_after_agent_sends_the_remembered_notes(console, agent):
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from runnerkit.langchain import MemoryMiddleware, remember
+
+    class FakeModel(GenericFakeChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+    model = FakeModel(messages=iter([
+        AIMessage("", tool_calls=[{"name": "remember", "args": {"note": "deploys on Fridays "
+                                                                        "broke auth twice"},
+                                   "id": "lc_9"}]),
+        AIMessage("Noted."),
+    ]))
+    middleware = MemoryMiddleware(Client(console["url"], console["token"]), user=console["user"])
+    graph = create_agent(model, tools=[remember], middleware=[middleware])
+    graph.invoke({"messages": [{"role": "user", "content": "Remember the Friday deploys."}]})
+    notes = MemoryFile.objects.get(path__startswith="notes/")
+    assert "deploys on Fridays broke auth twice" in _workspace_text(notes.path)
+    assert notes.head.author_agent == agent
+    replay = middleware._runs  # the run was finished and forgotten
+    assert replay == {}
+    prompt = Client(console["url"], console["token"]).pre(user=console["user"])["prompt"]
+    assert "deploys on Fridays broke auth twice" in prompt
+
+
+# --- The examples a newcomer runs (docs/RUNNERS.md) -----------------------------------------------
+
+
+@pytest.mark.parametrize("script", ["claude_code_replay.py", "openai_agents_runner.py",
+                                    "langchain_runner.py"])
+def test_each_runtimes_example_changes_the_memory(console, tmp_path, script):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "MGC_"))}
+    env.update(MGC_URL=console["url"], MGC_RUNNER_TOKEN=console["token"],
+               MGC_USER=console["user"], MGC_STATE_DIR=str(tmp_path / "state"))
+    done = subprocess.run([sys.executable, str(root / "examples" / script)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "has the new memory" in done.stdout
+
+
+# --- runnerkit as a package of its own -----------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=False)
+def test_runnerkit_installs_on_its_own_with_the_mgc_hook_command(tmp_path):
+    """pip builds it from runnerkit/pyproject.toml; the installed copy imports without the
+    console and its `mgc-hook` answers a console that is not there without blocking."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(root / "runnerkit")], check=True, timeout=300,
+                   capture_output=True)
+    assert (target / "bin" / "mgc-hook").exists()
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(target), "MGC_URL": "http://127.0.0.1:9",
+           "MGC_RUNNER_TOKEN": "mgc_x", "MGC_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run([sys.executable, "-c", "import runnerkit, sys; "
+                           "print(runnerkit.__file__, runnerkit.__version__, runnerkit.API_VERSION);"
+                           "from runnerkit.claude import main; sys.exit(main())"],
+                          input='{"session_id": "s", "hook_event_name": "SessionStart"}',
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith(str(target)) and " v1" in done.stdout
+    assert done.returncode == 1 and "goes on without it" in done.stderr
