@@ -34,7 +34,9 @@ test-sqlite: venv
 test-postgres: venv
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/python -m pytest
 
-test: lint test-sqlite test-postgres
+# Both runs side by side (scripts/test.sh): they share nothing and mostly wait on I/O.
+test: lint
+	TEST_POSTGRES_URL=$(TEST_POSTGRES_URL) PYTHON_BIN=$(BIN)/python scripts/test.sh
 
 clean:
 	rm -rf $(VENV) .demo staticfiles

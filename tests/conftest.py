@@ -32,7 +32,7 @@ ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 ONCE = ("tests/browser/", "tests/test_i18n.py", "tests/test_xss.py", "tests/test_layout.py",
         "tests/test_injection_corpus.py", "tests/test_injection.py", "tests/test_diffing.py",
         "tests/test_scanning.py", "tests/test_settings.py", "tests/test_architecture.py",
-        "tests/test_runner_adapters.py::test_runnerkit_installs")
+        "tests/test_runner_adapters.py", "tests/test_runner_example.py", "tests/test_demo.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -115,6 +115,14 @@ def test_claude_code_tells_the_memory_again_after_a_compaction(console, tmp_path
 # --- OpenAI Agents SDK ---------------------------------------------------------------------------
 
 
+def _in_own_thread(call, *args, **kwargs):
+    """The SDK runs its own event loop; the browser tests leave one running in this thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call, *args, **kwargs).result()
+
+
 def test_openai_agents_run_with_memory_hooks_and_the_remember_tool(console, agent):
     from agents import Agent, Runner, function_tool, set_tracing_disabled
     from agents.testing import ScriptedModel, assistant_message, function_call
@@ -142,7 +150,8 @@ def test_openai_agents_run_with_memory_hooks_and_the_remember_tool(console, agen
                     model=model, tools=[lookup_alerts, remember])
     context = MemoryContext(user=console["user"])
     hooks = MemoryHooks(Client(console["url"], console["token"]))
-    result = Runner.run_sync(analyst, "Why is auth slow?", context=context, hooks=hooks)
+    result = _in_own_thread(Runner.run_sync, analyst, "Why is auth slow?", context=context,
+                            hooks=hooks)
     assert result.final_output == "Pool exhaustion; noted."
 
     system = model.calls[0].system_instructions
@@ -157,7 +166,8 @@ def test_openai_agents_run_with_memory_hooks_and_the_remember_tool(console, agen
     # The end of the run delivered again: nothing new to send, nothing written twice.
     import asyncio
 
-    asyncio.run(hooks.on_agent_end(type("Ctx", (), {"context": context})(), analyst, "again"))
+    _in_own_thread(asyncio.run, hooks.on_agent_end(type("Ctx", (), {"context": context})(),
+                                                   analyst, "again"))
     assert _workspace_text(notes.path).count("auth p99 was 900 ms on Dec 3") == 1
     # A post sent again after a crash that lost its answer (the sandbox's state not yet
     # advanced): the same Idempotency-Key and body, so the console replays its first answer.

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole suite twice, on SQLite and on PostgreSQL, side by side: the runs share nothing
+# (each starts its own SeaweedFS on free ports, its own test database) and mostly wait on
+# I/O, so running them together halves the wall time on two cores. The PostgreSQL run's
+# output follows the SQLite run's; the exit status is the worse of the two.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON_BIN:-.venv/bin/python}"
+LOG="$(mktemp -t mgc-test-postgres.XXXXXX)"
+DATABASE_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}" \
+  "$PY" -m pytest "$@" >"$LOG" 2>&1 &
+POSTGRES=$!
+echo "== SQLite run (the PostgreSQL run goes on beside it; its output follows) =="
+"$PY" -m pytest "$@"
+SQLITE_STATUS=$?
+wait $POSTGRES
+POSTGRES_STATUS=$?
+echo
+echo "== PostgreSQL run =="
+cat "$LOG"
+rm -f "$LOG"
+if [ $SQLITE_STATUS -ne 0 ] || [ $POSTGRES_STATUS -ne 0 ]; then
+  echo "FAILED: SQLite run exit $SQLITE_STATUS, PostgreSQL run exit $POSTGRES_STATUS" >&2
+  exit 1
+fi
