@@ -46,7 +46,7 @@ from projects.models import Agent, MemoryFile, Project, Revision
 
 logger = logging.getLogger(__name__)
 
-HISTORY_PAGE_SIZE = 50
+HISTORY_PAGE_SIZE = 50  # revisions per history page (the other page sizes: views/paging.py)
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mgc-s3")
 
 

@@ -13,14 +13,13 @@ from projects.forms import NewWorkspaceFileForm
 from projects.governance import permissions, review, setup
 from projects.memory import layout, store, tree
 from projects.models import Agent, Membership, MemoryFile
-
-PAGE_SIZE = 25
+from projects.views import paging
 
 
 @login_required
 def project_list(request):
     projects = permissions.visible_projects(request.user).order_by("name", "pk")
-    page = Paginator(projects, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = paging.page_of(projects, paging.LIST, request)
     setup.count_agents(page)
     can_audit = permissions.reviewable_projects(request.user).exists()
     return render(request, "projects/project_list.html", {"page": page, "can_audit": can_audit})
@@ -33,7 +32,7 @@ def project_detail(request, slug):
     context = {
         "project": project,
         "role": role,
-        "agents": Paginator(agents, PAGE_SIZE).get_page(request.GET.get("page")),
+        "agents": paging.page_of(agents, paging.LIST, request),
         "can_see_workspace": permissions.can_see_workspace(role),
         "member_count": project.memberships.count(),
         "workspace_count": MemoryFile.objects.filter(project=project,
@@ -69,7 +68,7 @@ def people(request, slug):
         "user__username")
     if not permissions.sees_everyone(role):
         members = members.filter(user=request.user)
-    page = Paginator(members, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = paging.page_of(members, paging.LIST, request)
     profiles = {f.user_id: f for f in MemoryFile.objects.filter(
         project=project, scope=MemoryFile.Scope.USER, user_id__in=[m.user_id for m in page]
     ).select_related("head")}
@@ -87,7 +86,7 @@ def workspace(request, slug):
     here = tree.workspace_folder(project, request.GET.get("dir", ""))
     folder, subfolders, crumbs = here.path, here.subfolders, here.crumbs
     prefix = f"{folder}/" if folder else ""
-    page = Paginator(here.files, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = paging.page_of(here.files, paging.LIST, request)
     form = NewWorkspaceFileForm(initial={"path": prefix})
     return render(request, "projects/workspace.html", {
         "project": project, "role": role, "folder": folder, "crumbs": crumbs,
@@ -108,7 +107,7 @@ def workspace_new(request, slug):
         return redirect("projects:file_edit", slug=project.slug, file_id=file.pk)
     return render(request, "projects/workspace.html", {
         "project": project, "role": role, "folder": "", "crumbs": [], "subfolders": [],
-        "page": Paginator(MemoryFile.objects.none(), PAGE_SIZE).get_page(1), "form": form,
+        "page": Paginator(MemoryFile.objects.none(), paging.LIST).get_page(1), "form": form,
         "can_create": True,
     }, status=400)
 

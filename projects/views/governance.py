@@ -8,7 +8,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -29,9 +28,9 @@ from projects.memory import search as memory_search
 from projects.models import Agent, AuditEvent, Flag, Membership, MemoryFile, Revision
 from projects.rendering import highlighted
 from projects.runners import credentials
+from projects.views import paging
 
-PAGE_SIZE = 50
-REVIEW_PAGE_SIZE = 10
+
 @login_required
 def audit_log(request):
     """Who did what, when: filters by project, actor, action and time; CSV/JSONL export."""
@@ -52,7 +51,7 @@ def audit_log(request):
     export = request.GET.get("export")
     if export in ("csv", "jsonl") and status == 200:
         return _export(request, events, export, filters)
-    page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = paging.page_of(events, paging.AUDIT, request)
     return render(request, "projects/audit_log.html",
                   {"form": form, "page": page, "filtered": any(filters.values())}, status=status)
 
@@ -74,7 +73,7 @@ def review_queue(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_review(role))
     queue = review.review_queue(reviewer=request.user, project=project)
-    page = Paginator(queue, REVIEW_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = paging.page_of(queue, paging.REVIEW, request)
     status = 200
     try:
         items = review.review_items(list(page.object_list))
@@ -182,7 +181,7 @@ def members(request, slug):
         status = 400
     memberships = (Membership.objects.filter(project=project).select_related("user")
                    .order_by("user__username"))
-    page = Paginator(memberships, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = paging.page_of(memberships, paging.AUDIT, request)
     return render(request, "projects/members.html", {
         "project": project, "role": role, "page": page, "form": form,
         "roles": Membership.Role.choices}, status=status)
@@ -363,7 +362,6 @@ def agent_new(request, slug):
 # --- Search ----------------------------------------------------------------------------------------
 
 
-SEARCH_PAGE_SIZE = 20
 
 
 @login_required
@@ -379,8 +377,8 @@ def search(request, slug):
     if query and not terms:
         context["error"] = _("Type at least one word to search for.")
     elif terms:
-        page = Paginator(memory_search.search_memory(project=project, query=query, history=history),
-                         SEARCH_PAGE_SIZE).get_page(request.GET.get("page"))
+        hits = memory_search.search_memory(project=project, query=query, history=history)
+        page = paging.page_of(hits, paging.SEARCH, request)
         context["page"] = page
         context["hits"] = [(hit, highlighted(memory_search.excerpt(hit.text, terms)))
                            for hit in page]

@@ -7,7 +7,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -33,8 +32,7 @@ from projects.models import (
 )
 from projects.runners import bearer, credentials, hooks
 from projects.runners import context as prompt_context
-
-PAGE_SIZE = 25
+from projects.views import paging
 
 
 @login_required
@@ -237,7 +235,7 @@ def session_list(request, slug):
     sessions = AgentSession.objects.filter(agent__project=project).select_related("agent", "user")
     if not permissions.sees_everyone(role):
         sessions = sessions.filter(user=request.user)
-    page = Paginator(sessions.order_by("-created_at"), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = paging.page_of(sessions.order_by("-created_at"), paging.LIST, request)
     return render(request, "projects/session_list.html",
                   {"project": project, "role": role, "page": page})
 
@@ -267,7 +265,7 @@ def proposal_list(request, slug):
     proposals = (Proposal.objects.filter(project=project, status=status)
                  .select_related("file", "file__head", "file__agent", "file__user", "agent",
                                  "decided_by").order_by("-created_at"))
-    page = Paginator(proposals, 10).get_page(request.GET.get("page"))
+    page = paging.page_of(proposals, paging.REVIEW, request)
     items = []
     for proposal in page:
         try:
