@@ -301,11 +301,14 @@ def test_runnerkit_installs_on_its_own_with_the_mgc_hook_command(tmp_path):
     import sys
     from pathlib import Path
 
+    import shutil
+
     root = Path(__file__).resolve().parent.parent
-    target = tmp_path / "site"
+    source, target = tmp_path / "runnerkit", tmp_path / "site"
+    # A copy: pip builds in the source folder, which stays clean that way.
+    shutil.copytree(root / "runnerkit", source, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    str(target), str(root / "runnerkit")], check=True, timeout=300,
-                   capture_output=True)
+                    str(target), str(source)], check=True, timeout=300, capture_output=True)
     assert (target / "bin" / "mgc-hook").exists()
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(target), "MGC_URL": "http://127.0.0.1:9",
            "MGC_RUNNER_TOKEN": "mgc_x", "MGC_STATE_DIR": str(tmp_path / "state")}
