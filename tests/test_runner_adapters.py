@@ -304,7 +304,7 @@ def test_runnerkit_installs_on_its_own_with_the_mgc_hook_command(tmp_path):
     import shutil
 
     root = Path(__file__).resolve().parent.parent
-    source, target = tmp_path / "runnerkit", tmp_path / "site"
+    source, target = tmp_path / "src" / "runnerkit", tmp_path / "site"
     # A copy: pip builds in the source folder, which stays clean that way.
     shutil.copytree(root / "runnerkit", source, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
