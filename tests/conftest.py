@@ -269,35 +269,43 @@ def workspace_file(s3, project, actor) -> MemoryFile:
     return MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
 
 
-class _RevisionRefusal:
-    """A database trigger that refuses new revision rows: the database failing mid-save, after
-    S3 has the new head (as a worker killed before its commit leaves it)."""
+class DatabaseRefusal:
+    """A database trigger refusing inserts into `table` (optionally only rows matching a SQL
+    condition on NEW): the database failing in the middle of a change."""
+
+    def __init__(self, table: str, when: str = ""):
+        self.table, self.when, self.name = table, when, f"mgc_refuse_{table}"
 
     def start(self) -> None:
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                cursor.execute("""
-                    CREATE OR REPLACE FUNCTION mgc_refuse() RETURNS trigger AS $$
+                cursor.execute(f"""
+                    CREATE OR REPLACE FUNCTION {self.name}() RETURNS trigger AS $$
                     BEGIN RAISE EXCEPTION 'injected database failure'; END; $$
                     LANGUAGE plpgsql""")
-                cursor.execute("CREATE TRIGGER mgc_refuse BEFORE INSERT ON projects_revision "
-                               "FOR EACH ROW EXECUTE FUNCTION mgc_refuse()")
+                when = f"WHEN ({self.when}) " if self.when else ""
+                cursor.execute(f"CREATE TRIGGER {self.name} BEFORE INSERT ON {self.table} "
+                               f"FOR EACH ROW {when}EXECUTE FUNCTION {self.name}()")
             else:
-                cursor.execute("CREATE TRIGGER mgc_refuse BEFORE INSERT ON projects_revision "
-                               "BEGIN SELECT RAISE(ABORT, 'injected database failure'); END")
+                when = f"WHEN {self.when} " if self.when else ""
+                cursor.execute(f"CREATE TRIGGER {self.name} BEFORE INSERT ON {self.table} "
+                               f"{when}BEGIN SELECT RAISE(ABORT, 'injected database failure'); "
+                               f"END")
 
     def stop(self) -> None:
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse ON projects_revision")
-                cursor.execute("DROP FUNCTION IF EXISTS mgc_refuse()")
+                cursor.execute(f"DROP TRIGGER IF EXISTS {self.name} ON {self.table}")
+                cursor.execute(f"DROP FUNCTION IF EXISTS {self.name}()")
             else:
-                cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse")
+                cursor.execute(f"DROP TRIGGER IF EXISTS {self.name}")
 
 
 @pytest.fixture
 def revision_inserts_fail():
-    refusal = _RevisionRefusal()
+    """New revision rows are refused, after S3 has the new head (as a worker killed before
+    its commit leaves it)."""
+    refusal = DatabaseRefusal("projects_revision")
     refusal.start()
     yield refusal
     refusal.stop()

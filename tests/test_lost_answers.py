@@ -21,6 +21,7 @@ from projects.governance import isolation
 from projects.memory import errors, store
 from projects.models import AuditEvent, IdempotencyRecord, MemoryFile, Proposal, Revision
 from projects.runners import hooks
+from tests.conftest import DatabaseRefusal
 
 pytestmark = pytest.mark.django_db
 
@@ -297,26 +298,11 @@ def test_a_double_click_on_approve_writes_once(client, s3, log, agent, admin):
 
 @pytest.fixture
 def proposal_audits_fail():
-    """A database trigger refusing the audit event of a new proposal."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("""
-                CREATE OR REPLACE FUNCTION mgc_refuse_audit() RETURNS trigger AS $$
-                BEGIN RAISE EXCEPTION 'injected audit failure'; END; $$ LANGUAGE plpgsql""")
-            cursor.execute("CREATE TRIGGER mgc_refuse_audit BEFORE INSERT ON projects_auditevent "
-                           "FOR EACH ROW WHEN (NEW.action = 'proposal.create') "
-                           "EXECUTE FUNCTION mgc_refuse_audit()")
-        else:
-            cursor.execute("CREATE TRIGGER mgc_refuse_audit BEFORE INSERT ON projects_auditevent "
-                           "WHEN NEW.action = 'proposal.create' "
-                           "BEGIN SELECT RAISE(ABORT, 'injected audit failure'); END")
-    yield
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse_audit ON projects_auditevent")
-            cursor.execute("DROP FUNCTION IF EXISTS mgc_refuse_audit()")
-        else:
-            cursor.execute("DROP TRIGGER IF EXISTS mgc_refuse_audit")
+    """The audit event of a new proposal is refused."""
+    refusal = DatabaseRefusal("projects_auditevent", when="NEW.action = 'proposal.create'")
+    refusal.start()
+    yield refusal
+    refusal.stop()
 
 
 def test_a_proposal_and_its_audit_event_are_one_transaction(client, s3, log, token,

@@ -363,25 +363,24 @@ def post(request, body: PostIn):
           description=IDEMPOTENT)
 @_release_on_failure
 def tool(request, body: ToolIn):
-    session = _session(request, body.session)
-    record, replay = _idempotent(request, "hooks/tool")
-    if replay is not None:
-        return replay
-    outcome = hooks.hook_event(session=session, kind="tool", record=record, payload={
-        "name": body.name, "summary": body.summary or "", "details": storable(body.details or {})})
-    return Status(200, outcome)
+    return _event(request, body.session, "tool", {"name": body.name,
+                                                  "summary": body.summary or ""}, body.details)
 
 
 @api.post("/hooks/error", response={200: EventOut, **ERRORS}, summary="Record an error",
           description=IDEMPOTENT)
 @_release_on_failure
 def error(request, body: ErrorIn):
-    session = _session(request, body.session)
-    record, replay = _idempotent(request, "hooks/error")
+    return _event(request, body.session, "error", {"message": body.message}, body.details)
+
+
+def _event(request, session_id: uuid.UUID, kind: str, payload: dict, details: dict | None):
+    session = _session(request, session_id)
+    record, replay = _idempotent(request, f"hooks/{kind}")
     if replay is not None:
         return replay
-    outcome = hooks.hook_event(session=session, kind="error", record=record, payload={
-        "message": body.message, "details": storable(body.details or {})})
+    outcome = hooks.hook_event(session=session, kind=kind, record=record,
+                               payload={**payload, "details": storable(details or {})})
     return Status(200, outcome)
 
 
