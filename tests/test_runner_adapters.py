@@ -297,11 +297,10 @@ def test_runnerkit_installs_on_its_own_with_the_mgc_hook_command(tmp_path):
     """pip builds it from runnerkit/pyproject.toml; the installed copy imports without the
     console and its `mgc-hook` answers a console that is not there without blocking."""
     import os
+    import shutil
     import subprocess
     import sys
     from pathlib import Path
-
-    import shutil
 
     root = Path(__file__).resolve().parent.parent
     source, target = tmp_path / "src" / "runnerkit", tmp_path / "site"
