@@ -317,7 +317,8 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str =
         locked = _lock(file)
         for _round in range(_APPEND_ROUNDS):
             head = locked.head
-            text = "" if head is None or head.is_deletion else revision_read(head)
+            text = ("" if head is None or head.is_deletion
+                    else revision_texts(locked.project, [head])[head.pk])
             data = encode(appended(text, addition))
             try:
                 revision = _write_revision(storage, locked, data, actor=actor, message=message,
