@@ -10,15 +10,17 @@ exists which the person may not see. The matrix:
     compliance  reads everything (files, history, diffs, sessions, audit); reviews and flags;
                 exports; never edits memory. Its reads of memory are audited.
     employee    edits only their own USER.md, sees its history, reads the agents' files and
-                simulates what agents are told about them; sees only their own sessions
+                simulates what agents are told about them; sees only their own sessions;
+                sees and approves or rejects agents' proposals to change their own USER.md
+                (consent), never proposals on others' profiles or on agents' files
 """
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from projects.models import Membership, MemoryFile, Project
+from projects.models import Membership, MemoryFile, Project, Proposal
 
 ADMIN = Membership.Role.ADMIN
 COMPLIANCE = Membership.Role.COMPLIANCE
@@ -111,3 +113,22 @@ def can_see_workspace(role: str | None) -> bool:
 
 def can_delete_file(user, role: str, file: MemoryFile) -> bool:
     return role == ADMIN and file.scope == MemoryFile.Scope.WORKSPACE
+
+
+def visible_proposals(user, role: str | None) -> Q:
+    """Proposals the user may see in a project: all for admins and compliance staff; for an
+    employee only those on their own USER.md (what agents want to record about them)."""
+    if sees_everyone(role):
+        return Q()
+    if role == EMPLOYEE:
+        return Q(file__scope=MemoryFile.Scope.USER, file__user=user)
+    return Q(pk__in=[])
+
+
+def can_decide_proposal(user, role: str | None, proposal: Proposal) -> bool:
+    """Admins decide every proposal; an employee consents to (or refuses) changes to their own
+    USER.md only. Compliance staff read proposals but never write memory."""
+    if role == ADMIN:
+        return True
+    file = proposal.file
+    return role == EMPLOYEE and file.scope == MemoryFile.Scope.USER and file.user_id == user.pk

@@ -37,7 +37,8 @@ def project_detail(request, slug):
         "member_count": project.memberships.count(),
         "workspace_count": MemoryFile.objects.filter(project=project,
                                                      scope=MemoryFile.Scope.WORKSPACE).count(),
-        "pending_count": project.proposals.filter(status="pending").count(),
+        "pending_count": project.proposals.filter(permissions.visible_proposals(request.user, role),
+                                                  status="pending").count(),
     }
     if permissions.can_review(role):
         context["review_count"] = review.review_queue(reviewer=request.user,

@@ -259,12 +259,14 @@ def session_detail(request, slug, session_id):
 
 @login_required
 def proposal_list(request, slug):
+    """Admins and compliance see every proposal; an employee sees those on their own USER.md
+    and decides them (consent to what agents record about them)."""
     project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_review(role))
     status = request.GET.get("status", "pending")
-    proposals = (Proposal.objects.filter(project=project, status=status)
+    proposals = (Proposal.objects.filter(permissions.visible_proposals(request.user, role),
+                                         project=project, status=status)
                  .select_related("file", "file__head", "file__agent", "file__user", "agent",
-                                 "decided_by").order_by("-created_at"))
+                                 "session", "decided_by").order_by("-created_at"))
     page = paging.page_of(proposals, paging.REVIEW, request)
     items = []
     for proposal in page:
@@ -274,6 +276,9 @@ def proposal_list(request, slug):
             current = ""
         after = (appended(current, proposal.content) if proposal.mode == "append"
                  else proposal.content)
+        proposal.can_decide = permissions.can_decide_proposal(request.user, role, proposal)
+        proposal.session_visible = proposal.session_id is not None and (
+            permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk)
         items.append((proposal, diff_texts(current, after)))
     if items:
         audit_read(user=request.user, role=role, action="read.proposals", project=project,
@@ -286,8 +291,10 @@ def proposal_list(request, slug):
 @require_POST
 def proposal_decide(request, slug, proposal_id):
     project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_manage(role))
-    proposal = get_object_or_404(Proposal, pk=proposal_id, project=project)
+    proposal = get_object_or_404(
+        Proposal.objects.filter(permissions.visible_proposals(request.user, role))
+        .select_related("file"), pk=proposal_id, project=project)
+    permissions.require(permissions.can_decide_proposal(request.user, role, proposal))
     note = request.POST.get("note", "")[:500]
     try:
         if request.POST.get("decision") == "approve":

@@ -67,12 +67,17 @@ def world(s3, make_project, make_user) -> World:
     ivan_session = AgentSession.objects.create(agent=agent, user=ivan, prompt_sha256="0" * 64)
     proposal = Proposal.objects.create(project=project, file=mine.file, agent=agent,
                                        mode="append", content="likes tea")
+    ivan_proposal = Proposal.objects.create(project=project, file=theirs.file, agent=agent,
+                                            mode="append", content="likes coffee")
+    soul_proposal = Proposal.objects.create(project=project, file=soul.file, agent=agent,
+                                            mode="append", content="be loud")
     flag = review.flag_create(by=people[COMPLIANCE], file=notes.file, number=1,
                                   comment="check")
     ids = {"slug": project.slug, "agent": agent.slug, "soul": soul.file_id, "mine": mine.file_id,
            "theirs": theirs.file_id, "notes": notes.file_id, "token": token.pk,
            "own_session": own_session.pk, "ivan_session": ivan_session.pk,
-           "proposal": proposal.pk, "flag": flag.pk, "ivan": ivan.pk,
+           "proposal": proposal.pk, "ivan_proposal": ivan_proposal.pk,
+           "soul_proposal": soul_proposal.pk, "flag": flag.pk, "ivan": ivan.pk,
            "ivan_membership": Membership.objects.get(user=ivan).pk}
     return World(project, other, people, ids)
 
@@ -100,8 +105,12 @@ ROWS = [
     ("session_list", "get", {"slug": "slug"}, None, ALL),
     ("session_detail", "get", {"slug": "slug", "session_id": "own_session"}, None, ALL),
     ("session_detail", "get", {"slug": "slug", "session_id": "ivan_session"}, None, REVIEW),
-    ("proposal_list", "get", {"slug": "slug"}, None, REVIEW),
+    ("proposal_list", "get", {"slug": "slug"}, None, ALL),  # employees: their own USER.md's
     ("proposal_decide", "post", {"slug": "slug", "proposal_id": "proposal"},
+     {"decision": "neither"}, OWNER),
+    ("proposal_decide", "post", {"slug": "slug", "proposal_id": "ivan_proposal"},
+     {"decision": "neither"}, MANAGE),
+    ("proposal_decide", "post", {"slug": "slug", "proposal_id": "soul_proposal"},
      {"decision": "neither"}, MANAGE),
     ("people", "get", {"slug": "slug"}, None, ALL),
     ("members", "get", {"slug": "slug"}, None, MANAGE),
