@@ -1,6 +1,7 @@
 """Forms of the editor and the workspace. Validation says what is wrong; the text typed is
 always sent back to the page, never dropped."""
 
+import json
 import re
 
 from django import forms
@@ -54,11 +55,20 @@ class NewWorkspaceFileForm(forms.Form):
         return layout.validate_workspace_path(self.cleaned_data["path"])
 
 
-class JsonSettingForm(forms.Form):
-    """An agent's manifest or hook policy as JSON; the caller validates its meaning."""
+class _PrettyJSONField(forms.JSONField):
+    """Shows the stored value indented, once encoded (a str initial would be encoded twice)."""
 
-    value = forms.JSONField(label="JSON", widget=forms.Textarea(attrs={"rows": 18, "class": "editor-text",
-                                                         "spellcheck": "false"}))
+    def prepare_value(self, value):
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class JsonSettingForm(forms.Form):
+    """An agent's manifest or hook policy as raw JSON; the caller validates its meaning."""
+
+    value = _PrettyJSONField(label="JSON", widget=forms.Textarea(
+        attrs={"rows": 18, "class": "editor-text", "spellcheck": "false"}))
 
 
 class TokenForm(forms.Form):

@@ -76,10 +76,11 @@ def parse_moment(raw: str) -> dt.datetime | None:
     return value
 
 
-def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None
-                  ) -> injection.Assembly:
-    """The one path from records to a prompt: simulate view, pre hook and command all use it."""
+def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None,
+                  manifest: dict | None = None) -> injection.Assembly:
+    """The one path from records to a prompt: simulate view, pre hook and command all use it.
+    `manifest` replaces the agent's own for a preview of an unsaved edit."""
 
-    manifest = injection.parse_manifest(agent.manifest)
+    manifest = injection.parse_manifest(agent.manifest if manifest is None else manifest)
     files = context_files(agent=agent, user=user, manifest=manifest, at=at)
     return injection.assemble(manifest, files, tokenizer or get_tokenizer())

@@ -140,6 +140,11 @@ def parse_manifest(data: object) -> Manifest:
     return Manifest(tuple(sections), total)
 
 
+def valid_tag(tag: str) -> bool:
+    """A section tag: lower-case letters, digits and _, starting with a letter."""
+    return bool(_TAG_RE.match(tag))
+
+
 def valid_source(source: str) -> bool:
     """A manifest source or hook-policy target: an agent file, USER.md, or a workspace glob."""
     if source in AGENT_SOURCES or source == USER_SOURCE:

@@ -1,7 +1,6 @@
 """Simulate injection, agent settings (manifest, hook policy, tokens), sessions, proposals."""
 
 import datetime as dt
-import json
 
 from django.conf import settings
 from django.contrib import messages
@@ -14,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
+from projects import agent_forms
 from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
 from projects.governance import permissions
@@ -96,47 +96,81 @@ def simulate(request, slug):
 
 @login_required
 def agent_settings(request, slug, agent_slug):
+    """The manifest and the hook policy, each edited as rows (or as raw JSON), with a preview
+    of the prompt an unsaved manifest would give a chosen person."""
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_manage(role))
     agent = get_object_or_404(Agent, project=project, slug=agent_slug)
-    manifest_form = JsonSettingForm(prefix="manifest", initial={
-        "value": json.dumps(agent.manifest, indent=2, ensure_ascii=False)})
-    policy_form = JsonSettingForm(prefix="policy", initial={
-        "value": json.dumps(agent.hook_policy, indent=2, ensure_ascii=False)})
+    members = list(Membership.objects.filter(project=project).select_related("user")
+                   .order_by("user__username"))
+    page = {"manifest": agent_forms.ManifestEditor(manifest=agent.manifest),
+            "policy": agent_forms.PolicyEditor(policy=agent.hook_policy),
+            "manifest_json": JsonSettingForm(prefix="manifest-json",
+                                             initial={"value": agent.manifest}),
+            "policy_json": JsonSettingForm(prefix="policy-json",
+                                           initial={"value": agent.hook_policy})}
     status = 200
+    preview = None
     if request.method == "POST":
         which = request.POST.get("which")
-        if which not in ("manifest", "policy"):
+        if which not in page:
             raise Http404("No such setting.")
-        form = JsonSettingForm(request.POST, prefix=which)
-        if which == "manifest":
-            manifest_form = form
+        if which.endswith("_json"):
+            form = JsonSettingForm(request.POST, prefix=which.replace("_", "-"))
+            page[which] = form
+            value = form.cleaned_data["value"] if form.is_valid() else None
+            page["open_json"] = which
         else:
-            policy_form = form
-        if form.is_valid():
+            editor = (agent_forms.ManifestEditor if which == "manifest"
+                      else agent_forms.PolicyEditor)(request.POST)
+            page[which] = editor
+            form = None
+            value = None
+            if editor.is_valid():
+                value = editor.as_manifest() if which == "manifest" else editor.as_policy()
+        setting = which.removesuffix("_json")
+        if value is not None and which == "manifest" and "preview" in request.POST:
+            preview = _manifest_preview(request, agent, members, value)
+        elif value is not None:
             try:
-                hooks.agent_settings_update(agent=agent, by=request.user,
-                                            **{which: form.cleaned_data["value"]})
+                hooks.agent_settings_update(agent=agent, by=request.user, **{setting: value})
             except ValidationError as exc:
-                form.add_error("value", exc)
+                if form is None:
+                    page[which].errors = exc.messages
+                else:
+                    form.add_error("value", exc)
             else:
-                messages.success(request, _("Saved the injection manifest.") if which == "manifest"
-                                 else _("Saved the hook policy."))
-                if which == "policy":
+                messages.success(request, _("Saved the injection manifest.")
+                                 if setting == "manifest" else _("Saved the hook policy."))
+                if setting == "policy":
                     _refresh_credentials(request, agent)
                 return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
-        status = 400
+        status = 200 if preview is not None else 400
     tokens = list(AgentToken.objects.filter(agent=agent).select_related("created_by"))
     live = {c.token_id: c for c in RunnerCredential.objects.filter(
         agent=agent, revoked_at__isnull=True)}
     for token in tokens:
         token.live_credential = live.get(token.pk)
     return render(request, "projects/agent_settings.html", {
-        "project": project, "role": role, "agent": agent, "manifest_form": manifest_form,
-        "policy_form": policy_form, "tokens": tokens, "token_form": TokenForm(),
+        "project": project, "role": role, "agent": agent, **page, "members": members,
+        "preview": preview, "sources": agent_forms.SOURCE_SUGGESTIONS,
+        "tokens": tokens, "token_form": TokenForm(),
         "new_token": request.session.pop("new_token", None),
         "new_credentials": request.session.pop("new_credentials", None),
     }, status=status)
+
+
+def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> dict:
+    """The prompt an unsaved manifest would give the chosen person, beside today's. No writes."""
+    user = next((m.user for m in members if str(m.user_id) == request.POST.get("preview_user")),
+                None)
+    try:
+        draft = prompt_context.build_context(agent=agent, user=user, manifest=manifest)
+        current = prompt_context.build_context(agent=agent, user=user)
+    except errors.StoreError as exc:
+        return {"error": exc.message, "user": user}
+    return {"assembly": draft, "user": user, "current_tokens": current.total_tokens,
+            "diff": diff_texts(current.prompt, draft.prompt)}
 
 
 def _refresh_credentials(request, agent: Agent) -> None:

@@ -2,6 +2,7 @@
 agent settings, tokens, sessions and proposals in the console."""
 
 import hashlib
+import html
 import json
 from io import StringIO
 
@@ -115,14 +116,14 @@ def test_bad_time_is_a_clear_400(client, admin, tagged_memory, agent):
 def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):
     client.force_login(admin)
     url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
-    bad = client.post(url, {"which": "manifest", "manifest-value": '{"sections": []}'})
+    bad = client.post(url, {"which": "manifest_json", "manifest-json-value": '{"sections": []}'})
     assert bad.status_code == 400 and "non-empty list of sections" in bad.content.decode()
-    broken = client.post(url, {"which": "manifest", "manifest-value": "{not json"})
+    broken = client.post(url, {"which": "manifest_json", "manifest-json-value": "{not json"})
     assert broken.status_code == 400
     manifest = {"sections": [{"tag": "agent_identity", "source": "SOUL.md", "max_tokens": 50},
                              {"tag": "decisions", "source": "workspace/decisions/*.md",
                               "max_tokens": 100}], "total_tokens": 400}
-    ok = client.post(url, {"which": "manifest", "manifest-value": json.dumps(manifest)})
+    ok = client.post(url, {"which": "manifest_json", "manifest-json-value": json.dumps(manifest)})
     assert ok.status_code == 302
     agent.refresh_from_db()
     assert agent.manifest == manifest
@@ -134,13 +135,127 @@ def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):
 def test_policy_edit_validates(client, admin, tagged_memory, agent):
     client.force_login(admin)
     url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
-    bad = client.post(url, {"which": "policy", "policy-value": json.dumps(
+    bad = client.post(url, {"which": "policy_json", "policy-json-value": json.dumps(
         {"post": {"SOUL.md": {"modes": ["overwrite"]}}})})
     assert bad.status_code == 400
-    ok = client.post(url, {"which": "policy", "policy-value": json.dumps(
+    ok = client.post(url, {"which": "policy_json", "policy-json-value": json.dumps(
         {"post": {"workspace/**.md": {"modes": ["append"], "approval": False}}, "tool": {},
          "error": {}})})
     assert ok.status_code == 302
+
+
+def _structured(manifest: dict) -> dict:
+    """The POST body the structured manifest editor sends for `manifest`."""
+    sections = manifest["sections"]
+    data = {"which": "manifest", "manifest-sections-TOTAL_FORMS": str(len(sections)),
+            "manifest-sections-INITIAL_FORMS": str(len(sections)),
+            "manifest-total_tokens": manifest.get("total_tokens", "")}
+    for i, section in enumerate(sections):
+        data.update({f"manifest-sections-{i}-tag": section["tag"],
+                     f"manifest-sections-{i}-source": section["source"],
+                     f"manifest-sections-{i}-max_tokens": section.get("max_tokens", ""),
+                     f"manifest-sections-{i}-ORDER": str(i + 1)})
+    return data
+
+
+def test_settings_page_shows_each_setting_once_encoded_and_saves_it_unchanged(
+        client, admin, tagged_memory, agent):
+    """The defect: JSON shown encoded twice, and saving it unchanged refused."""
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    page = client.get(url)
+    box = page.content.decode().split('name="manifest-json-value"')[1].split(">", 1)[1]
+    assert json.loads(html.unescape(box.split("</textarea>")[0])) == agent.manifest
+    before = dict(agent.manifest)
+    unchanged = client.post(url, {"which": "manifest_json", "manifest-json-value": json.dumps(
+        agent.manifest, indent=2)})
+    assert unchanged.status_code == 302
+    again = client.post(url, _structured(before))  # the rows as shown, saved as they are
+    assert again.status_code == 302
+    agent.refresh_from_db()
+    assert agent.manifest == before
+    policy = dict(agent.hook_policy)
+    form = client.get(url).context["policy"]
+    data = {"which": "policy", "policy-rules-TOTAL_FORMS": str(len(form.rules.forms)),
+            "policy-rules-INITIAL_FORMS": str(form.rules.initial_form_count())}
+    for f in form.rules.forms:
+        for name, field in f.fields.items():
+            value = f[name].value()
+            if value not in (None, False, ""):
+                data[f"{f.prefix}-{name}"] = "on" if value is True else value
+    for name in ("tool_log", "error_log"):
+        data[f"policy-{name}"] = form.logs[name].value()
+    assert client.post(url, data).status_code == 302
+    agent.refresh_from_db()
+    assert agent.hook_policy == policy
+
+
+def test_structured_manifest_reorders_removes_and_says_where_it_is_wrong(
+        client, admin, tagged_memory, agent):
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    data = _structured({"sections": [
+        {"tag": "agent_identity", "source": "SOUL.md", "max_tokens": 50},
+        {"tag": "decisions", "source": "workspace/decisions/*.md", "max_tokens": 100},
+        {"tag": "Bad Tag", "source": "../etc/passwd", "max_tokens": 0}], "total_tokens": 400})
+    refused = client.post(url, data)
+    assert refused.status_code == 400
+    rows = refused.context["manifest"].sections.forms
+    assert "tag" in rows[2].errors and "source" in rows[2].errors and "max_tokens" in rows[2].errors
+    assert not rows[0].errors
+    assert refused.context["manifest"].sections.data["manifest-sections-2-tag"] == "Bad Tag"
+    data["manifest-sections-2-DELETE"] = "on"
+    data["manifest-sections-0-ORDER"], data["manifest-sections-1-ORDER"] = "2", "1"
+    assert client.post(url, data).status_code == 302
+    agent.refresh_from_db()
+    assert agent.manifest == {"sections": [
+        {"tag": "decisions", "source": "workspace/decisions/*.md", "max_tokens": 100},
+        {"tag": "agent_identity", "source": "SOUL.md", "max_tokens": 50}], "total_tokens": 400}
+    twice = _structured({"sections": [{"tag": "a", "source": "SOUL.md"},
+                                      {"tag": "a", "source": "AGENTS.md"}]})
+    page = client.post(url, twice)
+    assert page.status_code == 400 and "used twice" in page.content.decode()
+
+
+def test_manifest_preview_shows_the_prompt_for_a_person_and_saves_nothing(
+        client, admin, tagged_memory, agent, person):
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    before = dict(agent.manifest)
+    data = _structured({"sections": [{"tag": "decisions", "source": "workspace/decisions/*.md"}]})
+    data.update(preview="1", preview_user=str(person.pk))
+    page = client.post(url, data)
+    assert page.status_code == 200
+    preview = page.context["preview"]
+    assert preview["user"] == person
+    assert preview["assembly"].prompt == ("<decisions>\n### file: workspace/decisions/a.md\n"
+                                          "Pools sized by p99.\n</decisions>")
+    assert "Preview: not saved" in page.content.decode()
+    agent.refresh_from_db()
+    assert agent.manifest == before
+
+
+def test_structured_policy_saves_rules_and_places_errors(client, admin, tagged_memory, agent):
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    data = {"which": "policy", "policy-rules-TOTAL_FORMS": "3", "policy-rules-INITIAL_FORMS": "0",
+            "policy-rules-0-path": "USER.md", "policy-rules-0-append": "on",
+            "policy-rules-0-approval": "proposal",
+            "policy-rules-1-path": "workspace/notes/*.md", "policy-rules-1-replace": "on",
+            "policy-rules-1-append": "on", "policy-rules-1-approval": "direct",
+            "policy-rules-2-path": "", "policy-rules-2-approval": "proposal",
+            "policy-tool_log": "workspace/logs/tools.md", "policy-error_log": ""}
+    bad = dict(data, **{"policy-rules-0-append": "", "policy-error_log": "logs/e.md"})
+    refused = client.post(url, bad)
+    assert refused.status_code == 400
+    assert refused.context["policy"].rules.forms[0].non_field_errors()
+    assert "error_log" in refused.context["policy"].logs.errors
+    assert client.post(url, data).status_code == 302
+    agent.refresh_from_db()
+    assert agent.hook_policy == {
+        "post": {"USER.md": {"modes": ["append"], "approval": True},
+                 "workspace/notes/*.md": {"modes": ["append", "replace"], "approval": False}},
+        "tool": {"log": "workspace/logs/tools.md"}, "error": {}}
 
 
 def test_token_is_shown_once_stored_hashed_and_revocable(client, admin, tagged_memory, agent):

@@ -1,0 +1,237 @@
+"""The agent settings as forms: the injection manifest (ordered sections and a budget) and the
+hook policy (write rules per path, tool and error logs), one row per section or rule.
+
+Each form turns itself into the stored dict (`as_manifest`, `as_policy`), and
+`manifest_initial`/`policy_initial` do the opposite, so the structured editor and the raw JSON
+view read and write the same value. The meaning is checked where the hooks check it
+(`injection.parse_manifest`, `hooks.validate_policy`); the forms only place the messages at the
+field a person typed into.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+from projects.memory import layout
+from projects.runners import hooks, injection
+
+# What the source box offers; any workspace/<glob>.md is allowed too.
+SOURCE_SUGGESTIONS = (*injection.AGENT_SOURCES, injection.USER_SOURCE, "workspace/**.md")
+APPROVAL_CHOICES = (("proposal", _("as a proposal (a person approves)")),
+                    ("direct", _("directly")))
+
+
+class SectionForm(forms.Form):
+    tag = forms.CharField(label=_("Tag"), max_length=50, widget=forms.TextInput(
+        attrs={"class": "short", "autocomplete": "off", "spellcheck": "false"}))
+    source = forms.CharField(label=_("Source"), max_length=layout.MAX_PATH_CHARS,
+                             widget=forms.TextInput(attrs={"list": "manifest-sources",
+                                                           "autocomplete": "off",
+                                                           "spellcheck": "false"}))
+    max_tokens = forms.IntegerField(label=_("Token cap"), required=False, min_value=1,
+                                    max_value=10_000_000,
+                                    widget=forms.NumberInput(attrs={"class": "short"}))
+
+    def clean_tag(self) -> str:
+        tag = self.cleaned_data["tag"].strip()
+        if not injection.valid_tag(tag):
+            raise ValidationError(_("Lower-case letters, digits and _, starting with a letter "
+                                    "(like agent_rules)."), code="manifest_tag")
+        return tag
+
+    def clean_source(self) -> str:
+        source = self.cleaned_data["source"].strip()
+        if not injection.valid_source(source):
+            raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                                    "workspace/<path or glob>.md."), code="manifest_source")
+        return source
+
+
+class _SectionsBase(forms.BaseFormSet):
+    def clean(self):
+        if any(self.errors):
+            return
+        tags = set()
+        kept = [f for f in self.forms if f.cleaned_data and not self._should_delete_form(f)]
+        if not kept:
+            raise ValidationError(_("Keep at least one section."), code="manifest_sections")
+        if len(kept) > injection.MAX_SECTIONS:
+            raise ValidationError(_("At most %(max)s sections."), code="manifest_sections",
+                                  params={"max": injection.MAX_SECTIONS})
+        for form in kept:
+            tag = form.cleaned_data["tag"]
+            if tag in tags:
+                form.add_error("tag", ValidationError(_("This tag is used twice."),
+                                                      code="manifest_tag"))
+            tags.add(tag)
+
+
+SectionFormSet = forms.formset_factory(SectionForm, formset=_SectionsBase, extra=1,
+                                       can_order=True, can_delete=True,
+                                       max_num=injection.MAX_SECTIONS,
+                                       absolute_max=injection.MAX_SECTIONS + 5)
+
+
+class BudgetForm(forms.Form):
+    total_tokens = forms.IntegerField(
+        label=_("Total budget (tokens)"), required=False, min_value=1, max_value=10_000_000,
+        help_text=_("Empty: no total budget. Over budget, the last sections give way first."),
+        widget=forms.NumberInput(attrs={"class": "short"}))
+
+
+class ManifestEditor:
+    """The sections formset and the budget form, bound or not, as one editor."""
+
+    prefix = "manifest"
+
+    def __init__(self, data=None, *, manifest: dict | None = None):
+        initial = manifest_initial(manifest or {})
+        self.sections = SectionFormSet(data, prefix=f"{self.prefix}-sections",
+                                       initial=initial["sections"])
+        self.budget = BudgetForm(data, prefix=self.prefix, initial=initial["budget"])
+        self.errors: list[str] = []
+
+    def is_valid(self) -> bool:
+        if not (self.sections.is_valid() and self.budget.is_valid()):
+            return False
+        try:
+            injection.parse_manifest(self.as_manifest())
+        except ValidationError as exc:
+            self.errors = exc.messages
+            return False
+        return True
+
+    def as_manifest(self) -> dict:
+        sections = []
+        for form in self.sections.ordered_forms:
+            data = form.cleaned_data
+            section = {"tag": data["tag"], "source": data["source"]}
+            if data.get("max_tokens"):
+                section["max_tokens"] = data["max_tokens"]
+            sections.append(section)
+        manifest = {"sections": sections}
+        if self.budget.cleaned_data.get("total_tokens"):
+            manifest["total_tokens"] = self.budget.cleaned_data["total_tokens"]
+        return manifest
+
+
+def manifest_initial(manifest: dict) -> dict:
+    sections = [{"tag": s.get("tag", ""), "source": s.get("source", ""),
+                 "max_tokens": s.get("max_tokens"), "ORDER": index}
+                for index, s in enumerate(manifest.get("sections") or [], start=1)
+                if isinstance(s, dict)]
+    return {"sections": sections, "budget": {"total_tokens": manifest.get("total_tokens")}}
+
+
+class RuleForm(forms.Form):
+    path = forms.CharField(label=_("File or workspace glob"), max_length=layout.MAX_PATH_CHARS,
+                           widget=forms.TextInput(attrs={"list": "manifest-sources",
+                                                         "autocomplete": "off",
+                                                         "spellcheck": "false"}))
+    append = forms.BooleanField(label=_("append"), required=False)
+    replace = forms.BooleanField(label=_("replace"), required=False)
+    approval = forms.ChoiceField(label=_("Written"), choices=APPROVAL_CHOICES,
+                                 initial="proposal")
+
+    def clean_path(self) -> str:
+        path = self.cleaned_data["path"].strip()
+        if not injection.valid_source(path):
+            raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                                    "workspace/<path or glob>.md."), code="policy_target")
+        return path
+
+    def clean(self):
+        data = super().clean()
+        if data.get("path") and not (data.get("append") or data.get("replace")):
+            raise ValidationError(_("Allow append, replace or both."), code="policy_rule")
+        return data
+
+
+class _RulesBase(forms.BaseFormSet):
+    def clean(self):
+        if any(self.errors):
+            return
+        paths = set()
+        for form in self.forms:
+            if not form.cleaned_data or self._should_delete_form(form):
+                continue
+            if form.cleaned_data["path"] in paths:
+                form.add_error("path", ValidationError(_("This path has a rule already."),
+                                                       code="policy_target"))
+            paths.add(form.cleaned_data["path"])
+
+
+RuleFormSet = forms.formset_factory(RuleForm, formset=_RulesBase, extra=1, can_delete=True,
+                                    max_num=50, absolute_max=60)
+
+
+class LogsForm(forms.Form):
+    tool_log = forms.CharField(label=_("Tool calls are logged to"), required=False,
+                               max_length=layout.MAX_PATH_CHARS,
+                               help_text=_("A workspace/ path; empty: not logged."))
+    error_log = forms.CharField(label=_("Errors are logged to"), required=False,
+                                max_length=layout.MAX_PATH_CHARS,
+                                help_text=_("A workspace/ path; empty: not logged."))
+
+    def _log(self, name: str) -> str:
+        value = self.cleaned_data[name].strip()
+        if not value:
+            return ""
+        if not value.startswith(injection.WORKSPACE_PREFIX):
+            raise ValidationError(_("Start the path with workspace/."), code="policy_log")
+        layout.validate_workspace_path(value[len(injection.WORKSPACE_PREFIX):])
+        return value
+
+    def clean_tool_log(self) -> str:
+        return self._log("tool_log")
+
+    def clean_error_log(self) -> str:
+        return self._log("error_log")
+
+
+class PolicyEditor:
+    prefix = "policy"
+
+    def __init__(self, data=None, *, policy: dict | None = None):
+        initial = policy_initial(policy or {})
+        self.rules = RuleFormSet(data, prefix=f"{self.prefix}-rules", initial=initial["rules"])
+        self.logs = LogsForm(data, prefix=self.prefix, initial=initial["logs"])
+        self.errors: list[str] = []
+
+    def is_valid(self) -> bool:
+        if not (self.rules.is_valid() and self.logs.is_valid()):
+            return False
+        try:
+            hooks.validate_policy(self.as_policy())
+        except ValidationError as exc:
+            self.errors = exc.messages
+            return False
+        return True
+
+    def as_policy(self) -> dict:
+        post = {}
+        for form in self.rules.forms:
+            data = form.cleaned_data
+            if not data or self.rules._should_delete_form(form) or not data.get("path"):
+                continue
+            modes = [m for m in hooks.MODES if data.get(m)]
+            post[data["path"]] = {"modes": modes, "approval": data["approval"] == "proposal"}
+        logs = self.logs.cleaned_data
+        return {"post": post,
+                "tool": {"log": logs["tool_log"]} if logs["tool_log"] else {},
+                "error": {"log": logs["error_log"]} if logs["error_log"] else {}}
+
+
+def policy_initial(policy: dict) -> dict:
+    rules = []
+    for path, rule in (policy.get("post") or {}).items():
+        if not isinstance(rule, dict):
+            continue
+        modes = rule.get("modes") or []
+        rules.append({"path": path, "append": "append" in modes, "replace": "replace" in modes,
+                      "approval": "proposal" if rule.get("approval", False) else "direct"})
+    return {"rules": rules, "logs": {
+        "tool_log": (policy.get("tool") or {}).get("log", ""),
+        "error_log": (policy.get("error") or {}).get("log", "")}}
