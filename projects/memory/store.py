@@ -562,7 +562,56 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
     waited for, then seen as what it is). New workspace files get a record first. Changes a
     runner proved it wrote are attributed to it (see projects.provenance), others are
     `external`. Returns the revisions it recorded."""
-    storage = storage_for(project)
+    return bucket_catch_up_start(project=project, agent=agent, user=user,
+                                 workspace=workspace).finish()
+
+
+class CatchUp:
+    """A catch-up whose LISTs are in flight (started by `bucket_catch_up_start`).
+
+    The records are read when it starts, so the caller may assemble meanwhile from heads at
+    least as new as those (the pool's threads only talk to S3). `finish()` waits for the
+    listings, compares them with the records read at the start and adopts what differs, as
+    `bucket_catch_up` does; `changed` then says whether anything differed, i.e. whether work
+    done from the heads read after the start may have missed a direct write (even one a
+    concurrent catch-up adopted first). StorageUnavailable if a LIST failed."""
+
+    def __init__(self, project: Project, agent: Agent, user, prefixes: list[str], wanted: Q):
+        self.project, self.agent, self.user = project, agent, user
+        storage = storage_for(project)
+        self._listings = [_POOL.submit(storage.listing, p) for p in prefixes]
+        self._records = {f.key: f for f in MemoryFile.objects.filter(wanted, project=project)
+                         .select_related("head", "project")}
+        self.changed = False
+
+    def finish(self) -> list[Revision]:
+        project, agent, user, records = self.project, self.agent, self.user, self._records
+        listed = {obj["Key"]: obj["ETag"] for future in self._listings
+                  for obj in future.result()}
+        adopted: list[Revision] = []
+        for key, record in records.items():
+            live = record.head is not None and not record.head.is_deletion
+            if (key in listed and (not live or listed[key] != record.head_etag)) or \
+                    (key not in listed and live):
+                self.changed = True
+                adopted += _found(adopt(record))
+        for key in sorted(set(listed) - set(records)):
+            parsed = layout.parse_key(project.prefix, key)
+            if parsed.kind not in (layout.SCOPE_AGENT, layout.SCOPE_USER,
+                                   layout.SCOPE_WORKSPACE):
+                continue  # not a memory file (e.g. a non-.md object): check_isolation reports it
+            self.changed = True
+            record = file_ensure(project=project, scope=parsed.kind,
+                                 agent=agent if parsed.kind == layout.SCOPE_AGENT else None,
+                                 user=user if parsed.kind == layout.SCOPE_USER else None,
+                                 path=parsed.path)
+            adopted += _found(adopt(record))
+        return adopted
+
+
+def bucket_catch_up_start(*, project: Project, agent: Agent, user=None, workspace: bool = True
+                          ) -> CatchUp:
+    """Start a catch-up's LISTs (see `bucket_catch_up`) and return at once."""
     prefix = project.prefix
     prefixes = [layout.agent_prefix(prefix, agent.pk)]
     wanted = Q(scope=MemoryFile.Scope.AGENT, agent=agent)
@@ -572,26 +621,7 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
     if workspace:
         prefixes.append(layout.workspace_prefix(prefix))
         wanted |= Q(scope=MemoryFile.Scope.WORKSPACE)
-    listings = list(_POOL.map(storage.listing, prefixes))
-    listed = {obj["Key"]: obj["ETag"] for objects in listings for obj in objects}
-    records = {f.key: f for f in MemoryFile.objects.filter(wanted, project=project)
-               .select_related("head", "project")}
-    adopted: list[Revision] = []
-    for key, record in records.items():
-        live = record.head is not None and not record.head.is_deletion
-        if (key in listed and (not live or listed[key] != record.head_etag)) or \
-                (key not in listed and live):
-            adopted += _found(adopt(record))
-    for key in sorted(set(listed) - set(records)):
-        parsed = layout.parse_key(prefix, key)
-        if parsed.kind not in (layout.SCOPE_AGENT, layout.SCOPE_USER, layout.SCOPE_WORKSPACE):
-            continue  # not a memory file (e.g. a non-.md object): check_isolation reports it
-        record = file_ensure(project=project, scope=parsed.kind,
-                             agent=agent if parsed.kind == layout.SCOPE_AGENT else None,
-                             user=user if parsed.kind == layout.SCOPE_USER else None,
-                             path=parsed.path)
-        adopted += _found(adopt(record))
-    return adopted
+    return CatchUp(project, agent, user, prefixes, wanted)
 
 
 def _found(revision: Revision | None) -> list[Revision]:
