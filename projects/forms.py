@@ -6,10 +6,11 @@ import re
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from projects.memory import content, layout
+from projects.memory import content, layout, merging
 from projects.memory.errors import ContentRejected
 from projects.models import Membership
 
@@ -24,6 +25,8 @@ class EditForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": _("What changed and why (optional)")}),
     )
     base_revision = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+    # Set when the text came out of a three-way merge: its conflict markers must be gone.
+    merging = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean_content(self) -> str:
         text = content.from_textarea(self.cleaned_data["content"])
@@ -32,6 +35,32 @@ class EditForm(forms.Form):
         except ContentRejected as exc:
             raise ValidationError(exc.message, code=exc.code) from None
         return text
+
+    def clean(self):
+        data = super().clean()
+        if data.get("merging") and merging.unresolved_markers(data.get("content", "")):
+            self.add_error("content", ValidationError(
+                _("The text still holds conflict markers (<<<<<<<, =======, >>>>>>>): choose "
+                  "a side for each overlapping change above, or edit them out."),
+                code="merge_markers"))
+        return data
+
+
+class ResolveForm(forms.Form):
+    """The person's choices for the overlapping changes of a merge; the texts are read again
+    from the revisions, and the person's own text travels with the form."""
+
+    merge_base = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+    merge_head = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    your_text = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)
+    message = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
+
+    def choices(self, data) -> dict[int, str]:
+        found = {}
+        for key, value in data.items():
+            if key.startswith("hunk-") and key[5:].isdigit() and value in merging.CHOICES:
+                found[int(key[5:])] = value
+        return found
 
 
 class RestoreForm(forms.Form):
@@ -142,10 +171,34 @@ class MemberForm(forms.Form):
         name = self.cleaned_data["username"].strip()
         user = get_user_model().objects.filter(username=name, is_active=True).first()
         if user is None:
-            raise ValidationError(_("No active account is called %(name)s. Accounts are created "
-                                    "by a superuser in Django admin."), code="no_user",
+            raise ValidationError(_("No active account is called %(name)s. Create it below "
+                                    "under \"New account\"."), code="no_user",
                                   params={"name": name})
         self.cleaned_data["user"] = user
+        return name
+
+
+class AccountForm(forms.Form):
+    """A new account for a person, added to the project at once (members page)."""
+
+    username = forms.CharField(
+        label=_("Username"), max_length=150, validators=[UnicodeUsernameValidator()],
+        help_text=_("Letters, digits and @ . + - _ only; what the person logs in with."),
+        widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    email = forms.EmailField(
+        label=_("E-mail (optional)"), required=False,
+        help_text=_("The set-password link is sent here; you also see it to pass on yourself."))
+    first_name = forms.CharField(label=_("First name (optional)"), max_length=150, required=False)
+    last_name = forms.CharField(label=_("Last name (optional)"), max_length=150, required=False)
+    role = forms.ChoiceField(label=_("Role"), choices=Membership.Role.choices,
+                             initial=Membership.Role.EMPLOYEE)
+
+    def clean_username(self) -> str:
+        name = self.cleaned_data["username"].strip()
+        if get_user_model().objects.filter(username__iexact=name).exists():
+            raise ValidationError(_("The username %(name)s is taken. Pick another, or add the "
+                                    "existing account with \"Add member\" above."),
+                                  code="username_taken", params={"name": name})
         return name
 
 

@@ -17,10 +17,12 @@ from django.views.decorators.http import require_POST
 
 from projects.audit import Actor
 from projects.errors import explain
-from projects.forms import DeleteForm, EditForm, RestoreForm
+from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
-from projects.memory import errors, scanning, store
+from projects.memory import errors, merging, scanning, store
+from projects.memory.content import encode
+from projects.memory.content import sha256 as content_sha256
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, Revision
 from projects.rendering import render_markdown
@@ -77,24 +79,30 @@ def file_edit(request, slug, file_id):
     project, role, file = _file_or_404(request, slug, file_id, edit=True)
     context = _base_context(request, project, role, file)
     context["max_bytes"] = settings.MGC_MAX_FILE_BYTES
+    if request.method == "POST" and request.POST.get("action") == "resolve":
+        return _resolve(request, context, file)
     if request.method == "POST":
         form = EditForm(request.POST)
         status = 400
         if form.is_valid():
             data = form.cleaned_data
+            head = file.head
+            if (head is not None and not head.is_deletion and data["base_revision"] == head.number
+                    and content_sha256(encode(data["content"])) == head.sha256):
+                messages.info(request, _("Nothing changed since revision %(number)s, so no "
+                                         "revision was made.") % {"number": head.number})
+                return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
             try:
                 revision = store.file_save(
                     file=file, content=data["content"], actor=Actor.person(request.user),
                     message=data["message"], base_revision=data["base_revision"])
             except errors.SaveConflict as conflict:
-                # Keep the person's text; rebase the form on the new head so that saving the
-                # merged text is accepted, and show what changed in between.
-                form = EditForm(initial={
-                    "content": conflict.your_text, "message": data["message"],
-                    "base_revision": conflict.head.number if conflict.head else None})
-                context.update(conflict=conflict,
-                               conflict_diff=diff_texts(conflict.head_text, conflict.your_text))
-                status = 409
+                # Merge the person's text with what is in storage now, over the revision they
+                # opened; the form is rebased on the new head so the merged text can be saved.
+                context.update(_merged(file, base=data["base_revision"], head=conflict.head,
+                                       theirs=conflict.head_text, yours=conflict.your_text,
+                                       message=data["message"], summary=conflict.summary))
+                return render(request, "projects/file_edit.html", context, status=409)
             except (errors.ContentRejected, errors.FileDeleted) as exc:
                 form.add_error("content", exc.message)
             except errors.StorageUnavailable as exc:
@@ -110,11 +118,19 @@ def file_edit(request, slug, file_id):
                         "Reviewers see it flagged; remove it if agents should not read it.")
                         % {"found": scanning.summary(revision.findings)})
                 return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
-        context.update(form=form, opened_revision=form.data.get("base_revision")
-                       if not context.get("conflict") else form.initial.get("base_revision"),
-                       preview_html=render_markdown(
-                           form.initial.get("content") if context.get("conflict")
-                           else form.data.get("content", "")))
+        if form.has_error("content", "merge_markers"):
+            # Refused for its markers: show the choices again, the person's edits kept.
+            resolve = ResolveForm(request.POST)
+            if resolve.is_valid():
+                data = resolve.cleaned_data
+                head = _revision_or_404(file, data["merge_head"])
+                context.update(_merged(
+                    file, base=data["merge_base"], head=head, yours=data["your_text"],
+                    theirs=store.revision_read(head) if not head.is_deletion else "",
+                    message=data["message"], summary=_("Some overlapping changes are not "
+                                                       "settled yet.")))
+        context.update(form=form, opened_revision=form.data.get("base_revision"),
+                       preview_html=render_markdown(form.data.get("content", "")))
         return render(request, "projects/file_edit.html", context, status=status)
 
     try:
@@ -127,6 +143,52 @@ def file_edit(request, slug, file_id):
     form = EditForm(initial={"content": content.text, "base_revision": base})
     context.update(form=form, opened_revision=base, content=content,
                    preview_html=render_markdown(content.text))
+    return render(request, "projects/file_edit.html", context)
+
+
+def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs: str,
+            yours: str, message: str, summary: str, choices: dict | None = None) -> dict:
+    """The editor's context after a conflict: the three-way merge of the person's text and the
+    head over the revision they opened, who changed the file in between, and the choices left."""
+    base_revision = (Revision.objects.filter(file=file, number=base).select_related("file__project")
+                     .first() if base else None)
+    base_text = store.revision_read(base_revision) if base_revision else ""
+    head_number = head.number if head else None
+    theirs_label = (_("revision %(number)s, by %(author)s") % {
+        "number": head_number, "author": head.author_label} if head else _("storage"))
+    result = merging.merge(base_text, theirs, yours, choices=choices, theirs_label=theirs_label,
+                           yours_label=_("your text"))
+    changes = (Revision.objects.filter(file=file, number__gt=base or 0)
+               .order_by("number").values_list("author_label", "author_kind"))[:50]
+    changers = list(dict.fromkeys(changes))
+    form = EditForm(initial={"content": result.text, "message": message,
+                             "base_revision": head_number, "merging": bool(result.hunks)})
+    return {
+        "form": form, "opened_revision": head_number, "preview_html": render_markdown(result.text),
+        "merge": result, "merge_summary": summary, "merge_head": head,
+        "merge_changers": [(label, Revision.AuthorKind(kind).label) for label, kind in changers],
+        "merge_diff": diff_texts(theirs, result.text),
+        "resolve_form": ResolveForm(initial=(initial := {
+            "merge_base": base, "merge_head": head_number, "your_text": yours,
+            "message": message})),
+        "merge_carry": ResolveForm(initial=initial, auto_id=False),  # the editor's copy
+        "your_text": yours,
+        "merge_hunks": [(h, (choices or {}).get(h.index)) for h in result.hunks],
+    }
+
+
+def _resolve(request, context: dict, file: MemoryFile):
+    """Apply the person's choices for the overlapping changes; nothing is saved yet."""
+    form = ResolveForm(request.POST)
+    if not form.is_valid():
+        raise Http404("No such merge.")
+    data = form.cleaned_data
+    head = _revision_or_404(file, data["merge_head"])
+    theirs = store.revision_read(head) if not head.is_deletion else ""
+    context.update(_merged(file, base=data["merge_base"], head=head, theirs=theirs,
+                           yours=data["your_text"], message=data["message"],
+                           summary=_("Your choices are applied below; check the text and save."),
+                           choices=form.choices(request.POST)))
     return render(request, "projects/file_edit.html", context)
 
 

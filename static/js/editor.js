@@ -29,14 +29,32 @@
     return new TextEncoder().encode(value.replace(/\r\n/g, "\n")).length;
   }
 
+  // Sizes in one unit, KB (1,024 bytes) as the server's pages show them.
+  function kb(bytes) {
+    return say("kb", { n: (bytes / 1024).toLocaleString(lang, { maximumFractionDigits: 1 }) });
+  }
+
+  var saveButton = document.getElementById("save-button");
+  var tooBig = document.getElementById("too-big");
+
   function updateSize() {
     var n = byteLength(text.value);
-    size.textContent = say("bytes", { count: n.toLocaleString(lang) });
-    size.classList.toggle("over", n > maxBytes);
+    var over = n > maxBytes;
+    var values = { size: kb(n), limit: kb(maxBytes) };
+    size.textContent = say("size", values);
+    size.classList.toggle("over", over);
+    saveButton.disabled = over;
+    tooBig.hidden = !over;
+    tooBig.textContent = over ? say("tooBig", values) : "";
+    return over;
   }
 
   function refresh() {
     var mine = ++sequence;
+    if (updateSize()) {  // over the limit: the server would refuse it; say why, ask nothing
+      status.textContent = tooBig.textContent;
+      return;
+    }
     status.textContent = say("updating");
     fetch(form.dataset.previewUrl, {
       method: "POST",
@@ -78,11 +96,15 @@
     timer = setTimeout(refresh, 300);
   });
 
-  form.addEventListener("submit", function () {
+  form.addEventListener("submit", function (event) {
+    if (updateSize()) {  // Ctrl+S on a text over the limit
+      event.preventDefault();
+      tooBig.focus();
+      return;
+    }
     dirty = false;
-    var button = document.getElementById("save-button");
-    button.disabled = true;
-    button.textContent = say("saving");
+    saveButton.disabled = true;
+    saveButton.textContent = say("saving");
   });
 
   document.addEventListener("keydown", function (event) {

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from playwright.sync_api import expect
 
 from projects.audit import Actor
@@ -55,7 +56,7 @@ def test_edit_preview_save_history_diff_restore_and_conflict(page, live_server, 
     editor.press("Control+End")
     editor.type("- Likes **tables** in reports.\n")
     expect(page.locator("#preview strong")).to_have_text("tables")
-    expect(page.locator("#size")).to_contain_text("bytes")
+    expect(page.locator("#size")).to_contain_text(re.compile(r"KB of [\d.,]+ KB at most"))
     page.get_by_label("Message").fill("tables")
     page.screenshot(path=str(SHOTS / "editor.png"), full_page=True)
 
@@ -93,17 +94,31 @@ def test_edit_preview_save_history_diff_restore_and_conflict(page, live_server, 
     store.file_save(file=_profile(maria), actor=Actor.person(maria), base_revision=4,
                     content="# Профиль\n\n- Changed by someone else.\n", message="other tab")
     page.get_by_role("button", name="Save").click()
-    expect(page.get_by_role("heading", name="Someone else changed this file")).to_be_visible()
+    heading = page.locator("#conflict h2")
+    expect(heading).to_contain_text("Changed since you opened it by maria")
+    expect(page.locator("#conflict fieldset.hunk")).to_have_count(1)  # both touched the end
     expect(editor).to_have_value(re.compile("prefers calls before noon"))
-    expect(page.locator("#conflict table.diff")).to_contain_text("Changed by someone else")
+    expect(editor).to_have_value(re.compile("Changed by someone else"))
     page.screenshot(path=str(SHOTS / "conflict.png"), full_page=True)
-    # Merge: keep my text, add the other line, save.
-    editor.press("Control+End")
-    editor.type("- Changed by someone else.\n")
+    # Saving the markers is refused; keeping both sides is one choice, then save.
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".editor .error")).to_contain_text("conflict markers")
+    page.get_by_label("Keep both (theirs first)").check()
+    page.get_by_role("button", name="Apply these choices to the editor").click()
+    expect(editor).not_to_have_value(re.compile("<<<<<<<"))
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Saved revision 6.")).to_be_visible()
     final = s3.get(_profile(maria).key).decode()
     assert "prefers calls before noon" in final and "Changed by someone else" in final
+    assert "<<<<<<<" not in final
+
+    # An over-size paste disables Save and says why; the text stays.
+    page.get_by_role("navigation", name="File").get_by_role("link", name="Edit").click()
+    editor.fill("x" * (settings.MGC_MAX_FILE_BYTES + 10))
+    expect(page.locator("#too-big")).to_contain_text("Too large to save")
+    expect(page.get_by_role("button", name="Save")).to_be_disabled()
+    editor.fill("# Short again\n")
+    expect(page.get_by_role("button", name="Save")).to_be_enabled()
 
 
 def _profile(user):

@@ -35,6 +35,11 @@ def test_editor_shows_text_revision_and_size(client, person, profile_two_revisio
     assert 'id="base-revision">2<' in html
     assert 'name="base_revision" value="2"' in html
     assert "js/editor.js" in html and "<script>" not in html
+    # The preview is rendered HTML, never escaped HTML shown as text, also after a refusal.
+    assert "<h1>Maria</h1>" in html and "&lt;h1&gt;" not in html
+    refused = client.post(url("file_edit", profile_two_revisions),
+                          {"content": "# Big\n" + "x" * 10, "base_revision": "bad"})
+    assert "<h1>Big</h1>" in refused.content.decode()
 
 
 def test_save_creates_a_revision_and_redirects(client, person, profile_two_revisions, s3):
@@ -47,20 +52,62 @@ def test_save_creates_a_revision_and_redirects(client, person, profile_two_revis
     assert s3.get(profile_two_revisions.key) == b"# Maria\n\nPrefers tables.\n"  # CRLF from the browser -> LF
 
 
-def test_stale_base_shows_conflict_with_both_texts_and_keeps_mine(client, person, profile_two_revisions):
+def test_stale_base_merges_overlaps_are_chosen_and_nothing_is_dropped(client, person,
+                                                                       profile_two_revisions):
     client.force_login(person)
-    response = client.post(url("file_edit", profile_two_revisions), {
-        "content": "# Maria\n\nMy edit from revision 1.\n", "base_revision": 1})
+    edit = url("file_edit", profile_two_revisions)
+    response = client.post(edit, {"content": "# Maria\n\nMy edit from revision 1.\n",
+                                  "base_revision": 1})
     assert response.status_code == 409
     html = response.content.decode()
-    assert "Someone else changed this file" in html
-    assert "My edit from revision 1." in html  # in the textarea
-    assert "long" in html  # the other version, in the diff
+    assert "Changed since you opened it by" in html and "<strong>maria</strong>" in html
+    assert response.context["merge"].unresolved == 1
+    editor_text = response.context["form"].initial["content"]
+    assert "Prefers long reports." in editor_text and "My edit from revision 1." in editor_text
     assert 'name="base_revision" value="2"' in html  # saving again goes on top of the head
     assert MemoryFile.objects.get(pk=profile_two_revisions.pk).head.number == 2
-    merged = client.post(url("file_edit", profile_two_revisions), {
-        "content": "# Maria\n\nMerged.\n", "base_revision": 2})
-    assert merged.status_code == 302
+    # Saving with the markers still in is refused, the text kept.
+    marked = client.post(edit, {"content": editor_text, "base_revision": 2, "merging": "True"})
+    assert marked.status_code == 400 and "conflict markers" in marked.content.decode()
+    # Choosing "yours" for the overlap puts exactly my line in the editor; nothing saved yet.
+    chosen = client.post(edit, {"action": "resolve", "merge_base": 1, "merge_head": 2,
+                                "your_text": "# Maria\n\nMy edit from revision 1.\n",
+                                "hunk-0": "yours"})
+    assert chosen.status_code == 200
+    assert chosen.context["form"].initial["content"] == "# Maria\n\nMy edit from revision 1.\n"
+    assert MemoryFile.objects.get(pk=profile_two_revisions.pk).head.number == 2
+    saved = client.post(edit, {"content": chosen.context["form"].initial["content"],
+                               "base_revision": 2, "merging": "True"})
+    assert saved.status_code == 302
+
+
+def test_changes_that_do_not_overlap_are_merged_for_the_person_to_check(
+        client, person, profile_two_revisions, agent):
+    file = profile_two_revisions
+    store.file_save(file=file, content="# Maria\n\nPrefers long reports.\nLearned: on call.\n",
+                    actor=Actor.for_agent(agent, "run-1"), base_revision=2)
+    client.force_login(person)
+    response = client.post(url("file_edit", file), {
+        "content": "# Maria K.\n\nPrefers long reports.\n", "base_revision": 2})
+    assert response.status_code == 409
+    assert response.context["merge"].clean
+    assert [kind for _label, kind in response.context["merge_changers"]] == ["Agent"]
+    merged = response.context["form"].initial["content"]
+    assert merged == "# Maria K.\n\nPrefers long reports.\nLearned: on call.\n"
+    assert client.post(url("file_edit", file), {"content": merged, "base_revision": 3,
+                                                "merging": "True"}).status_code == 302
+    assert store.file_read(MemoryFile.objects.select_related("head", "project").get(
+        pk=file.pk)).text == merged
+
+
+def test_saving_unchanged_text_makes_no_revision_and_says_so(client, person,
+                                                             profile_two_revisions):
+    client.force_login(person)
+    response = client.post(url("file_edit", profile_two_revisions), {
+        "content": "# Maria\r\n\r\nPrefers long reports.\r\n", "base_revision": 2},
+        follow=True)
+    assert "no revision was made" in response.content.decode()
+    assert MemoryFile.objects.get(pk=profile_two_revisions.pk).head.number == 2
 
 
 def test_direct_bucket_write_is_a_conflict_in_the_editor(client, person, profile_two_revisions, s3):
