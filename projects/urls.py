@@ -39,6 +39,7 @@ urlpatterns = [
     path("p/<slug:slug>/isolation/", governance.isolation_page, name="isolation"),
     path("p/<slug:slug>/export/", governance.project_export, name="project_export"),
     path("p/<slug:slug>/review/", governance.review_queue, name="review_queue"),
+    path("p/<slug:slug>/review/<uuid:file_id>/", governance.review_file, name="review_file"),
     path("p/<slug:slug>/review/<uuid:file_id>/mark/", governance.review_mark, name="review_mark"),
     path("p/<slug:slug>/review/<uuid:file_id>/flag/", governance.flag_create, name="flag_create"),
     path("p/<slug:slug>/flags/<int:flag_id>/resolve/", governance.flag_resolve,

@@ -64,6 +64,24 @@ def flag_resolve(*, by, flag: Flag) -> Flag:
     return flag
 
 
+def review_next(*, reviewer, project: Project, after: MemoryFile | None) -> MemoryFile | None:
+    """The file to review after `after`: the one that followed it in this reviewer's queue,
+    else (wrapping round) the first one still queued, else None when everything is reviewed.
+    `after` is the file as review_queue annotated it before it was marked (by_agent, head),
+    or None when it was not queued (a late second click)."""
+    queue = review_queue(reviewer=reviewer, project=project)
+    if after is not None:
+        created = after.head.created_at
+        same_group = (Q(head__created_at__lt=created)
+                      | Q(head__created_at=created, pk__gt=after.pk))
+        later = (Q(by_agent=True) & same_group) | Q(by_agent=False) if after.by_agent \
+            else Q(by_agent=False) & same_group
+        following = queue.filter(later).exclude(pk=after.pk).first()
+        if following is not None:
+            return following
+    return queue.first()
+
+
 @dataclass
 class ReviewItem:
     """One file with changes the reviewer has not seen: from `since` (0: never) to the head."""
@@ -127,8 +145,31 @@ def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
         new = [r for r in history if r.number > file.seen]
         items.append(ReviewItem(
             file=file, since=file.seen, revisions=new, by_agent=file.by_agent,
-            findings=[dict(f, revision=r.number) for r in new for f in r.findings],
+            findings=findings_over(new),
             flags=flags.get(file.pk, []),
             diff=diff_texts(texts[base.pk] if base else "", texts[file.head.pk]),
         ))
     return items
+
+
+def findings_over(revisions: list[Revision]) -> list[dict]:
+    """The scanner's findings across consecutive revisions (oldest first, the last one the
+    head), each distinct finding once: where it first appeared (`revision`, `line`) and whether
+    the head still has it (`present`) or since which revision it is gone (`gone_since`).
+    A finding is known by its kind and masked excerpt: lines move as text is edited."""
+    if not revisions:
+        return []
+    head = revisions[-1]
+    out: dict[tuple, dict] = {}
+    for index, revision in enumerate(revisions):
+        for finding in revision.findings:
+            key = (finding.get("kind"), finding.get("excerpt"))
+            entry = out.setdefault(key, dict(finding, revision=revision.number))
+            following = revisions[index + 1] if index + 1 < len(revisions) else None
+            entry["present"] = revision is head
+            entry["gone_since"] = following.number if following is not None else None
+            entry["latest"] = head.number
+    for entry in out.values():
+        if entry["present"]:
+            entry["gone_since"] = None
+    return list(out.values())

@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from projects.audit import Actor, audit_record
 from projects.governance import permissions
@@ -40,12 +41,59 @@ def audit_events(*, user, project: Project | None = None, actor: str = "", actio
     return events.select_related("project").order_by("-seq", "-id")
 
 
+# A reload, a back button or a second tab is not a new read: the same person reading the same
+# thing (action, object, details such as the revision) within this window is recorded once.
+# A new revision changes the details, so reading it is recorded at once.
+READ_WINDOW = dt.timedelta(minutes=10)
+
+
 def audit_read(*, user, role: str, action: str, project: Project, obj: object | None = None,
                details: dict | None = None) -> None:
-    """Record a read of memory when the reader's role is audited (compliance staff)."""
-    if permissions.reads_are_audited(role):
+    """Record a read of memory when the reader's role is audited (compliance staff), once per
+    READ_WINDOW for the same read."""
+    audit_reads(user=user, role=role, action=action, project=project, reads=[(obj, details)])
+
+
+def audit_reads(*, user, role: str, action: str, project: Project,
+                reads: list[tuple[object | None, dict | None]]) -> int:
+    """Record several reads of one kind (a page showing several files): one event per object,
+    leaving out those this person already read the same way within READ_WINDOW. One query
+    finds the recent ones. Returns how many events were recorded."""
+    if not permissions.reads_are_audited(role) or not reads:
+        return 0
+    keys = [(_object_key(obj), _normal(details)) for obj, details in reads]
+    recent = (AuditEvent.objects.filter(
+        actor_user=user, action=action, project=project,
+        object_id__in={object_id for (_type, object_id), _details in keys},
+        created_at__gte=timezone.now() - READ_WINDOW)
+        .values_list("object_type", "object_id", "details"))
+    seen = {((object_type, object_id), _canonical(details))
+            for object_type, object_id, details in recent}
+    recorded = 0
+    for (obj, details), (key, normal) in zip(reads, keys, strict=True):
+        if (key, _canonical(normal)) in seen:
+            continue
+        seen.add((key, _canonical(normal)))
         audit_record(actor=Actor.person(user), action=action, project=project, obj=obj,
                      details=details)
+        recorded += 1
+    return recorded
+
+
+def _object_key(obj: object | None) -> tuple[str, str]:
+    """(object_type, object_id) as audit_record stores them."""
+    if obj is None:
+        return "", ""
+    return type(obj).__name__.lower(), str(getattr(obj, "pk", "") or "")
+
+
+def _normal(details: dict | None) -> object:
+    """Details as the database gives them back (audit_record stores them through JSON)."""
+    return json.loads(json.dumps(details or {}, default=str))
+
+
+def _canonical(details: object) -> str:
+    return json.dumps(details, sort_keys=True, ensure_ascii=False)
 
 
 EXPORT_FIELDS = ["seq", "created_at", "actor_label", "action", "project", "object_type",

@@ -80,15 +80,45 @@ def review_queue(request, slug):
     except errors.StoreError as exc:
         items, status = [], 503
         messages.error(request, exc.message)
-    if items:
-        audit_read(user=request.user, role=role, action="read.review", project=project,
-                   details={"files": [str(item.file.pk) for item in items]})
+    _audit_review_reads(request, role, project, items)
     open_flags = (Flag.objects.filter(project=project, resolved_at__isnull=True)
                   .select_related("file", "file__agent", "file__user", "revision", "created_by"))
     return render(request, "projects/review_queue.html", {
         "project": project, "role": role, "page": page, "items": items,
         "open_flags": open_flags[:50], "open_flag_count": open_flags.count(),
     }, status=status)
+
+
+def _audit_review_reads(request, role, project, items) -> None:
+    """One read per file whose changes the page showed (not one per visit; a reload within
+    trail.READ_WINDOW adds nothing)."""
+    trail.audit_reads(user=request.user, role=role, action="read.review", project=project,
+                      reads=[(item.file, {"revision": item.file.head.number, "since": item.since})
+                             for item in items])
+
+
+@login_required
+def review_file(request, slug, file_id):
+    """One file of the reviewer's queue on its own page: where "Mark reviewed" leads next."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_review(role))
+    queue = review.review_queue(reviewer=request.user, project=project)
+    file = queue.filter(pk=file_id).first()
+    if file is None:
+        file = get_object_or_404(MemoryFile, project=project, pk=file_id)
+        messages.info(request, _("You have reviewed %(path)s up to its latest revision.")
+                      % {"path": file.display_path})
+        return redirect("projects:review_queue", slug=slug)
+    status = 200
+    try:
+        items = review.review_items([file])
+    except errors.StoreError as exc:
+        items, status = [], 503
+        messages.error(request, exc.message)
+    _audit_review_reads(request, role, project, items)
+    return render(request, "projects/review_file.html", {
+        "project": project, "role": role, "file": file, "item": items[0] if items else None,
+        "queued": queue.count()}, status=status)
 
 
 def _review_target(request, slug, file_id):
@@ -101,15 +131,24 @@ def _review_target(request, slug, file_id):
 @login_required
 @require_POST
 def review_mark(request, slug, file_id):
+    """Mark reviewed, then on to the next file of the queue (or back to it when none is left)."""
     project, file = _review_target(request, slug, file_id)
+    # Its place in the queue before the mark takes it out: the next file is the one after it.
+    queued = review.review_queue(reviewer=request.user, project=project).filter(pk=file.pk).first()
     try:
         review.review_mark(reviewer=request.user, file=file,
-                               number=_int(request.POST.get("number")))
+                           number=_int(request.POST.get("number")))
     except ValidationError as exc:
         messages.error(request, explain(exc))
-    else:
-        messages.success(request, _("Marked %(path)s reviewed.") % {"path": file.display_path})
-    return redirect(_back(request, "projects:review_queue", slug))
+        return redirect(_back(request, "projects:review_queue", slug))
+    following = review.review_next(reviewer=request.user, project=project, after=queued)
+    if following is None:
+        messages.success(request, _("Marked %(path)s reviewed. All files are reviewed up to "
+                                    "their latest revision.") % {"path": file.display_path})
+        return redirect("projects:review_queue", slug=slug)
+    messages.success(request, _("Marked %(path)s reviewed. Next in your queue: %(next)s.")
+                     % {"path": file.display_path, "next": following.display_path})
+    return redirect("projects:review_file", slug=slug, file_id=following.pk)
 
 
 @login_required

@@ -17,7 +17,7 @@ from projects import agent_forms
 from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
 from projects.governance import permissions
-from projects.governance.trail import audit_read
+from projects.governance.trail import audit_read, audit_reads
 from projects.memory import errors, store
 from projects.memory.content import appended
 from projects.memory.diffing import diff_texts
@@ -314,9 +314,9 @@ def proposal_list(request, slug):
         proposal.session_visible = proposal.session_id is not None and (
             permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk)
         items.append((proposal, diff_texts(current, after)))
-    if items:
-        audit_read(user=request.user, role=role, action="read.proposals", project=project,
-                   details={"status": status, "proposals": [p.pk for p, _ in items]})
+    # One read per proposal shown (its diff quotes the file), not one per visit.
+    audit_reads(user=request.user, role=role, action="read.proposals", project=project,
+                reads=[(p, {"file": str(p.file_id)}) for p, _diff in items])
     return render(request, "projects/proposal_list.html", {
         "project": project, "role": role, "page": page, "items": items, "status": status})
 

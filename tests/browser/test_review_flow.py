@@ -50,12 +50,18 @@ def test_review_flag_mark_search_and_audit(page, live_server, rita, project):
     page.screenshot(path=str(SHOTS / "review.png"), full_page=True)
 
     first.locator("summary", has_text="Flag").click()
-    first.get_by_label("What is wrong with revision 2?").fill("Private phone number; remove it.")
+    expect(first.get_by_label("Revision that caused it")).to_have_value("2")
+    first.get_by_label("What is wrong?").fill("Private phone number; remove it.")
     first.get_by_role("button", name="Flag").click()
     expect(page.locator("#open-flags")).to_contain_text("Private phone number")
     page.locator("section.review-item").first.get_by_role(
         "button", name="Mark reviewed up to r2").click()
+    # On to the next file of the queue, on its own page; marking it ends at the queue.
+    expect(page.locator(".messages")).to_contain_text("Next in your queue")
     expect(page.locator("section.review-item")).to_have_count(1)
+    page.locator("section.review-item").get_by_role("button", name="Mark reviewed").click()
+    expect(page.locator("body")).to_contain_text("All files are reviewed")
+    expect(page.locator("section.review-item")).to_have_count(0)
 
     page.goto(f"{live_server.url}/p/{project.slug}/search/")
     page.get_by_label("Words to find").fill("queue deploy")

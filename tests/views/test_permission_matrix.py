@@ -120,6 +120,7 @@ ROWS = [
     ("isolation", "get", {"slug": "slug"}, None, MANAGE),
     ("project_export", "get", {"slug": "slug"}, None, REVIEW),
     ("review_queue", "get", {"slug": "slug"}, None, REVIEW),
+    ("review_file", "get", {"slug": "slug", "file_id": "notes"}, None, REVIEW),
     ("search", "get", {"slug": "slug"}, None, REVIEW),
     ("review_mark", "post", {"slug": "slug", "file_id": "notes"}, {"number": 1}, REVIEW),
     ("flag_create", "post", {"slug": "slug", "file_id": "notes"}, {"number": 1, "comment": ""},
