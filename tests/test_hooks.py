@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from projects.audit import Actor
 from projects.memory import store
 from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
+from projects.runners import context as prompt_context
 from projects.runners import hooks
 
 pytestmark = pytest.mark.django_db
@@ -76,3 +77,28 @@ def test_bad_policies_are_refused_with_a_reason(policy):
     with pytest.raises(ValidationError) as info:
         hooks.validate_policy(policy)
     assert info.value.messages[0]
+
+
+def test_pre_hook_injects_a_direct_write_another_hook_adopted_while_it_assembled(
+        s3, project, agent, person, monkeypatch):
+    # The pre hook assembles from the recorded heads while its LISTs are in flight. A direct
+    # write that a concurrent hook adopts in that moment is already recorded when the LISTs
+    # come back; the hook must still see that its own assembly missed it.
+    file = store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE,
+                             path="notes/a.md", content="# A\n", actor=Actor.system("t")).file
+    s3.put(file.key, b"# A\n\nwritten directly\n")
+    assemblies = []
+    real = prompt_context.build_context
+
+    def assemble_while_another_hook_adopts(**kwargs):
+        assembly = real(**kwargs)
+        if not assemblies:
+            store.adopt(file)
+        assemblies.append(assembly)
+        return assembly
+
+    monkeypatch.setattr(prompt_context, "build_context", assemble_while_another_hook_adopts)
+    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    assert "written directly" not in assemblies[0].prompt
+    assert "written directly" in assembly.prompt
+    assert hooks.receipt_revisions(session)["workspace/notes/a.md"] == 2

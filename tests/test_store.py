@@ -195,3 +195,21 @@ def test_project_with_own_bucket_writes_there(s3, make_project, actor):
     assert s3.client.get_object(Bucket="tenders-own", Key="tenders/workspace/a.md")[
         "Body"].read() == b"a\n"
     assert s3.keys() == []
+
+
+def test_the_catch_ups_lean_listing_names_every_object_as_the_client_does(s3, project):
+    # The pre hook's LISTs skip botocore's client (storage.etags); keys S3 would send
+    # URL-encoded, a trailing page and a refusal must come out as with the client's listing.
+    storage = store.storage_for(project)
+    prefix = f"{project.prefix}workspace/"
+    for name in ("a b+c%20d.md", "é/ü.md", "x\x01y.md", "plain.md"):
+        s3.put(prefix + name, name.encode())
+    s3.put(f"{project.prefix}workspaces.md", b"outside the prefix")
+    assert storage.etags(prefix) == {o["Key"]: o["ETag"] for o in storage.listing(prefix)}
+    assert len(storage.etags(prefix)) == 4
+    storage.bucket_name = "no-such-bucket"
+    try:
+        with pytest.raises(errors.StorageUnavailable):
+            storage.etags(prefix)
+    finally:
+        storage.bucket_name = s3.bucket

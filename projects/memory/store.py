@@ -579,15 +579,15 @@ class CatchUp:
     def __init__(self, project: Project, agent: Agent, user, prefixes: list[str], wanted: Q):
         self.project, self.agent, self.user = project, agent, user
         storage = storage_for(project)
-        self._listings = [_POOL.submit(storage.listing, p) for p in prefixes]
+        self._listings = [_POOL.submit(storage.etags, p) for p in prefixes]
         self._records = {f.key: f for f in MemoryFile.objects.filter(wanted, project=project)
                          .select_related("head", "project")}
         self.changed = False
 
     def finish(self) -> list[Revision]:
         project, agent, user, records = self.project, self.agent, self.user, self._records
-        listed = {obj["Key"]: obj["ETag"] for future in self._listings
-                  for obj in future.result()}
+        listed = {key: etag for future in self._listings
+                  for key, etag in future.result().items()}
         adopted: list[Revision] = []
         for key, record in records.items():
             live = record.head is not None and not record.head.is_deletion
