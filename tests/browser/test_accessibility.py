@@ -1,0 +1,146 @@
+"""Every main page of the console, in English and in Russian, passes axe-core (the copy bundled
+by axe-playwright-python, nothing fetched) without a serious or critical violation; the simulate
+and audit pages keep a long unbroken token inside the window instead of widening the page."""
+
+import time
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
+
+from projects.audit import Actor, audit_record
+from projects.demo.seed import demo_seed
+from projects.models import Agent, MemoryFile, Project
+from projects.runners import hooks
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "an accessible console 7"
+# A token no browser may break on its own: no spaces, no hyphens, no punctuation.
+LONG = "x" * 40 + "TOKEN" + "0123456789" * 20
+LANGUAGES = ("en", "ru")
+SERIOUS = {"serious", "critical"}
+
+
+@pytest.fixture
+def demo(s3):
+    """The demo data, plus a session with a tool call, a written file and a pending proposal
+    that all carry a long unbroken token (as runners' payloads and paths do)."""
+    demo_seed(password=PASSWORD)
+    User = get_user_model()
+    employee = User.objects.get(username="employee")
+    project = Project.objects.get(slug="incident-analysis")
+    agent = Agent.objects.get(project=project, slug="incident-analyst")
+    session, _ = hooks.hook_pre(agent=agent, user=employee, external_ref=LONG)
+    hooks.hook_event(session=session, kind="tool",
+                     payload={"name": "grafana_query", "summary": LONG, "query": LONG})
+    hooks.hook_post(session=session, summary=LONG, writes=[
+        hooks.WriteRequest(path=f"workspace/notes/{LONG[:90]}.md", mode="replace",
+                           content=f"# Note\n\n{LONG}\n"),
+        hooks.WriteRequest(path="USER.md", mode="append", content=f"- Token: {LONG}\n"),
+    ])
+    audit_record(actor=Actor.person(employee), action="file.save", project=project,
+                 obj=None, details={"path": LONG, "note": LONG})
+    profile = MemoryFile.objects.get(project=project, scope="user", user=employee)
+    workspace = (MemoryFile.objects.filter(project=project, scope="workspace",
+                                           head__number__gt=1).order_by("path").first())
+    return {"project": project, "agent": agent, "employee": employee, "session": session,
+            "profile": profile, "workspace": workspace}
+
+
+def _pages(demo) -> list[str]:
+    """The console's main pages as the admin sees them (relative URLs)."""
+    p = f"/p/{demo['project'].slug}"
+    a = f"{p}/agents/{demo['agent'].slug}"
+    w = f"{p}/f/{demo['workspace'].pk}"
+    employee = demo["employee"].pk
+    return [
+        "/", "/projects/", f"{p}/", f"{w}/", f"{w}/edit/", f"{w}/history/", f"{w}/diff/?a=1&b=2",
+        f"{w}/r/1/", f"{p}/workspace/", f"{p}/search/?q=latency",
+        f"{p}/simulate/?agent={demo['agent'].slug}&user={employee}",
+        f"{p}/sessions/", f"{p}/sessions/{demo['session'].pk}/", f"{p}/proposals/",
+        f"{p}/review/", "/audit/", f"{p}/members/", f"{p}/people/", f"{p}/isolation/",
+        f"{a}/", f"{a}/settings/", f"{p}/people/{employee}/erase/", f"{p}/settings/",
+        f"{p}/new-agent/", "/new-project/",
+    ]
+
+
+def _employee_pages(demo) -> list[str]:
+    p = f"/p/{demo['project'].slug}"
+    return ["/", f"{p}/", f"{p}/simulate/?agent={demo['agent'].slug}",
+            f"{p}/f/{demo['profile'].pk}/"]
+
+
+def _login(page, base: str, username: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.locator("#id_username").fill(username)
+    page.locator("#id_password").fill(PASSWORD)
+    page.locator("form button[type=submit]").last.click()
+    expect(page.locator("#panel-profile, h1").first).to_be_visible()
+
+
+def _serious(axe: Axe, page) -> list[str]:
+    found = []
+    for violation in axe.run(page).response["violations"]:
+        if violation["impact"] in SERIOUS:
+            targets = [" ".join(map(str, node["target"])) for node in violation["nodes"][:5]]
+            found.append(f"{violation['id']} ({violation['impact']}): {violation['help']} "
+                         f"at {targets}")
+    return found
+
+
+def _fits(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_every_main_page_passes_axe_in_english_and_russian(browser, live_server, demo):
+    axe = Axe()
+    base = live_server.url
+    problems = {}
+    started = time.monotonic()
+    for username, pages in (("admin", _pages(demo)), ("employee", _employee_pages(demo))):
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        page = context.new_page()
+        for language in LANGUAGES:
+            context.add_cookies([{"name": "django_language", "value": language, "url": base}])
+            page.goto(f"{base}/accounts/login/")
+            expect(page.locator("html")).to_have_attribute("lang", language)
+            if username == "admin":
+                found = _serious(axe, page)
+                if found:
+                    problems[f"{language} /accounts/login/"] = found
+            if language == LANGUAGES[0]:
+                _login(page, base, username)
+            for url in pages:
+                response = page.goto(base + url)
+                assert response.status == 200, f"{username} {url}: {response.status}"
+                found = _serious(axe, page)
+                if found:
+                    problems[f"{username} {language} {url}"] = found
+        context.close()
+    elapsed = time.monotonic() - started
+    report = "\n".join(f"{where}:\n  " + "\n  ".join(found) for where, found in problems.items())
+    assert not problems, f"serious or critical axe violations ({elapsed:.0f} s):\n{report}"
+
+
+def test_simulate_and_audit_keep_long_tokens_inside_the_window(browser, live_server, demo):
+    base = live_server.url
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    _login(page, base, "admin")
+    p = f"/p/{demo['project'].slug}"
+    urls = [f"{p}/simulate/?agent={demo['agent'].slug}&user={demo['employee'].pk}", "/audit/"]
+    too_wide = []
+    for language in LANGUAGES:
+        context.add_cookies([{"name": "django_language", "value": language, "url": base}])
+        for url in urls:
+            page.goto(base + url)
+            expect(page.locator("html")).to_have_attribute("lang", language)
+            expect(page.locator("main")).to_contain_text(LONG[:60])
+            scroll, window = page.evaluate(
+                "[document.documentElement.scrollWidth, window.innerWidth]")
+            if scroll > window:
+                too_wide.append(f"{language} {url}: {scroll} px wide in a {window} px window")
+    context.close()
+    assert not too_wide, "\n".join(too_wide)
