@@ -181,6 +181,22 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MGC_API_MAX_BODY_BYTES + 1024)
 # Where the tokenizer's rank file is placed for tiktoken (empty: the system's temp folder).
 MGC_TOKENIZER_CACHE_DIR = env_str("MGC_TOKENIZER_CACHE_DIR")
 
+# --- E-mail (set-password links for accounts admins create) --------------------------------
+# With an SMTP host the console sends the link; without one the demo prints mails on its
+# console and production sends none (the admin passes the link on, the page says so).
+MGC_EMAIL_HOST = env_str("MGC_EMAIL_HOST")
+MGC_SENDS_EMAIL = bool(MGC_EMAIL_HOST) or not PRODUCTION
+if MGC_EMAIL_HOST:
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": {
+        "host": MGC_EMAIL_HOST, "port": env_int("MGC_EMAIL_PORT", 587),
+        "username": env_str("MGC_EMAIL_USER"), "password": env_str("MGC_EMAIL_PASSWORD"),
+        "use_tls": env_bool("MGC_EMAIL_USE_TLS", True), "timeout": 10}}}
+elif not PRODUCTION:
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+DEFAULT_FROM_EMAIL = env_str("MGC_EMAIL_FROM", "memory-console@localhost")
+# How long a set-password link works, in seconds.
+PASSWORD_RESET_TIMEOUT = env_int("MGC_INVITE_LINK_SECONDS", 3 * 24 * 3600)
+
 # --- Cache ------------------------------------------------------------------------------------
 _redis_url = env_str("MGC_REDIS_URL")
 CACHES = {

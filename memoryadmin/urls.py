@@ -7,6 +7,11 @@ from projects.runners.api import API_V1, api
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The one-time set-password link of an account an admin created (members page).
+    path("accounts/set-password/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("accounts/set-password/done/", auth_views.PasswordResetCompleteView.as_view(),
+         name="password_reset_complete"),
     path("admin/", admin.site.urls),
     path(API_V1, api.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher

@@ -30,6 +30,7 @@ ACTIONS = {
     "agent.create": _("created an agent"), "agent.settings": _("changed agent settings"),
     "project.create": _("created a project"), "project.update": _("changed project settings"),
     "project.export": _("exported project memory"),
+    "account.create": _("created an account"),
     "member.grant": _("added a member"), "member.role": _("changed a role"),
     "member.remove": _("removed a member"),
     "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),

@@ -31,6 +31,7 @@ urlpatterns = [
          name="proposal_decide"),
     path("p/<slug:slug>/people/", browse.people, name="people"),
     path("p/<slug:slug>/members/", governance.members, name="members"),
+    path("p/<slug:slug>/members/new-account/", governance.member_invite, name="member_invite"),
     path("p/<slug:slug>/members/<int:membership_id>/", governance.member_change,
          name="member_change"),
     path("p/<slug:slug>/people/<int:user_id>/erase/", governance.profile_erase,

@@ -1,10 +1,18 @@
 """Memberships: who works in a project in which role; every change audited, and a project
-always keeps an admin."""
+always keeps an admin. Project admins also create accounts for new people here, who then
+choose their own password through a one-time link (Django's password reset tokens)."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import transaction
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
@@ -31,6 +39,51 @@ def member_set(*, by, project: Project, user, role: str) -> Membership:
                  project=project, obj=membership,
                  details={"user": user.get_username(), "from": before, "to": role})
     return membership
+
+
+@transaction.atomic
+def account_create(*, by, project: Project, username: str, role: str, email: str = "",
+                   first_name: str = "", last_name: str = "") -> Membership:
+    """A new account without a usable password, added to the project with a role; audited as
+    "account.create" and "member.grant". The person sets a password through invite_path()."""
+    accounts = get_user_model().objects
+    if accounts.filter(username__iexact=username).exists():
+        raise ValidationError(_("The username %(name)s is taken."), code="username_taken",
+                              params={"name": username})
+    user = accounts.model(username=username, email=email, first_name=first_name,
+                          last_name=last_name)
+    user.set_unusable_password()  # nobody, the admin included, knows a password for it
+    user.save()
+    audit_record(actor=Actor.person(by), action="account.create", project=project, obj=user,
+                 details={"user": username, "role": role, "email_given": bool(email)})
+    return member_set(by=by, project=project, user=user, role=role)
+
+
+def invite_path(user) -> str:
+    """The set-password link for a new account: a password reset token, so it works once
+    (setting the password changes what the token was made from) and expires after
+    PASSWORD_RESET_TIMEOUT."""
+    return reverse("password_reset_confirm", kwargs={
+        "uidb64": urlsafe_base64_encode(force_bytes(user.pk)),
+        "token": default_token_generator.make_token(user)})
+
+
+def invite_send(*, user, link: str, project: Project, by) -> bool:
+    """E-mail the link when the account has an address and the console may send mail; False
+    when nothing was sent, so the admin passes the link on."""
+    if not user.email or not settings.MGC_SENDS_EMAIL:
+        return False
+    days = max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)
+    body = _("%(admin)s created an account for you in the Memory Governance Console "
+             "(project %(project)s). Your username is %(name)s.\n\n"
+             "Choose your password here (the link works once, for %(days)s days):\n%(link)s\n") % {
+        "admin": by.get_full_name() or by.get_username(), "project": project.name,
+        "name": user.get_username(), "days": days, "link": link}
+    try:
+        send_mail(_("Your account in the Memory Governance Console"), body, None, [user.email])
+    except OSError:  # smtplib's errors included: the account exists, the admin passes it on
+        return False
+    return True
 
 
 @transaction.atomic

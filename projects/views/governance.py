@@ -4,6 +4,7 @@ members, isolation, export of a project's memory and erasure of a profile."""
 import json
 import tempfile
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -19,7 +20,15 @@ from django.views.decorators.http import require_POST
 
 from projects.audit import ACTIONS
 from projects.errors import explain
-from projects.forms import AgentForm, AuditFilterForm, EraseForm, MemberForm, NewProjectForm, ProjectForm
+from projects.forms import (
+    AccountForm,
+    AgentForm,
+    AuditFilterForm,
+    EraseForm,
+    MemberForm,
+    NewProjectForm,
+    ProjectForm,
+)
 from projects.governance import erasure, exports, isolation, permissions, review, setup, trail
 from projects.governance import members as membership_service
 from projects.governance.trail import audit_read
@@ -218,12 +227,49 @@ def members(request, slug):
                     "role": Membership.Role(form.cleaned_data["role"]).label, "project": project.name})
                 return redirect("projects:members", slug=slug)
         status = 400
+    return _members_page(request, project, role, form=form, status=status)
+
+
+@login_required
+@require_POST
+def member_invite(request, slug):
+    """A new account, added with a role; the page shows its one-time set-password link
+    (rendered, not redirected: the link is a credential and stays out of the session)."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    form = AccountForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            membership = membership_service.account_create(
+                by=request.user, project=project, username=data["username"], role=data["role"],
+                email=data["email"], first_name=data["first_name"], last_name=data["last_name"])
+        except ValidationError as exc:
+            form.add_error("username" if exc.code == "username_taken" else None, exc)
+        else:
+            user = membership.user
+            link = request.build_absolute_uri(membership_service.invite_path(user))
+            emailed = membership_service.invite_send(user=user, link=link, project=project,
+                                                     by=request.user)
+            invite = {"user": user, "link": link, "emailed": emailed,
+                      "role": Membership.Role(membership.role).label,
+                      "days": max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)}
+            return _members_page(request, project, role, invite=invite)
+    return _members_page(request, project, role, account_form=form, status=400)
+
+
+def _members_page(request, project, role, *, form=None, account_form=None, invite=None,
+                  status: int = 200):
     memberships = (Membership.objects.filter(project=project).select_related("user")
                    .order_by("user__username"))
     page = paging.page_of(memberships, paging.AUDIT, request)
-    return render(request, "projects/members.html", {
-        "project": project, "role": role, "page": page, "form": form,
+    response = render(request, "projects/members.html", {
+        "project": project, "role": role, "page": page, "form": form or MemberForm(),
+        "account_form": account_form or AccountForm(), "invite": invite,
         "roles": Membership.Role.choices}, status=status)
+    if invite:
+        response["Cache-Control"] = "no-store"  # the link must not outlive this page
+    return response
 
 
 @login_required
