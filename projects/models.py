@@ -401,6 +401,14 @@ class AgentSession(models.Model):
     total_tokens = models.PositiveIntegerField(default=0, help_text="Tokens of the prompt.")
     tokenizer = models.CharField(max_length=60, blank=True, help_text="Encoding that counted.")
     receipt = models.JSONField(default=list, help_text="Per section: files and revisions injected.")
+    prompt_stored = models.BooleanField(
+        default=False, help_text="The exact prompt is kept in S3 under its sha256 (_prompts/).")
+    budget = models.PositiveIntegerField(null=True, blank=True,
+                                         help_text="The manifest's total token budget then.")
+    truncated = models.BooleanField(default=False,
+                                    help_text="A section was cut to its cap or to the budget.")
+    over_budget = models.BooleanField(default=False,
+                                      help_text="Before any cut to the budget, the prompt was over it.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, help_text="Pre hook time.")
     ended_at = models.DateTimeField(null=True, blank=True, help_text="When the post hook came.")
 

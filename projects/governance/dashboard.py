@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, OuterRef, Subquery
 
-from projects.governance import permissions
+from projects.governance import permissions, prompts
 from projects.governance.review import review_counts
 from projects.models import (
     Agent,
@@ -63,6 +63,10 @@ def dashboard(user) -> dict:
                                     author_kind=Revision.AuthorKind.AGENT)
             .select_related("file", "file__project", "file__agent", "file__user")
             .order_by("-created_at")[:10])
+    if managed or reviewed:  # prompts cut to a cap or the budget, loud for who can act on it
+        data["truncated_agents"] = prompts.truncated_agents(
+            [p.pk for p in {*managed, *reviewed}])
+        data["recent_days"] = prompts.RECENT_DAYS
     profiles = {f.project_id: f for f in MemoryFile.objects.filter(
         project__in=projects, scope=MemoryFile.Scope.USER, user=user).select_related("head")}
     if profiles or not managed:

@@ -51,6 +51,7 @@ KIND_LABELS = {
     "overlap": _("prefixes overlap"),
     "orphan_snapshot": _("snapshot awaiting reconcile"),
     "untracked": _("new file awaiting adoption"),
+    "orphan_prompt": _("kept prompt without its session"),
 }
 
 

@@ -5,6 +5,7 @@
     <prefix>workspace/<relative path>.md
     <prefix>sessions/<session_id>/...
     <prefix>_history/<file_id>/<revision number>-<sha256>.md
+    <prefix>_prompts/<sha256>.txt      (the exact prompts pre hooks returned, each once)
 
 where <prefix> is `projects/<project_id>/` unless the project names its own prefix. Keys are
 built from immutable ids only; the one piece a person or an agent types, a workspace path, is
@@ -51,6 +52,8 @@ _DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(10)),
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*/$")
 _SNAPSHOT_RE = re.compile(r"^(?P<number>[1-9][0-9]*)-(?P<sha>[0-9a-f]{64})\.md$")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_PROMPT_RE = re.compile(r"([0-9a-f]{64})\.txt")
 
 
 def _invalid(message: str, code: str, **params) -> ValidationError:
@@ -195,6 +198,15 @@ def session_prefix(prefix: str, session_id: uuid.UUID) -> str:
     return f"{sessions_root(prefix)}{_uuid(session_id)}/"
 
 
+def prompt_key(prefix: str, sha256: str) -> str:
+    """Where the exact prompt with this sha256 is kept. Beside `_history/`, not under
+    `sessions/`: runners' S3 credentials may write their session scratch space, and must not
+    be able to plant or replace a receipt."""
+    if not _SHA256_RE.fullmatch(sha256):
+        raise _invalid(_("Not a sha256: %(value)r."), "sha256", value=sha256)
+    return f"{prefix}_prompts/{sha256}.txt"
+
+
 def history_prefix(prefix: str, file_id: uuid.UUID) -> str:
     return f"{prefix}_history/{_uuid(file_id)}/"
 
@@ -256,6 +268,10 @@ def parse_key(prefix: str, key: str) -> ParsedKey:
         elif head == "sessions":
             session, _, _rest = tail.partition("/")
             return ParsedKey(kind="session", session_id=uuid.UUID(session), path=_rest)
+        elif head == "_prompts":
+            match = _PROMPT_RE.fullmatch(tail)
+            if match:
+                return ParsedKey(kind="prompt", sha256=match[1])
         elif head == "_history":
             file_part, _, name = tail.partition("/")
             match = _SNAPSHOT_RE.match(name)

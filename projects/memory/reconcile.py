@@ -4,7 +4,8 @@
 it) and `isolation.check_isolation` (which only reports), so the two never disagree about a
 key:
 
-- `head`, `snapshot`, `session` (ok): a record owns it;
+- `head`, `snapshot`, `session`, `prompt` (ok): a record owns it;
+- `orphan_prompt` (warning): a kept prompt whose pre hook did not commit its session;
 - `orphan_snapshot` (warning): a snapshot no revision points to, from a save that failed or
   still runs; reconcile deletes it after a grace period;
 - `untracked` (warning): a memory file with a valid owner but no record yet (a sandbox wrote
@@ -61,6 +62,8 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
     members = set(project.memberships.values_list("user_id", flat=True))
     sessions = {str(pk) for pk in AgentSession.objects.filter(agent__project=project)
                 .values_list("pk", flat=True)}
+    prompts = set(AgentSession.objects.filter(agent__project=project)
+                  .values_list("prompt_sha256", flat=True).distinct())
     out = []
     for obj in objects:
         key = obj["Key"]
@@ -85,6 +88,13 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
                 out.append(status("orphan_snapshot", WARNING,
                                   "no revision points to it yet: a save that failed or is "
                                   "still running; reconcile deletes it after its grace period"))
+        elif parsed.kind == "prompt":
+            if parsed.sha256 in prompts:
+                out.append(status("prompt", OK))
+            else:
+                out.append(status("orphan_prompt", WARNING,
+                                  "a stored prompt no session names: its pre hook did not "
+                                  "commit; harmless, kept"))
         elif parsed.kind == "session":
             if str(parsed.session_id) in sessions:
                 out.append(status("session", OK))

@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
 from projects.errors import Refusal
-from projects.memory import errors, layout, store
+from projects.memory import errors, layout, receipts, store
 from projects.memory.content import encode
 from projects.models import (
     Agent,
@@ -66,16 +66,21 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
     if catch_up.changed:
         assembly = prompt_context.build_context(agent=agent, user=user)
     assembly.bucket_checked = checked
+    # The exact bytes returned, kept once per distinct prompt (no request when already kept).
+    stored = receipts.prompt_keep(project=agent.project, prompt=assembly.prompt,
+                                  sha256=assembly.sha256)
     with transaction.atomic():  # one commit for the receipt and its event
-        session = _pre_records(agent, user, external_ref, assembly)
+        session = _pre_records(agent, user, external_ref, assembly, stored)
     return session, assembly
 
 
-def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Assembly
-                 ) -> AgentSession:
+def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Assembly,
+                 stored: bool) -> AgentSession:
     session = AgentSession.objects.create(
         agent=agent, user=user, external_ref=external_ref[:200], prompt_sha256=assembly.sha256,
-        total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt)
+        total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt,
+        prompt_stored=stored, budget=assembly.budget, over_budget=assembly.over_budget,
+        truncated=any(s.truncated for s in assembly.sections))
     SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.PRE, payload={
         "total_tokens": assembly.total_tokens, "prompt_sha256": assembly.sha256,
         "bucket_checked": assembly.bucket_checked})

@@ -87,6 +87,8 @@ class Assembly:
     tokenizer: str
     sha256: str = ""
     receipt: list[dict] = field(default_factory=list)
+    # Before any cut to the budget, the prompt was over it (sections then gave way).
+    over_budget: bool = False
     # Whether the pre hook adopted the bucket's direct writes before assembling (None: not a
     # pre hook, e.g. a simulation, which has no side effects).
     bucket_checked: bool | None = None
@@ -259,11 +261,17 @@ def _truncate(text: str, cap: int, tokenizer) -> tuple[str, bool]:
     return result, True
 
 
+def _file_parts(source: str, files: list[SourceFile]) -> list[str]:
+    """Each file's part of a section's text, before neutralizing and cuts ('' if blank): what
+    the receipt counts per file."""
+    if source.startswith(WORKSPACE_PREFIX):
+        return [f"### file: {f.path}\n{f.text.rstrip()}" if f.text.strip() else ""
+                for f in files]
+    return [f.text.strip("\n") if f.text.strip() else "" for f in files]
+
+
 def _render_content(section: SectionSpec, files: list[SourceFile]) -> str:
-    if section.source.startswith(WORKSPACE_PREFIX):
-        parts = [f"### file: {f.path}\n{f.text.rstrip()}" for f in files if f.text.strip()]
-        return "\n\n".join(parts)
-    return "\n\n".join(f.text.strip("\n") for f in files if f.text.strip())
+    return "\n\n".join(part for part in _file_parts(section.source, files) if part)
 
 
 def _block(tag: str, content: str) -> str:
@@ -304,7 +312,8 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
 
     prompt = build()
     total = tokenizer.count(prompt)
-    if manifest.total_tokens and total > manifest.total_tokens:
+    over_budget = bool(manifest.total_tokens and total > manifest.total_tokens)
+    if over_budget:
         for s in reversed(sections):
             if total <= manifest.total_tokens:
                 break
@@ -321,10 +330,13 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
             total = tokenizer.count(prompt)
     receipt = [
         {"tag": s.tag, "source": s.source, "tokens": s.tokens, "truncated": s.truncated,
-         "files": [{"path": f.path, "revision": f.revision, "file_id": f.file_id}
-                   for f in s.files]}
+         "max_tokens": s.max_tokens, "tokens_before": s.content_tokens_before,
+         "files": [{"path": f.path, "revision": f.revision, "file_id": f.file_id,
+                    "tokens": tokenizer.count(part) if part else 0}
+                   for f, part in zip(s.files, _file_parts(s.source, s.files), strict=True)]}
         for s in sections
     ]
     return Assembly(prompt=prompt, sections=sections, total_tokens=total,
                     budget=manifest.total_tokens, tokenizer=tokenizer.label,
-                    sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(), receipt=receipt)
+                    sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(), receipt=receipt,
+                    over_budget=over_budget)

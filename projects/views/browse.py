@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from projects.forms import NewWorkspaceFileForm
-from projects.governance import permissions, review, setup
+from projects.governance import permissions, prompts, review, setup
 from projects.memory import layout, store, tree
 from projects.models import Agent, Membership, MemoryFile
 from projects.views import paging
@@ -56,9 +56,12 @@ def agent_detail(request, slug, agent_slug):
     existing = {f.path: f for f in MemoryFile.objects.filter(project=project, agent=agent)
                 .select_related("head")}
     files = [(name, existing.get(name)) for name in layout.AGENT_FILES]
+    cut = prompts.truncated_agents([project], agent=agent)
     return render(request, "projects/agent_detail.html", {
         "project": project, "role": role, "agent": agent, "files": files,
-        "can_edit": permissions.can_manage(role),
+        "can_edit": permissions.can_manage(role), "chart": prompts.prompt_chart(agent),
+        "truncation": cut[0] if cut else None,
+        "recent_days": prompts.RECENT_DAYS,
     })
 
 

@@ -1,6 +1,7 @@
 """Simulate injection, agent settings (manifest, hook policy, tokens), sessions, proposals."""
 
 import datetime as dt
+import json
 
 from django.conf import settings
 from django.contrib import messages
@@ -18,7 +19,7 @@ from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read, audit_reads
-from projects.memory import errors, store
+from projects.memory import errors, receipts, store
 from projects.memory.content import appended
 from projects.memory.diffing import diff_texts
 from projects.models import (
@@ -276,6 +277,8 @@ def session_list(request, slug):
 
 @login_required
 def session_detail(request, slug, session_id):
+    """One session: the exact prompt its pre hook returned (from S3, checked against its
+    sha256), tokens per file, the events, and a diff if re-assembling it now differs."""
     project, role = permissions.project_or_404(request.user, slug)
     session = get_object_or_404(AgentSession.objects.select_related("agent", "user"),
                                 pk=session_id, agent__project=project)
@@ -284,11 +287,25 @@ def session_detail(request, slug, session_id):
     file_ids = {f["file_id"] for s in session.receipt for f in s["files"] if f.get("file_id")}
     known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids)
                 .values_list("pk", flat=True))
+    context = {"project": project, "role": role, "session": session, "known": known,
+               "events": [(e, json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True))
+                          for e in session.events.all()],
+               "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")}
+    try:
+        context["stored_prompt"] = receipts.prompt_read(project=project,
+                                                        sha256=session.prompt_sha256)
+        again = prompt_context.build_context(agent=session.agent, user=session.user,
+                                             at=session.created_at)
+    except errors.StoreError as exc:
+        context["prompt_error"] = exc.message
+    except ValidationError as exc:  # today's manifest no longer parses
+        context["prompt_error"] = explain(exc)
+    else:
+        context["reassembled"] = again
+        if context["stored_prompt"] is not None and again.sha256 != session.prompt_sha256:
+            context["reassembly_diff"] = diff_texts(context["stored_prompt"], again.prompt)
     audit_read(user=request.user, role=role, action="read.session", project=project, obj=session)
-    return render(request, "projects/session_detail.html", {
-        "project": project, "role": role, "session": session, "known": known,
-        "events": session.events.all(), "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f"),
-    })
+    return render(request, "projects/session_detail.html", context)
 
 
 @login_required

@@ -1,0 +1,50 @@
+"""The exact prompts pre hooks returned, kept in S3 under their sha256 (`layout.prompt_key`).
+
+Content-addressed, so identical prompts are stored once and a stored prompt proves itself:
+reading checks the bytes against the name. Writing uses If-None-Match, so a retry or a second
+worker can never replace what is there; a lost answer is settled by the next identical
+prompt (412: already there) or by reading, which does not trust the session's flag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.core.cache import cache
+
+from projects.memory import layout
+from projects.memory.errors import StorageUnavailable
+from projects.memory.storage import PreconditionFailed, storage_for
+
+_KNOWN_TTL = 24 * 3600
+
+
+def _known_key(project, sha256: str) -> str:
+    return f"mgc:prompt:{project.pk}:{sha256}"
+
+
+def prompt_keep(*, project, prompt: str, sha256: str) -> bool:
+    """Store the prompt once; True when it is in S3 (now or before), False when storage did not
+    answer (the pre hook still answers; the receipt says the prompt was not kept)."""
+    known = _known_key(project, sha256)
+    if cache.get(known):
+        return True  # stored before: no request at all on the warm path
+    try:
+        storage_for(project).write(layout.prompt_key(project.prefix, sha256),
+                                   prompt.encode("utf-8"), if_none_match=True,
+                                   ambiguous="unknown")
+    except PreconditionFailed:
+        pass  # already there; its name is its content
+    except StorageUnavailable:
+        return False
+    cache.set(known, True, _KNOWN_TTL)
+    return True
+
+
+def prompt_read(*, project, sha256: str) -> str | None:
+    """The stored prompt, or None when it is not there or does not match its name. May raise
+    StorageUnavailable."""
+    found = storage_for(project).read(layout.prompt_key(project.prefix, sha256))
+    if found is None or hashlib.sha256(found.body).hexdigest() != sha256:
+        return None
+    return found.body.decode("utf-8")
