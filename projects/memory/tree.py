@@ -25,8 +25,11 @@ class Folder:
 def workspace_folder(project: Project, folder: str) -> Folder:
     folder = folder.strip("/")
     prefix = f"{folder}/" if folder else ""
+    # A record without a revision has no content to show (a first save cut short before
+    # reconcile completes it, or an editor opened and left before the console stopped
+    # creating records ahead of the first save).
     paths = MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.WORKSPACE,
-                                      path__startswith=prefix)
+                                      path__startswith=prefix, head__isnull=False)
     subfolders, file_ids = set(), []
     for pk, path in paths.values_list("pk", "path").order_by("path"):
         rest = path[len(prefix):]

@@ -4,9 +4,10 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from projects.forms import NewWorkspaceFileForm
@@ -35,7 +36,7 @@ def project_detail(request, slug):
         "agents": paging.page_of(agents, paging.LIST, request),
         "can_see_workspace": permissions.can_see_workspace(role),
         "member_count": project.memberships.count(),
-        "workspace_count": MemoryFile.objects.filter(project=project,
+        "workspace_count": MemoryFile.objects.filter(project=project, head__isnull=False,
                                                      scope=MemoryFile.Scope.WORKSPACE).count(),
         "pending_count": project.proposals.filter(permissions.visible_proposals(request.user, role),
                                                   status="pending").count(),
@@ -87,33 +88,37 @@ def workspace(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     if not permissions.can_see_workspace(role):
         raise Http404("No such page.")
-    here = tree.workspace_folder(project, request.GET.get("dir", ""))
-    folder, subfolders, crumbs = here.path, here.subfolders, here.crumbs
-    prefix = f"{folder}/" if folder else ""
-    page = paging.page_of(here.files, paging.LIST, request)
-    form = NewWorkspaceFileForm(initial={"path": prefix})
-    return render(request, "projects/workspace.html", {
-        "project": project, "role": role, "folder": folder, "crumbs": crumbs,
-        "subfolders": sorted(subfolders), "page": page, "form": form,
-        "can_create": permissions.can_manage(role),
-    })
+    folder = request.GET.get("dir", "").strip("/")
+    form = NewWorkspaceFileForm(initial={"path": f"{folder}/" if folder else ""})
+    return _workspace_page(request, project, role, folder, form)
 
 
 @login_required
 @require_POST
 def workspace_new(request, slug):
+    """Check the path, then open the editor; the file is created by its first save (files.file_new)."""
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_manage(role))
     form = NewWorkspaceFileForm(request.POST)
     if form.is_valid():
-        file = store.file_ensure(project=project, scope=MemoryFile.Scope.WORKSPACE,
-                                 path=form.cleaned_data["path"])
-        return redirect("projects:file_edit", slug=project.slug, file_id=file.pk)
+        path = form.cleaned_data["path"]
+        existing = store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
+        if existing is not None:
+            return redirect("projects:file_edit", slug=project.slug, file_id=existing.pk)
+        return redirect(f"{reverse('projects:file_new', args=[project.slug])}?{urlencode({'path': path})}")
+    # Refused: the folder the person was in, with the error and the path as they typed it.
+    return _workspace_page(request, project, role, request.POST.get("dir", "").strip("/"), form,
+                           status=400)
+
+
+def _workspace_page(request, project, role, folder: str, form, status: int = 200):
+    here = tree.workspace_folder(project, folder)
+    page = paging.page_of(here.files, paging.LIST, request)
     return render(request, "projects/workspace.html", {
-        "project": project, "role": role, "folder": "", "crumbs": [], "subfolders": [],
-        "page": Paginator(MemoryFile.objects.none(), paging.LIST).get_page(1), "form": form,
-        "can_create": True,
-    }, status=400)
+        "project": project, "role": role, "folder": here.path, "crumbs": here.crumbs,
+        "subfolders": sorted(here.subfolders), "page": page, "form": form,
+        "can_create": permissions.can_manage(role),
+    }, status=status)
 
 
 @login_required

@@ -20,7 +20,7 @@ from projects.errors import explain
 from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
-from projects.memory import errors, merging, scanning, store
+from projects.memory import errors, layout, merging, scanning, store
 from projects.memory.content import encode
 from projects.memory.content import sha256 as content_sha256
 from projects.memory.diffing import diff_texts
@@ -144,6 +144,39 @@ def file_edit(request, slug, file_id):
     context.update(form=form, opened_revision=base, content=content,
                    preview_html=render_markdown(content.text))
     return render(request, "projects/file_edit.html", context)
+
+
+@login_required
+def file_new(request, slug):
+    """The editor for a workspace file that does not exist yet (?path=...). Its record is made
+    only by the first save, so leaving the editor without saving leaves nothing behind."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    try:
+        path = layout.validate_workspace_path(request.GET.get("path", ""))
+    except ValidationError as exc:
+        messages.error(request, explain(exc))
+        return redirect("projects:workspace", slug=project.slug)
+    existing = store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
+    if request.method == "POST":
+        form = EditForm(request.POST)
+        if form.is_valid() or existing is not None:
+            # The first save: from here on it is the file's own editor (saving, conflicts
+            # with someone who created the same path meanwhile, errors with the text kept).
+            file = existing or store.file_ensure(project=project, path=path,
+                                                 scope=MemoryFile.Scope.WORKSPACE)
+            return file_edit(request, slug, file.pk)
+        status = 400
+    else:
+        if existing is not None and existing.head is not None:
+            return redirect("projects:file_edit", slug=project.slug, file_id=existing.pk)
+        form = EditForm(initial={"content": "", "base_revision": None})
+        status = 200
+    draft = MemoryFile(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
+    return render(request, "projects/file_edit.html", {
+        "project": project, "role": role, "file": draft, "draft": True, "can_edit": True,
+        "form": form, "opened_revision": None, "max_bytes": settings.MGC_MAX_FILE_BYTES,
+        "preview_html": render_markdown(form.data.get("content", ""))}, status=status)
 
 
 def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs: str,

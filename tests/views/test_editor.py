@@ -232,9 +232,10 @@ def test_admin_creates_workspace_file_and_deletes_it(client, admin, project, s3)
     assert bad.status_code == 400 and "&#x27;..&#x27;" in bad.content.decode()
     response = client.post(reverse("projects:workspace_new", args=[project.slug]),
                            {"path": "events/2026-12-02.md"})
+    assert response.url == (reverse("projects:file_new", args=[project.slug])
+                            + "?path=events%2F2026-12-02.md")
+    client.post(response.url, {"content": "# Event\n", "message": "new"})
     file = MemoryFile.objects.get(project=project, path="events/2026-12-02.md")
-    assert response.url == url("file_edit", file)
-    client.post(url("file_edit", file), {"content": "# Event\n", "message": "new"})
     tree = client.get(reverse("projects:workspace", args=[project.slug])).content.decode()
     assert "events/" in tree
     inside = client.get(reverse("projects:workspace", args=[project.slug]) + "?dir=events")
@@ -243,6 +244,81 @@ def test_admin_creates_workspace_file_and_deletes_it(client, admin, project, s3)
     file.refresh_from_db()
     assert file.head.is_deletion and file.key not in s3.keys()
     assert "This file is deleted" in client.get(url("file_detail", file)).content.decode()
+
+
+def _workspace_file(project, admin, path):
+    return store.file_create(project=project, scope="workspace", path=path, content="x\n",
+                             actor=Actor.person(admin)).file
+
+
+def test_a_refused_path_keeps_the_folder_the_error_and_the_typed_path(client, admin, project, s3):
+    _workspace_file(project, admin, "events/kept.md")
+    _workspace_file(project, admin, "events/2026/deep.md")
+    client.force_login(admin)
+    response = client.post(reverse("projects:workspace_new", args=[project.slug]),
+                           {"path": "events/../secret.md", "dir": "events"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "kept.md" in html and "2026/" in html  # the folder's files and subfolders
+    assert "Workspace: events/" in html
+    assert "&#x27;..&#x27;" in html  # the error
+    assert 'value="events/../secret.md"' in html  # what the person typed
+    assert 'name="dir" value="events"' in html  # and the next try stays in the folder
+
+
+def test_an_editor_left_without_saving_leaves_no_file(client, admin, project, s3):
+    client.force_login(admin)
+    response = client.post(reverse("projects:workspace_new", args=[project.slug]),
+                           {"path": "drafts/idea.md"}, follow=True)
+    html = response.content.decode()
+    assert response.status_code == 200 and 'id="editor-form"' in html
+    assert "New file: no revision yet" in html
+    assert reverse("projects:workspace", args=[project.slug]) in html  # Cancel goes back
+    # Opened, then left: no record, nothing in the tree, nothing counted.
+    assert not MemoryFile.objects.filter(project=project, scope="workspace").exists()
+    tree = client.get(reverse("projects:workspace", args=[project.slug])).content.decode()
+    assert "drafts/" not in tree and "No files here yet." in tree
+    # A record left without a revision by an older console, or by a first save cut short,
+    # is not shown as an empty file either.
+    store.file_ensure(project=project, scope="workspace", path="drafts/orphan.md")
+    tree = client.get(reverse("projects:workspace", args=[project.slug])).content.decode()
+    assert "drafts/" not in tree
+    project_page = client.get(reverse("projects:project_detail", args=[project.slug]))
+    assert project_page.context["workspace_count"] == 0
+
+
+def test_the_first_save_creates_the_new_file(client, admin, project, s3):
+    client.force_login(admin)
+    editor = reverse("projects:file_new", args=[project.slug]) + "?path=drafts/idea.md"
+    empty = client.post(editor, {"content": "x" * 10, "message": "", "base_revision": "oops"})
+    assert empty.status_code == 400  # a refused form makes no record either
+    assert not MemoryFile.objects.filter(project=project, scope="workspace").exists()
+    response = client.post(editor, {"content": "# Idea\n", "message": "first"})
+    file = MemoryFile.objects.get(project=project, path="drafts/idea.md")
+    assert response.url == url("file_detail", file)
+    assert (file.head.number, store.file_read(file).text) == (1, "# Idea\n")
+    # The editor of a path that exists now is the file's own.
+    assert client.get(editor).url == url("file_edit", file)
+
+
+def test_a_new_file_someone_else_created_meanwhile_is_a_conflict_not_an_overwrite(
+        client, admin, project, s3):
+    client.force_login(admin)
+    editor = reverse("projects:file_new", args=[project.slug]) + "?path=drafts/idea.md"
+    assert client.get(editor).status_code == 200
+    _workspace_file(project, admin, "drafts/idea.md")  # another tab saved it first
+    response = client.post(editor, {"content": "mine\n", "message": ""})
+    assert response.status_code == 409 and "mine" in response.content.decode()
+    file = MemoryFile.objects.get(project=project, path="drafts/idea.md")
+    assert store.file_read(file).text == "x\n"
+
+
+def test_a_bad_path_in_the_new_file_editor_goes_back_to_the_workspace(client, admin, project):
+    client.force_login(admin)
+    response = client.get(reverse("projects:file_new", args=[project.slug]) + "?path=../x.md",
+                          follow=True)
+    assert response.redirect_chain[-1][0] == reverse("projects:workspace", args=[project.slug])
+    assert "&#x27;..&#x27;" in response.content.decode()
 
 
 def test_employee_cannot_see_workspace_or_delete(client, person, project, profile_two_revisions):

@@ -129,6 +129,7 @@ ROWS = [
     ("flag_resolve", "post", {"slug": "slug", "flag_id": "flag"}, {}, REVIEW),
     ("workspace", "get", {"slug": "slug"}, None, REVIEW),
     ("workspace_new", "post", {"slug": "slug"}, {"path": "../bad"}, MANAGE),
+    ("file_new", "get", {"slug": "slug"}, None, MANAGE),
     ("file_open", "post", {"slug": "slug"}, {"scope": "agent", "agent": "{agent_id}",
                                              "path": "TOOLS.md"}, MANAGE),
     ("file_open", "post", {"slug": "slug"}, {"scope": "user", "user": "{ivan}"}, MANAGE),
