@@ -8,8 +8,8 @@ from django.db import transaction
 from projects.audit import Actor
 from projects.demo.content import PEOPLE, PROJECTS
 from projects.memory import layout, store
-from projects.models import Agent, Membership, MemoryFile, Project
-from projects.runners import bearer
+from projects.models import Agent, AgentSession, Membership, MemoryFile, Project
+from projects.runners import bearer, hooks
 
 
 @transaction.atomic
@@ -59,11 +59,39 @@ def demo_seed(*, password: str) -> list[str]:
             _ensure(project, Actor.for_agent(agent, "demo-session"), versions,
                     scope=MemoryFile.Scope.WORKSPACE, path=path)
     analyst = Agent.objects.get(project__slug=PROJECTS[0]["slug"], slug=PROJECTS[0]["agent"]["slug"])
+    done += _demo_runs(analyst, users)
     _, raw = bearer.token_create(agent=analyst, name="demo runner", created_by=users["admin"])
     done.append(f"runner token for {analyst.slug}: {raw}")
     done.append(f"try: python examples/runner.py --url http://127.0.0.1:8000 --token {raw} "
                 f"--user employee")
     return done
+
+
+def _demo_runs(analyst: Agent, users: dict) -> list[str]:
+    """A few agent runs through the real hooks, so that receipts, a proposal waiting for the
+    employee's consent and a truncated prompt are there to see. Once: skipped when the agents
+    have run before."""
+    if AgentSession.objects.exists():
+        return []
+    employee = users["employee"]
+    session, _ = hooks.hook_pre(agent=analyst, user=employee, external_ref="demo-run-1")
+    hooks.hook_post(session=session, summary="Triaged the overnight alert.", writes=[
+        hooks.WriteRequest("workspace/incidents/2026-12-03-overnight-alert.md", "append",
+                           "# Overnight alert\n\nDisk pressure on db-2; cleared by log rotation.\n"),
+        hooks.WriteRequest("USER.md", "append",
+                           "- Prefers incident summaries before 10:00.\n")])
+    reporter = Agent.objects.filter(slug="daily-reporter").first()
+    if reporter is None:
+        return ["agent runs: 1 (incident-analyst)"]
+    # The reporter's workspace section is capped tight, so its prompts are cut: the dashboard,
+    # its page and its sessions say so.
+    manifest = dict(reporter.manifest)
+    manifest["sections"] = [dict(s, max_tokens=60) if s["tag"] == "workspace_memory" else s
+                            for s in manifest["sections"]]
+    hooks.agent_settings_update(agent=reporter, by=users["admin"], manifest=manifest)
+    reader = users.get("anna.smirnova") or employee
+    hooks.hook_pre(agent=Agent.objects.get(pk=reporter.pk), user=reader, external_ref="demo-run-2")
+    return ["agent runs: 2 (incident-analyst, daily-reporter with a truncated prompt)"]
 
 
 def _ensure(project: Project, actor: Actor, versions: list[str], **where) -> None:
