@@ -569,23 +569,25 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
 class CatchUp:
     """A catch-up whose LISTs are in flight (started by `bucket_catch_up_start`).
 
-    The records are read when it starts, so the caller may assemble meanwhile from heads at
-    least as new as those (the pool's threads only talk to S3). `finish()` waits for the
-    listings, compares them with the records read at the start and adopts what differs, as
-    `bucket_catch_up` does; `changed` then says whether anything differed, i.e. whether work
-    done from the heads read after the start may have missed a direct write (even one a
-    concurrent catch-up adopted first). StorageUnavailable if a LIST failed."""
+    The records are read when it starts (`records`: the agent's, the user's and, if asked,
+    the workspace's files with their heads), so the caller may assemble from them meanwhile
+    (the pool's threads only talk to S3). `finish()` waits for the listings, compares them
+    with those records and adopts what differs, as `bucket_catch_up` does; `changed` then
+    says whether anything differed, i.e. whether work done from `records` may have missed a
+    direct write (even one a concurrent catch-up adopted first). StorageUnavailable if a
+    LIST failed."""
 
     def __init__(self, project: Project, agent: Agent, user, prefixes: list[str], wanted: Q):
         self.project, self.agent, self.user = project, agent, user
         storage = storage_for(project)
         self._listings = [_POOL.submit(storage.etags, p) for p in prefixes]
-        self._records = {f.key: f for f in MemoryFile.objects.filter(wanted, project=project)
-                         .select_related("head", "project")}
+        self.records = list(MemoryFile.objects.filter(wanted, project=project)
+                            .select_related("head", "project"))
         self.changed = False
 
     def finish(self) -> list[Revision]:
-        project, agent, user, records = self.project, self.agent, self.user, self._records
+        project, agent, user = self.project, self.agent, self.user
+        records = {f.key: f for f in self.records}
         listed = {key: etag for future in self._listings
                   for key, etag in future.result().items()}
         adopted: list[Revision] = []

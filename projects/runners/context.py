@@ -29,14 +29,19 @@ def _revision_at(files: list[MemoryFile], at: dt.datetime | None) -> dict:
 
 
 def context_files(*, agent: Agent, user, manifest: injection.Manifest,
-                  at: dt.datetime | None = None) -> dict[str, list[injection.SourceFile]]:
-    """The files each section of `manifest` draws from, keyed by tag, with their texts."""
-    wanted = Q(project=agent.project, agent=agent, scope=MemoryFile.Scope.AGENT)
-    if user is not None:
-        wanted |= Q(project=agent.project, user=user, scope=MemoryFile.Scope.USER)
-    if any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections):
-        wanted |= Q(project=agent.project, scope=MemoryFile.Scope.WORKSPACE)
-    files = list(MemoryFile.objects.filter(wanted).select_related("head", "project"))
+                  at: dt.datetime | None = None, records: list[MemoryFile] | None = None
+                  ) -> dict[str, list[injection.SourceFile]]:
+    """The files each section of `manifest` draws from, keyed by tag, with their texts.
+    `records`: the agent's, the user's and the workspace's file records with their heads,
+    when the caller has just read them (the pre hook's catch-up does)."""
+    if records is None:
+        wanted = Q(project=agent.project, agent=agent, scope=MemoryFile.Scope.AGENT)
+        if user is not None:
+            wanted |= Q(project=agent.project, user=user, scope=MemoryFile.Scope.USER)
+        if any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections):
+            wanted |= Q(project=agent.project, scope=MemoryFile.Scope.WORKSPACE)
+        records = list(MemoryFile.objects.filter(wanted).select_related("head", "project"))
+    files = records
     heads = _revision_at(files, at)
     by_source: dict[str, list[tuple[MemoryFile, Revision]]] = {}
     workspace = {f.path: f for f in files if f.scope == MemoryFile.Scope.WORKSPACE}
@@ -77,10 +82,12 @@ def parse_moment(raw: str) -> dt.datetime | None:
 
 
 def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None,
-                  manifest: dict | None = None) -> injection.Assembly:
+                  manifest: dict | None = None, records: list[MemoryFile] | None = None
+                  ) -> injection.Assembly:
     """The one path from records to a prompt: simulate view, pre hook and command all use it.
-    `manifest` replaces the agent's own for a preview of an unsaved edit."""
+    `manifest` replaces the agent's own for a preview of an unsaved edit; `records` as in
+    `context_files`."""
 
     manifest = injection.parse_manifest(agent.manifest if manifest is None else manifest)
-    files = context_files(agent=agent, user=user, manifest=manifest, at=at)
+    files = context_files(agent=agent, user=user, manifest=manifest, at=at, records=records)
     return injection.assemble(manifest, files, tokenizer or get_tokenizer())

@@ -51,13 +51,13 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
     If S3 cannot be listed the prompt is assembled from what the console recorded, and the
     receipt and answer say the bucket was not checked (`bucket_checked: false`)."""
     manifest = injection.parse_manifest(agent.manifest)
-    # The LISTs run while the prompt is assembled from the recorded heads; only when they show
-    # a difference is it assembled again, after adopting it. A warm hook costs the longer of
-    # the two, not their sum.
+    # The LISTs run while the prompt is assembled from the records the catch-up read as it
+    # started; only when the LISTs show a difference from those is it assembled again, after
+    # adopting it. A warm hook costs the longer of the two, not their sum.
     catch_up = store.bucket_catch_up_start(
         project=agent.project, agent=agent, user=user,
         workspace=any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections))
-    assembly = prompt_context.build_context(agent=agent, user=user)
+    assembly = prompt_context.build_context(agent=agent, user=user, records=catch_up.records)
     try:
         catch_up.finish()
         checked = True
