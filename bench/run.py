@@ -1,13 +1,16 @@
-"""Benchmarks of the pre hook, saves, history and list pages, as ratios measured in one run.
+"""Benchmarks of the pre hook against its floors, its growth, memory, saves, history and list
+pages, as ratios measured in one run.
 
-    .venv/bin/python bench/run.py            # full run (about two minutes)
-    .venv/bin/python bench/run.py --quick    # fewer iterations, for a smoke check
+    .venv/bin/python bench/run.py            # full run (about seven minutes); refreshes docs/PERFORMANCE.md
+    .venv/bin/python bench/run.py --quick    # a smoke check (about a minute); writes nothing
 
-Starts its own S3 server (SeaweedFS's `weed mini`, a separate process on loopback) and uses a throwaway
-database: PostgreSQL `mgc_bench` when PostgreSQL answers on 127.0.0.1:5432 (set
-BENCH_DATABASE_URL to choose another), else SQLite in a temporary folder. Prints one Markdown
-table; docs/PERFORMANCE.md keeps the latest one. Nothing here asserts a time: the figures are
-reported as measured, goals met or not.
+Starts its own S3 server (SeaweedFS's `weed mini`, a separate process on loopback) and uses a
+throwaway database: PostgreSQL `mgc_bench` when PostgreSQL answers on 127.0.0.1:5432 (set
+BENCH_DATABASE_URL to choose another), else SQLite in a temporary folder. Every product
+figure is printed beside its floor measured in the same run, calls of the two interleaved so
+that a busy machine slows both alike. Prints one Markdown table; a full run also writes it
+into docs/PERFORMANCE.md (between its bench markers). Nothing here asserts a time: figures
+are reported as measured, goals met or not; `--quick` fails only if something answers wrong.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -30,6 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
+DOC = ROOT / "docs" / "PERFORMANCE.md"
+CLIENTS = 32  # concurrent HTTP clients for the throughput and memory figures
+WORKERS, THREADS = 2, 8  # the gunicorn configuration under test (memoryadmin/gunicorn.conf.py)
 
 
 def free_port() -> int:
@@ -38,7 +45,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for(port: int, timeout: float = 20) -> None:
+def wait_for(port: int, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
@@ -67,6 +74,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 def timed(fn, n: int, warmup: int = 3) -> list[float]:
     for _ in range(warmup):
         fn()
@@ -78,39 +89,72 @@ def timed(fn, n: int, warmup: int = 3) -> list[float]:
     return out
 
 
+def interleaved(fns: list, n: int, warmup: int = 3) -> list[list[float]]:
+    """Time several calls round-robin (order rotating each round), so a machine that slows
+    down for a while slows every one of them alike: their ratios stay fair."""
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    out: list[list[float]] = [[] for _ in fns]
+    for i in range(n):
+        shift = i % len(fns)
+        for k in list(range(shift, len(fns))) + list(range(shift)):
+            start = time.perf_counter()
+            fns[k]()
+            out[k].append((time.perf_counter() - start) * 1000)
+    return out
+
+
 class Table:
     def __init__(self):
         self.rows: list[tuple[str, ...]] = []
+        self.wrong: list[str] = []  # answers that were not 200: the run fails
 
     def add(self, what: str, measured: str, baseline: str, ratio: float | None, goal: str,
             met: bool | None) -> None:
         verdict = "n/a" if met is None else ("met" if met else "**missed**")
         self.rows.append((what, measured, baseline, "" if ratio is None else f"{ratio:.2f}x",
                           goal, verdict))
-        print(f"  {what}: {measured} vs {baseline} -> {verdict}", file=sys.stderr, flush=True)
+        print(f"  {what}: {measured} | {baseline} -> {verdict}", file=sys.stderr, flush=True)
 
     def markdown(self) -> str:
-        head = ("what", "measured", "baseline", "ratio", "goal", "verdict")
+        head = ("what", "measured", "floor or baseline", "ratio", "goal", "verdict")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(row) + " |" for row in self.rows]
         return "\n".join(lines)
 
 
 def ms(values: list[float]) -> str:
-    return f"p50 {statistics.median(values):.2f} ms, p95 {pct(values, 0.95):.2f} ms"
+    return f"p50 {p50(values):.2f} ms, p95 {pct(values, 0.95):.2f} ms"
+
+
+def write_doc(text: str) -> None:
+    """Put the table between the markers of docs/PERFORMANCE.md."""
+    doc = DOC.read_text()
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    if start not in doc or end not in doc:
+        print(f"{DOC} has no bench markers; not written", file=sys.stderr)
+        return
+    before, rest = doc.split(start, 1)
+    after = rest.split(end, 1)[1]
+    DOC.write_text(f"{before}{start}\n{text}\n{end}{after}")
+    print(f"wrote the table into {DOC.relative_to(ROOT)}", file=sys.stderr)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer iterations and smaller data; checks answers, writes nothing")
+    parser.add_argument("--no-docs", action="store_true",
+                        help="do not write the table into docs/PERFORMANCE.md")
     args = parser.parse_args()
-    n = 40 if args.quick else 200
+    quick = args.quick
+    n = 12 if quick else 200
     tmp = Path(tempfile.mkdtemp(prefix="mgc-bench-"))
     from devtools.seaweed import SeaweedMini
 
+    started = time.monotonic()
     seaweed = SeaweedMini(tmp / "s3", access_key="bench-key", secret_key="bench-secret").start()
-    s3_port = seaweed.s3_port
-    gunicorn = None
     try:
         database = choose_database(tmp)
         env = {
@@ -121,6 +165,7 @@ def main() -> None:
             "MGC_S3_MAX_ATTEMPTS": "1", "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
             # Persistent connections, as docs/DEPLOY.md advises for production.
             "MGC_DB_CONN_MAX_AGE": "60",
+            "MGC_WEB_WORKERS": str(WORKERS), "MGC_WEB_THREADS": str(THREADS),
         }
         os.environ.update(env)
         import django
@@ -134,28 +179,52 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         call_command("ensure_bucket", verbosity=0)
         table = Table()
-        print(f"database: {database.split('@')[-1]}; S3: SeaweedFS on 127.0.0.1:{s3_port}",
+        print(f"database: {database.split('@')[-1]}; S3: SeaweedFS on {seaweed.endpoint}",
               file=sys.stderr)
         world = _world()
-        _bench_pre(table, world, n)
-        gunicorn, port = _start_gunicorn(env)
-        _bench_throughput(table, world, port, seconds=4 if args.quick else 10)
-        _bench_save(table, world, max(20, n // 4))
-        _bench_history(table, world, max(20, n // 4))
-        _bench_lists(table, world, 10 if args.quick else 10_000, max(10, n // 10))
-        _bench_search(table, world, 1_000 if args.quick else 10_000, max(10, n // 10))
-        print(f"\nMeasured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
-              f"{os.cpu_count()} cores; database {'PostgreSQL' if 'postgres' in database else 'SQLite'}; "
-              f"S3: SeaweedFS 4.48 (weed mini) on loopback.\n")
-        print(table.markdown())
+        phases = [
+            ("pre hook and its floors", lambda: _bench_pre(table, world, n)),
+            ("gunicorn", lambda: _under_gunicorn(table, world, env, seaweed, quick,
+                                                       tmp / "gunicorn.log")),
+            ("growth with files", lambda: _bench_growth_files(
+                table, world, (1, 10) if quick else (1, 10, 100, 1_000), max(10, n // 2))),
+            ("growth with history", lambda: _bench_growth_sessions(
+                table, world, (1, 100) if quick else (1, 100, 10_000), max(10, n // 2))),
+            ("saves", lambda: _bench_save(table, world, max(10, n // 4))),
+            ("history pages", lambda: _bench_history(table, world, 60 if quick else 10_010,
+                                                     max(10, n // 4))),
+            ("list pages", lambda: _bench_lists(table, world, 10 if quick else 10_000,
+                                                max(5, n // 10))),
+            ("search", lambda: _bench_search(table, world, 100 if quick else 10_000,
+                                             max(5, n // 10))),
+        ]
+        for name, phase in phases:
+            began = time.monotonic()
+            phase()
+            print(f"[{name}: {time.monotonic() - began:.0f} s]", file=sys.stderr, flush=True)
+        header = (f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+                  f"{os.cpu_count()} cores in {time.monotonic() - started:.0f} s; database "
+                  f"{'PostgreSQL' if 'postgres' in database else 'SQLite'}; S3: SeaweedFS 4.48 "
+                  f"(weed mini) on loopback; gunicorn gthread, {WORKERS} workers x {THREADS} "
+                  f"threads, {CLIENTS} clients" + ("; --quick" if quick else "") + ".")
+        text = f"{header}\n\n{table.markdown()}"
+        print("\n" + text)
+        if table.wrong:
+            sys.exit("wrong answers: " + "; ".join(table.wrong))
+        if not quick and not args.no_docs:
+            write_doc(text)
     finally:
-        if gunicorn is not None:
-            gunicorn.terminate()
-            gunicorn.wait(10)
         seaweed.stop()
 
 
 # --- Setup ------------------------------------------------------------------------------------------
+
+PARAGRAPH = ("The incident analyst reads alerts, correlates them with deploys and writes a "
+             "short, factual timeline. ") * 4 + "\n\n"
+
+
+def text_of(kb: int) -> str:
+    return "# Memory\n\n" + PARAGRAPH * max(1, kb * 1024 // len(PARAGRAPH))
 
 
 def _world() -> dict:
@@ -174,23 +243,38 @@ def _world() -> dict:
     Membership.objects.create(user=employee, project=project, role="employee")
     agent = Agent.objects.create(project=project, slug="analyst", name="Analyst")
     actor = Actor.system("bench")
-    paragraph = ("The incident analyst reads alerts, correlates them with deploys and writes a "
-                 "short, factual timeline. ") * 4 + "\n\n"
-
-    def text(kb: int) -> str:
-        return "# Memory\n\n" + paragraph * max(1, kb * 1024 // len(paragraph))
-
     for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4), ("TOOLS.md", 3)):
         store.file_create(project=project, scope="agent", agent=agent, path=name,
-                          content=text(kb), actor=actor)
+                          content=text_of(kb), actor=actor)
     store.file_create(project=project, scope="user", user=employee, path="USER.md",
-                      content=text(1), actor=Actor.person(employee))
+                      content=text_of(1), actor=Actor.person(employee))
     for name in ("decisions/a.md", "incidents/b.md"):
-        store.file_create(project=project, scope="workspace", path=name, content=text(2),
+        store.file_create(project=project, scope="workspace", path=name, content=text_of(2),
                           actor=actor)
     _, token = bearer.token_create(agent=agent, name="bench", created_by=admin)
     return {"admin": admin, "employee": employee, "project": project, "agent": agent,
             "token": token, "actor": actor}
+
+
+def _hook_client(token: str):
+    """A test client and two calls: the pre hook and the floor view, both checked."""
+    from django.test import Client
+
+    client = Client()
+    body = json.dumps({"user": "bench-employee"})
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+    def pre():
+        response = client.post("/api/v1/hooks/pre", body, content_type="application/json",
+                               **headers)
+        assert response.status_code == 200, response.content[:300]
+
+    def floor():
+        response = client.post("/api/bench/floor", body, content_type="application/json",
+                               **headers)
+        assert response.status_code == 200, response.content[:300]
+
+    return pre, floor
 
 
 # --- Pre hook --------------------------------------------------------------------------------------
@@ -200,7 +284,6 @@ def _bench_pre(table: Table, world: dict, n: int) -> None:
     import boto3
     from botocore.config import Config
     from django.core.cache import cache
-    from django.test import Client
 
     from projects.models import Revision
 
@@ -213,103 +296,280 @@ def _bench_pre(table: Table, world: dict, n: int) -> None:
                       config=Config(s3={"addressing_style": "path"}, max_pool_connections=16))
     pool = concurrent.futures.ThreadPoolExecutor(6)
 
-    def floor():
+    def cold_floor():
         list(pool.map(lambda k: s3.get_object(Bucket="bench", Key=k)["Body"].read(), snapshots))
 
-    raw = timed(floor, n)
-    client = Client()
-    body = json.dumps({"user": "bench-employee"})
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {world['token']}"}
-
-    def pre():
-        response = client.post("/api/v1/hooks/pre", body, content_type="application/json",
-                               **headers)
-        assert response.status_code == 200, response.content[:300]
+    pre, floor = _hook_client(world["token"])
 
     def pre_cold():
         cache.clear()
         pre()
 
-    cold = timed(pre_cold, n)
-    warm = timed(pre, n)
-    bare = timed(lambda: client.get("/bench/ping/"), n)
-    table.add("pre hook, 6 files, cold cache (p50)", ms(cold), "6 GETs in parallel, boto3: "
-              + ms(raw), statistics.median(cold) / statistics.median(raw), "<= 1.3x",
-              statistics.median(cold) / statistics.median(raw) <= 1.3)
-    table.add("pre hook, 6 files, cold cache (p95)", f"{pct(cold, .95):.2f} ms",
-              f"{pct(raw, .95):.2f} ms", pct(cold, .95) / pct(raw, .95), "<= 1.3x",
-              pct(cold, .95) / pct(raw, .95) <= 1.3)
-    table.add("pre hook, warm cache (p50)", ms(warm), "bare Django JSON view: " + ms(bare),
-              statistics.median(warm) / statistics.median(bare), "<= 2x",
-              statistics.median(warm) / statistics.median(bare) <= 2)
+    cold, raw = interleaved([pre_cold, cold_floor], n)
+    warm, floor_times = interleaved([pre, floor], n)
+    ratio = p50(cold) / p50(raw)
+    table.add("pre hook, 6 files, cold cache", ms(cold),
+              "cold floor, the same 6 objects by parallel boto3 GETs: " + ms(raw), ratio,
+              "<= 1.3x (p50)", ratio <= 1.3)
+    ratio = p50(warm) / p50(floor_times)
+    table.add("pre hook, warm cache", ms(warm),
+              "warm floor, bearer token by hash + one row in one transaction, same middleware: "
+              + ms(floor_times), ratio, "<= 2x (p50)", ratio <= 2)
     _pre_breakdown(table, world, n)
 
 
 def _pre_breakdown(table: Table, world: dict, n: int) -> None:
-    """Where a warm pre hook's time goes: catching up with the bucket, and assembly (no
-    records written by either when nothing changed)."""
+    """What a warm pre hook overlaps: the bucket's LISTs (in flight while it assembles) and
+    the assembly; neither writes a record when nothing changed."""
     from projects.memory import store
     from projects.runners import context as prompt_context
 
     agent, employee, project = world["agent"], world["employee"], world["project"]
     storage = store.storage_for(project)
-    one_list = timed(lambda: storage.client.list_objects_v2(
-        Bucket=storage.bucket_name, Prefix=f"{project.prefix}workspace/"), n)
-    catch_up = timed(lambda: store.bucket_catch_up(project=project, agent=agent, user=employee),
-                     n)
-    table.add("  of which: bucket catch-up (3 LISTs in parallel, nothing new)", ms(catch_up),
-              "one LIST: " + ms(one_list), statistics.median(catch_up) / statistics.median(
-                  one_list), "", None)
-    assembly = timed(lambda: prompt_context.build_context(agent=agent, user=employee), n)
-    table.add("  of which: assembly (read records, cached texts, tokens)", ms(assembly), "",
-              None, "", None)
+    lists = lambda: store.bucket_catch_up(project=project, agent=agent, user=employee)  # noqa: E731
+    one = lambda: storage.client.list_objects_v2(  # noqa: E731
+        Bucket=storage.bucket_name, Prefix=f"{project.prefix}workspace/")
+    assemble = lambda: prompt_context.build_context(agent=agent, user=employee)  # noqa: E731
+    catch_up, one_list, assembly = interleaved([lists, one, assemble], n)
+    table.add("  in it: bucket catch-up, 3 LISTs in parallel (runs beside assembly)",
+              ms(catch_up), "one LIST: " + ms(one_list), p50(catch_up) / p50(one_list), "",
+              None)
+    table.add("  in it: assembly (records, cached texts, token counts)", ms(assembly), "", None,
+              "", None)
 
 
-def _start_gunicorn(env: dict):
+# --- Under gunicorn --------------------------------------------------------------------------------
+
+
+def _start_gunicorn(env: dict, log: Path):
     port = free_port()
     process = subprocess.Popen(
-        [str(BIN / "gunicorn"), "memoryadmin.wsgi", "--workers", "2", "--bind",
-         f"127.0.0.1:{port}", "--log-level", "warning"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [str(BIN / "gunicorn"), "-c", str(ROOT / "memoryadmin" / "gunicorn.conf.py"),
+         "bench.wsgi", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+        stderr=log.open("w"))  # noqa: SIM115 - the process keeps it
     wait_for(port)
     return process, port
 
 
-def _bench_throughput(table: Table, world: dict, port: int, seconds: float) -> None:
+def _under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool,
+                    log: Path) -> None:
+    gunicorn, port = _start_gunicorn(env, log)
+    try:
+        done = _bench_throughput(table, world, port, seconds=3 if quick else 15)
+        _bench_memory(table, world, port, gunicorn, seaweed, done=done,
+                      total=600 if quick else 10_000)
+    finally:
+        _stop(gunicorn)
+
+
+def _stop(process) -> None:
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
+
+
+def _load(port: int, path: str, token: str, *, seconds: float | None = None,
+          count: int | None = None, clients: int = CLIENTS) -> dict:
+    """`clients` threads POSTing to `path` for `seconds` or until `count` answers, each
+    request on a new connection, as a runner's hook does."""
     body = json.dumps({"user": "bench-employee"}).encode()
-    headers = {"Authorization": f"Bearer {world['token']}", "Content-Type": "application/json"}
-    counts = {"ok": 0, "errors": 0}
-    latencies: list[float] = []
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    result = {"ok": 0, "errors": 0, "latencies": [], "statuses": {}}
     lock = threading.Lock()
-    stop = time.monotonic() + seconds
+    stop = time.monotonic() + (seconds or 3600)
 
     def client() -> None:
         while time.monotonic() < stop:
+            with lock:
+                if count is not None and result["ok"] + result["errors"] >= count:
+                    return
             start = time.perf_counter()
+            status = 0
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                conn.request("POST", "/api/v1/hooks/pre", body, headers)
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                conn.request("POST", path, body, headers)
                 response = conn.getresponse()
                 response.read()
-                ok = response.status == 200
+                status = response.status
                 conn.close()
             except OSError:
-                ok = False
+                pass
             with lock:
-                counts["ok" if ok else "errors"] += 1
-                latencies.append((time.perf_counter() - start) * 1000)
+                result["ok" if status == 200 else "errors"] += 1
+                result["statuses"][status] = result["statuses"].get(status, 0) + 1
+                result["latencies"].append((time.perf_counter() - start) * 1000)
 
-    started = time.monotonic()
-    threads = [threading.Thread(target=client) for _ in range(16)]
+    began = time.monotonic()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.monotonic() - started
-    rps = counts["ok"] / elapsed
-    table.add("pre hook throughput, gunicorn 2 sync workers, 16 clients",
-              f"{rps:.0f} req/s, {counts['errors']} errors of {counts['ok'] + counts['errors']}; "
-              + ms(latencies), "", None, "zero errors", counts["errors"] == 0)
+    result["seconds"] = time.monotonic() - began
+    result["rps"] = result["ok"] / result["seconds"]
+    return result
+
+
+def _bench_throughput(table: Table, world: dict, port: int, seconds: float) -> int:
+    """Pre hooks a second against the floor view's, same server, same clients. Returns how
+    many pre hooks the server answered."""
+    token = world["token"]
+    warmup = WORKERS * THREADS * 4  # every thread warm
+    for path in ("/api/bench/floor", "/api/v1/hooks/pre"):
+        _load(port, path, token, count=warmup)
+    floor = _load(port, "/api/bench/floor", token, seconds=seconds)
+    pre = _load(port, "/api/v1/hooks/pre", token, seconds=seconds)
+    for name, load in (("pre hook", pre), ("floor view", floor)):
+        if load["errors"]:
+            table.wrong.append(f"{name} under gunicorn: answers {load['statuses']}")
+    ratio = pre["rps"] / floor["rps"]
+    table.add(f"pre hook throughput, {CLIENTS} clients",
+              f"{pre['rps']:.0f} req/s, {pre['errors']} errors of {pre['ok'] + pre['errors']}; "
+              + ms(pre["latencies"]),
+              f"floor view, same gunicorn: {floor['rps']:.0f} req/s, {floor['errors']} errors; "
+              + ms(floor["latencies"]), ratio, ">= 0.5x, 0 errors",
+              ratio >= 0.5 and pre["errors"] == 0)
+    return warmup + pre["ok"] + pre["errors"]
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(re.search(r"VmRSS:\s+(\d+)", status.read()).group(1))
+
+
+def _workers(master: int) -> list[int]:
+    with open(f"/proc/{master}/task/{master}/children") as children:
+        return sorted(int(pid) for pid in children.read().split())
+
+
+def _bench_memory(table: Table, world: dict, port: int, gunicorn, seaweed, *, done: int,
+                  total: int) -> None:
+    """Resident memory of each worker after warm-up (the throughput run) and after `total`
+    pre hooks in all, and the S3 server's."""
+    workers = _workers(gunicorn.pid)
+    warm = [_rss_kb(pid) for pid in workers]
+    s3_before = _rss_kb(seaweed.process.pid)
+    rest = _load(port, "/api/v1/hooks/pre", world["token"], count=max(0, total - done))
+    now = _workers(gunicorn.pid)
+    after = [_rss_kb(pid) for pid in now]
+    hooks = done + rest["ok"] + rest["errors"]
+    if rest["errors"]:
+        table.wrong.append(f"pre hooks for the memory figure: answers {rest['statuses']}")
+    growth = max(a - w for a, w in zip(after, warm, strict=True)) / 1024 \
+        if now == workers else None  # a worker replaced: not comparable
+    table.add(f"worker memory (RSS) after {hooks:,} pre hooks",
+              ", ".join(f"{kb / 1024:.0f} MB" for kb in after)
+              + f" ({rest['errors']} errors; {rest['rps']:.0f} req/s)",
+              f"after warm-up ({done:,} hooks): "
+              + ", ".join(f"{kb / 1024:.0f} MB" for kb in warm),
+              None, "no growth after warm-up (< 10 MB)",
+              None if growth is None else growth < 10)
+    table.add("S3 server memory (RSS, weed mini, GOMEMLIMIT 256MiB)",
+              f"{_rss_kb(seaweed.process.pid) / 1024:.0f} MB",
+              f"after warm-up: {s3_before / 1024:.0f} MB", None, "", None)
+
+
+# --- Growth ----------------------------------------------------------------------------------------
+
+
+def _agent_with_token(world: dict, project, slug: str, manifest: dict | None = None):
+    from projects.models import Agent
+    from projects.runners import bearer
+
+    agent = Agent.objects.create(project=project, slug=slug, name=slug,
+                                 **({"manifest": manifest} if manifest else {}))
+    _, token = bearer.token_create(agent=agent, name="bench", created_by=world["admin"])
+    return agent, token
+
+
+def _bulk_files(project, paths: list[str], content: str) -> None:
+    """Workspace files as saves leave them (head object, snapshot, records), written in bulk."""
+    from projects.memory import layout, store
+    from projects.memory.content import sha256
+    from projects.models import MemoryFile, Revision
+
+    storage = store.storage_for(project)
+    data = content.encode()
+    sha = sha256(data)
+    files = MemoryFile.objects.bulk_create([
+        MemoryFile(project=project, scope="workspace", path=path,
+                   key=layout.workspace_file_key(project.prefix, path)) for path in paths])
+    revisions = Revision.objects.bulk_create([
+        Revision(file=f, number=1, sha256=sha, size=len(data), author_kind="system",
+                 author_label="system:bench", message="bulk",
+                 snapshot_key=layout.snapshot_key(project.prefix, f.pk, 1, sha)) for f in files])
+
+    def put(pair):
+        file, revision = pair
+        storage.client.put_object(Bucket=storage.bucket_name, Key=revision.snapshot_key,
+                                  Body=data)
+        file.head, file.head_etag = revision, storage.client.put_object(
+            Bucket=storage.bucket_name, Key=file.key, Body=data)["ETag"]
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, zip(files, revisions, strict=True)))
+    MemoryFile.objects.bulk_update(files, ["head", "head_etag"], batch_size=1000)
+
+
+def _bench_growth_files(table: Table, world: dict, sizes: tuple[int, ...], n: int) -> None:
+    """Warm pre hook with 1 .. 1,000 workspace files matched by the manifest, one project per
+    size; the manifest caps nothing, so every file is read, counted and injected."""
+    from projects.models import Membership, Project
+
+    calls = []
+    for size in sizes:
+        project = Project.objects.create(slug=f"files-{size}", name=f"Files {size}")
+        Membership.objects.create(user=world["employee"], project=project, role="employee")
+        _bulk_files(project, [f"notes/{i:04d}.md" for i in range(size)],
+                    "# Note\n\n" + PARAGRAPH)
+        _, token = _agent_with_token(world, project, "reader", {"sections": [
+            {"tag": "workspace_memory", "source": "workspace/notes/*.md"}]})
+        pre, _ = _hook_client(token)
+        pre()  # texts into the cache
+        calls.append(pre)
+    results = interleaved(calls, n)
+    base = p50(results[0])
+    for size, times in zip(sizes, results, strict=True):
+        per_file = (p50(times) - base) / (size - 1) if size > 1 else None
+        table.add(f"pre hook (warm), {size:,} workspace files in the prompt", ms(times),
+                  "1 file" if size == 1 else f"1 file: p50 {base:.2f} ms; "
+                  f"{per_file:.3f} ms per added file", p50(times) / base,
+                  "grows with the files injected (no goal)", None)
+
+
+def _bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: int) -> None:
+    """Warm pre hook of agents with 1 .. 10,000 earlier sessions (receipts and events, bulk
+    loaded), same files and manifest: history must not slow it down."""
+    from projects.audit import Actor
+    from projects.memory import store
+    from projects.models import AgentSession, SessionEvent
+
+    project, calls = world["project"], []
+    for size in sizes:
+        agent, token = _agent_with_token(world, project, f"history-{size}")
+        for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4), ("TOOLS.md", 3)):
+            store.file_create(project=project, scope="agent", agent=agent, path=name,
+                              content=text_of(kb), actor=Actor.system("bench"))
+        sessions = AgentSession.objects.bulk_create([
+            AgentSession(agent=agent, user=world["employee"], prompt_sha256="0" * 64,
+                         receipt=[]) for _ in range(size - 1)], batch_size=2000)
+        SessionEvent.objects.bulk_create([
+            SessionEvent(session=s, kind="pre", payload={}) for s in sessions], batch_size=2000)
+        pre, _ = _hook_client(token)
+        calls.append(pre)
+    _analyze()
+    results = interleaved(calls, n)
+    base = p50(results[0])
+    for size, times in zip(sizes, results, strict=True):
+        ratio = p50(times) / base
+        goal = size > 1
+        table.add(f"pre hook (warm), agent with {size:,} earlier sessions", ms(times),
+                  "1 session" if size == 1 else f"1 session: p50 {base:.2f} ms", ratio,
+                  "<= 1.2x" if goal else "", ratio <= 1.2 if goal else None)
 
 
 # --- Saves -----------------------------------------------------------------------------------------
@@ -394,35 +654,41 @@ def _file_with_revisions(world: dict, path: str, count: int):
     return MemoryFile.objects.get(pk=file.pk)
 
 
-def _bench_history(table: Table, world: dict, n: int) -> None:
+def _bench_history(table: Table, world: dict, big: int, n: int) -> None:
+    """History and diff pages of a long history against a short one, like with like: the same
+    number of rows on the page. A history page shows 50 revisions, so `big` is 10,010: its last
+    page shows 10 rows, as a 10-revision file's only page does, and its first page 50 rows, as
+    a 50-revision file's does. Calls interleaved."""
     from django.core.cache import cache
     from django.test import Client
 
+    assert big % 50 == 10
     files = {count: _file_with_revisions(world, f"bench/h{count}.md", count)
-             for count in (10, 50, 10_000)}
+             for count in (10, 50, big)}
     client = Client()
     client.force_login(world["admin"])
     slug = world["project"].slug
-    pages = (("history page", "history/", False),
-             ("history page, last page", "history/?page=last", False),
-             ("diff page (latest two, cold cache)", "diff/", True))
-    for label, suffix, clear in pages:
-        results = {}
-        for count, file in files.items():
-            url = f"/p/{slug}/f/{file.pk}/{suffix}"
 
-            def get(url=url, clear=clear):
-                if clear:
-                    cache.clear()
-                response = client.get(url)
-                assert response.status_code == 200, (url, response.status_code)
+    def page(count: int, suffix: str, clear: bool = False):
+        url = f"/p/{slug}/f/{files[count].pk}/{suffix}"
 
-            results[count] = timed(get, n)
-        large = statistics.median(results[10_000])
-        for base in (10, 50):
-            ratio = large / statistics.median(results[base])
-            table.add(f"{label}, 10,000 revisions vs {base}", ms(results[10_000]),
-                      f"{base} revisions: " + ms(results[base]), ratio, "<= 1.2x", ratio <= 1.2)
+        def get():
+            if clear:
+                cache.clear()
+            response = client.get(url)
+            assert response.status_code == 200, (url, response.status_code)
+        return get
+
+    cases = (("history page 1 (50 rows)", "history/", 50, False),
+             ("history last page (10 rows)", "history/?page=last", 10, False),
+             ("diff page, latest two (warm cache)", "diff/", 10, False),
+             ("diff page, latest two (cold cache: 2 GETs)", "diff/", 10, True))
+    for label, suffix, small, clear in cases:
+        large_times, small_times = interleaved([page(big, suffix, clear),
+                                                page(small, suffix, clear)], n)
+        ratio = p50(large_times) / p50(small_times)
+        table.add(f"{label}, {big:,} revisions", ms(large_times),
+                  f"{small} revisions: " + ms(small_times), ratio, "<= 1.2x", ratio <= 1.2)
 
 
 # --- Lists -----------------------------------------------------------------------------------------

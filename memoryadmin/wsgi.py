@@ -14,3 +14,12 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'memoryadmin.settings')
 
 application = get_wsgi_application()
+
+from django.conf import settings  # noqa: E402 - configured by the line above
+
+if settings.DEBUG:
+    # The demo runs gunicorn, which serves no static files: in debug mode (never in
+    # production, where the proxy or WhiteNoise does) serve them as runserver would.
+    from django.contrib.staticfiles.handlers import StaticFilesHandler
+
+    application = StaticFilesHandler(application)

@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
 # The embedded demo: SeaweedFS (a real S3 server) on 127.0.0.1, SQLite, demo data, and the
-# console on http://127.0.0.1:8000. Everything lives under .demo/ and survives Ctrl+C: the
-# next `make demo` serves the same memory, edits included. `make demo-reset` starts over.
+# console (gunicorn) on http://127.0.0.1:8000. Everything lives under .demo/ and survives
+# Ctrl+C: the next `make demo` serves the same memory, edits included. `make demo-reset`
+# starts over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-S3_PORT="${MGC_DEMO_S3_PORT:-9000}"
-WEB_PORT="${MGC_DEMO_PORT:-8000}"
+# Ports: the one named in MGC_DEMO_PORT / MGC_DEMO_S3_PORT, or a clear failure if it is taken;
+# without a name, 8000 / 9000 or the next free one (devtools/ports.py says which on stderr).
+web_port() {
+  python -m devtools.ports "$1" ${MGC_DEMO_PORT:+--exact} --name "the console" --variable MGC_DEMO_PORT
+}
+S3_PORT="$(python -m devtools.ports "${MGC_DEMO_S3_PORT:-9000}" ${MGC_DEMO_S3_PORT:+--exact} \
+  --name "the S3 server" --variable MGC_DEMO_S3_PORT)"
+WEB_PORT="$(web_port "${MGC_DEMO_PORT:-8000}")"
 DEMO="${MGC_DEMO_DIR:-$PWD/.demo}"
 mkdir -p "$DEMO"
 chmod 700 "$DEMO"
-
-port_free() { python -c "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', int(sys.argv[1])))" "$1" 2>/dev/null; }
-for name in S3_PORT WEB_PORT; do
-  if ! port_free "${!name}"; then
-    echo "Port ${!name} on 127.0.0.1 is taken. Free it, or pick another:" >&2
-    echo "  make demo MGC_DEMO_PORT=8001 MGC_DEMO_S3_PORT=9001" >&2
-    exit 1
-  fi
-done
 
 # Secrets made once and kept with the data (the S3 identity file and the demo password).
 if [ ! -f "$DEMO/secrets.env" ]; then
@@ -69,5 +67,16 @@ echo
 echo "Users: admin, compliance, employee (also ivan.petrov, anna.smirnova); password: $MGC_DEMO_PASSWORD"
 grep "^runner token" "$DEMO/seed.txt" 2>/dev/null || true
 echo "S3: $MGC_S3_ENDPOINT_URL, bucket $MGC_S3_BUCKET, key $MGC_S3_ACCESS_KEY_ID (unsigned requests get 403)"
-echo "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in .demo/)"
-python manage.py runserver "127.0.0.1:$WEB_PORT"
+# Starting S3, migrating and seeding took a while: the port may have been taken meanwhile.
+WEB_PORT="$(web_port "$WEB_PORT")"
+# The URL is printed once the console answers there, not before; if the server cannot listen
+# on the port after all, the script stops and this watcher with it, printing nothing.
+python -m devtools.ports announce "$WEB_PORT" \
+  "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in .demo/)" &
+ANNOUNCE_PID=$!
+trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
+# The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded
+# workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI
+# application serves the static files itself.
+export MGC_DB_CONN_MAX_AGE="${MGC_DB_CONN_MAX_AGE:-60}"
+python -m gunicorn -c memoryadmin/gunicorn.conf.py memoryadmin.wsgi --bind "127.0.0.1:$WEB_PORT"

@@ -1,6 +1,6 @@
 """`make demo` keeps its memory: an edit made in the console survives Ctrl+C and a restart.
 
-Runs scripts/demo.sh twice as a person would (SeaweedFS, migrations, seed, runserver) in a
+Runs scripts/demo.sh twice as a person would (SeaweedFS, migrations, seed, gunicorn) in a
 folder of its own, on free ports, and drives the console over HTTP in between.
 """
 
@@ -48,7 +48,7 @@ class Demo:
         while time.monotonic() < deadline:
             log.seek(0)
             self.output = log.read()
-            if "Starting WSGI development server" in self.output or self.process.poll() is not None:
+            if "Listening at: " in self.output or self.process.poll() is not None:
                 break
             time.sleep(0.3)
         assert self.process.poll() is None, self.output
