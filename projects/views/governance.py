@@ -237,7 +237,7 @@ def member_invite(request, slug):
     (rendered, not redirected: the link is a credential and stays out of the session)."""
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_manage(role))
-    form = AccountForm(request.POST)
+    form = AccountForm(request.POST, prefix="account")  # the page has MemberForm too
     if form.is_valid():
         data = form.cleaned_data
         try:
@@ -265,7 +265,7 @@ def _members_page(request, project, role, *, form=None, account_form=None, invit
     page = paging.page_of(memberships, paging.AUDIT, request)
     response = render(request, "projects/members.html", {
         "project": project, "role": role, "page": page, "form": form or MemberForm(),
-        "account_form": account_form or AccountForm(), "invite": invite,
+        "account_form": account_form or AccountForm(prefix="account"), "invite": invite,
         "roles": Membership.Role.choices}, status=status)
     if invite:
         response["Cache-Control"] = "no-store"  # the link must not outlive this page

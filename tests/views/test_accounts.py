@@ -16,7 +16,8 @@ pytestmark = pytest.mark.django_db
 def _invite(client, project, **fields):
     data = {"username": "nina", "email": "", "first_name": "", "last_name": "", "role": "employee"}
     data.update(fields)
-    return client.post(reverse("projects:member_invite", args=[project.slug]), data)
+    return client.post(reverse("projects:member_invite", args=[project.slug]),
+                       {f"account-{key}": value for key, value in data.items()})
 
 
 def _link(response) -> str:
@@ -86,7 +87,7 @@ def test_a_taken_username_is_a_field_error_and_nothing_is_created(
     html = response.content.decode()
     form = html[html.index('id="new-account"'):]
     # The error sits under the username field, and the typed address is kept.
-    assert form.index(f"The username {taken} is taken") > form.index('name="username"')
+    assert form.index(f"The username {taken} is taken") > form.index('name="account-username"')
     assert 'value="someone@example.com"' in form
     assert get_user_model().objects.count() == before
     assert not AuditEvent.objects.filter(action="account.create").exists()
