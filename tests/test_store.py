@@ -197,9 +197,10 @@ def test_project_with_own_bucket_writes_there(s3, make_project, actor):
     assert s3.keys() == []
 
 
-def test_the_catch_ups_lean_listing_names_every_object_as_the_client_does(s3, project):
-    # The pre hook's LISTs skip botocore's client (storage.etags); keys S3 would send
-    # URL-encoded, a trailing page and a refusal must come out as with the client's listing.
+def test_the_pre_hooks_lean_requests_name_and_read_objects_as_the_client_does(s3, project):
+    # The pre hook's LISTs and snapshot GETs skip botocore's client (storage.etags and
+    # storage.body); keys S3 would send URL-encoded, a missing object and a refusal must come
+    # out as with the client.
     storage = store.storage_for(project)
     prefix = f"{project.prefix}workspace/"
     for name in ("a b+c%20d.md", "é/ü.md", "x\x01y.md", "plain.md"):
@@ -207,6 +208,9 @@ def test_the_catch_ups_lean_listing_names_every_object_as_the_client_does(s3, pr
     s3.put(f"{project.prefix}workspaces.md", b"outside the prefix")
     assert storage.etags(prefix) == {o["Key"]: o["ETag"] for o in storage.listing(prefix)}
     assert len(storage.etags(prefix)) == 4
+    assert storage.body(prefix + "é/ü.md") == "é/ü.md".encode()  # the snapshot reads' path
+    assert storage.body(prefix + "a b+c%20d.md") == b"a b+c%20d.md"
+    assert storage.body(prefix + "missing.md") is None is storage.read(prefix + "missing.md")
     storage.bucket_name = "no-such-bucket"
     try:
         with pytest.raises(errors.StorageUnavailable):

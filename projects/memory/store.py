@@ -163,14 +163,14 @@ def file_read(file: MemoryFile) -> FileContent:
 
 
 def _read_snapshot(storage: MemoryStorage, revision: Revision) -> bytes:
-    found = storage.read(revision.snapshot_key)
+    found = storage.body(revision.snapshot_key)
     if found is None:
         raise StorageUnavailable(
             _("The stored copy of revision %(number)s is missing from storage (%(key)s). "
               "Run `manage.py reconcile` and check the bucket.")
             % {"number": revision.number, "key": revision.snapshot_key}
         )
-    return found.body
+    return found
 
 
 def _cache_key(revision: Revision) -> str:
