@@ -327,13 +327,15 @@ def _pre_breakdown(table: Table, world: dict, n: int) -> None:
     agent, employee, project = world["agent"], world["employee"], world["project"]
     storage = store.storage_for(project)
     lists = lambda: store.bucket_catch_up(project=project, agent=agent, user=employee)  # noqa: E731
-    one = lambda: storage.client.list_objects_v2(  # noqa: E731
-        Bucket=storage.bucket_name, Prefix=f"{project.prefix}workspace/")
+    workspace = f"{project.prefix}workspace/"
+    lean = lambda: storage.etags(workspace)  # noqa: E731
+    client = lambda: storage.client.list_objects_v2(  # noqa: E731
+        Bucket=storage.bucket_name, Prefix=workspace)
     assemble = lambda: prompt_context.build_context(agent=agent, user=employee)  # noqa: E731
-    catch_up, one_list, assembly = interleaved([lists, one, assemble], n)
-    table.add("  in it: bucket catch-up, 3 LISTs in parallel (runs beside assembly)",
-              ms(catch_up), "one LIST: " + ms(one_list), p50(catch_up) / p50(one_list), "",
-              None)
+    catch_up, one_lean, one_client, assembly = interleaved([lists, lean, client, assemble], n)
+    table.add("  in it: freshness check, 3 LISTs in parallel + records (beside assembly)",
+              ms(catch_up), f"one LIST: {ms(one_lean)}; through boto3's client: "
+              f"{ms(one_client)}", p50(catch_up) / p50(one_lean), "", None)
     table.add("  in it: assembly (records, cached texts, token counts)", ms(assembly), "", None,
               "", None)
 
@@ -356,7 +358,8 @@ def _under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool,
                     log: Path) -> None:
     gunicorn, port = _start_gunicorn(env, log)
     try:
-        done = _bench_throughput(table, world, port, seconds=3 if quick else 15)
+        done = _bench_throughput(table, world, port, gunicorn, seaweed,
+                                 seconds=3 if quick else 15)
         _bench_memory(table, world, port, gunicorn, seaweed, done=done,
                       total=600 if quick else 10_000)
     finally:
@@ -414,25 +417,48 @@ def _load(port: int, path: str, token: str, *, seconds: float | None = None,
     return result
 
 
-def _bench_throughput(table: Table, world: dict, port: int, seconds: float) -> int:
-    """Pre hooks a second against the floor view's, same server, same clients. Returns how
-    many pre hooks the server answered."""
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of processes so far (threads included)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _bench_throughput(table: Table, world: dict, port: int, gunicorn, seaweed,
+                      seconds: float) -> int:
+    """Pre hooks a second against the floor view's, same server, same clients, with the CPU
+    each request cost the workers and the S3 server. Returns how many pre hooks the server
+    answered."""
     token = world["token"]
     warmup = WORKERS * THREADS * 4  # every thread warm
     for path in ("/api/bench/floor", "/api/v1/hooks/pre"):
         _load(port, path, token, count=warmup)
-    floor = _load(port, "/api/bench/floor", token, seconds=seconds)
-    pre = _load(port, "/api/v1/hooks/pre", token, seconds=seconds)
+    workers, s3 = _workers(gunicorn.pid), [seaweed.process.pid]
+    runs = {}
+    for name, path in (("floor", "/api/bench/floor"), ("pre", "/api/v1/hooks/pre")):
+        before = _cpu_seconds(workers), _cpu_seconds(s3)
+        load = _load(port, path, token, seconds=seconds)
+        done = max(1, load["ok"] + load["errors"])
+        load["cpu"] = (_cpu_seconds(workers) - before[0]) * 1000 / done
+        load["s3_cpu"] = (_cpu_seconds(s3) - before[1]) * 1000 / done
+        runs[name] = load
+    floor, pre = runs["floor"], runs["pre"]
+    ratio = pre["rps"] / floor["rps"]
+
+    def figures(load: dict) -> str:
+        return (f"{load['rps']:.0f} req/s, {load['errors']} errors of "
+                f"{load['ok'] + load['errors']}; {ms(load['latencies'])}; CPU a request: "
+                f"workers {load['cpu']:.1f} ms, S3 server {load['s3_cpu']:.1f} ms")
+
+    table.add(f"pre hook throughput, {CLIENTS} clients", figures(pre),
+              "floor view, same gunicorn: " + figures(floor), ratio, ">= 0.5x, 0 errors",
+              ratio >= 0.5 and pre["errors"] == 0)
     for name, load in (("pre hook", pre), ("floor view", floor)):
         if load["errors"]:
             table.wrong.append(f"{name} under gunicorn: answers {load['statuses']}")
-    ratio = pre["rps"] / floor["rps"]
-    table.add(f"pre hook throughput, {CLIENTS} clients",
-              f"{pre['rps']:.0f} req/s, {pre['errors']} errors of {pre['ok'] + pre['errors']}; "
-              + ms(pre["latencies"]),
-              f"floor view, same gunicorn: {floor['rps']:.0f} req/s, {floor['errors']} errors; "
-              + ms(floor["latencies"]), ratio, ">= 0.5x, 0 errors",
-              ratio >= 0.5 and pre["errors"] == 0)
     return warmup + pre["ok"] + pre["errors"]
 
 
@@ -660,7 +686,9 @@ def _bench_history(table: Table, world: dict, big: int, n: int) -> None:
     page shows 10 rows, as a 10-revision file's only page does, and its first page 50 rows, as
     a 50-revision file's does. Calls interleaved."""
     from django.core.cache import cache
+    from django.db import connection
     from django.test import Client
+    from django.test.utils import CaptureQueriesContext
 
     assert big % 50 == 10
     files = {count: _file_with_revisions(world, f"bench/h{count}.md", count)
@@ -684,11 +712,17 @@ def _bench_history(table: Table, world: dict, big: int, n: int) -> None:
              ("diff page, latest two (warm cache)", "diff/", 10, False),
              ("diff page, latest two (cold cache: 2 GETs)", "diff/", 10, True))
     for label, suffix, small, clear in cases:
-        large_times, small_times = interleaved([page(big, suffix, clear),
-                                                page(small, suffix, clear)], n)
+        calls = [page(big, suffix, clear), page(small, suffix, clear)]
+        queries = []
+        for call in calls:
+            with CaptureQueriesContext(connection) as captured:
+                call()
+            queries.append(len(captured))
+        large_times, small_times = interleaved(calls, n)
         ratio = p50(large_times) / p50(small_times)
-        table.add(f"{label}, {big:,} revisions", ms(large_times),
-                  f"{small} revisions: " + ms(small_times), ratio, "<= 1.2x", ratio <= 1.2)
+        table.add(f"{label}, {big:,} revisions", f"{queries[0]} queries, " + ms(large_times),
+                  f"{small} revisions: {queries[1]} queries, " + ms(small_times), ratio,
+                  "<= 1.2x", ratio <= 1.2)
 
 
 # --- Lists -----------------------------------------------------------------------------------------
