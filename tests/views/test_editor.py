@@ -199,6 +199,16 @@ def test_diff_side_by_side_and_unified_highlight_words(client, person, profile_t
     assert 'class="diff unified"' in unified and "<ins class=\"addition\">long</ins>" in unified
 
 
+def test_diff_page_takes_revision_numbers_without_listing_the_history(client, person,
+                                                                      profile_two_revisions):
+    # A list of every revision number made the page grow with the history (bench/run.py).
+    client.force_login(person)
+    html = client.get(url("file_diff", profile_two_revisions) + "?a=1&b=2").content.decode()
+    assert 'type="number" name="a" id="diff-a" min="1" max="2" value="1"' in html
+    assert 'type="number" name="b" id="diff-b" min="1" max="2" value="2"' in html
+    assert "<option value=\"1\"" not in html
+
+
 def test_restore_writes_new_revision(client, person, profile_two_revisions, s3):
     client.force_login(person)
     response = client.post(url("file_restore", profile_two_revisions, 1),
