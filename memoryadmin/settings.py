@@ -203,7 +203,11 @@ CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _redis_url}
         if _redis_url
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        # Django's default of 300 entries is less than one text and one token count per file
+        # of a large workspace: past it every pre hook would fetch most texts from S3 again
+        # (bench/run.py, growth with files).
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+              "OPTIONS": {"MAX_ENTRIES": env_int("MGC_LOCAL_CACHE_ENTRIES", 20_000)}}
     )
 }
 

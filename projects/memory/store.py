@@ -582,7 +582,9 @@ class CatchUp:
         storage = storage_for(project)
         self._listings = [_POOL.submit(storage.etags, p) for p in prefixes]
         self.records = list(MemoryFile.objects.filter(wanted, project=project)
-                            .select_related("head", "project"))
+                            .select_related("head"))
+        for record in self.records:  # one project object for all, not one per row
+            record.project = project
         self.changed = False
 
     def finish(self) -> list[Revision]:
