@@ -1,7 +1,7 @@
 """Benchmarks of the pre hook against its floors, its growth, memory, saves, history and list
 pages, as ratios measured in one run.
 
-    .venv/bin/python bench/run.py            # full run (about seven minutes); refreshes docs/PERFORMANCE.md
+    .venv/bin/python bench/run.py            # full run (about six minutes); refreshes docs/PERFORMANCE.md
     .venv/bin/python bench/run.py --quick    # a smoke check (about a minute); writes nothing
 
 Starts its own S3 server (SeaweedFS's `weed mini`, a separate process on loopback) and uses a
