@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
 DOC = ROOT / "docs" / "PERFORMANCE.md"
+QUICK = False  # set by --quick
 CLIENTS = 32  # concurrent HTTP clients for the throughput and memory figures
 WORKERS, THREADS = 2, 8  # the gunicorn configuration under test (memoryadmin/gunicorn.conf.py)
 
@@ -148,7 +149,8 @@ def main() -> None:
     parser.add_argument("--no-docs", action="store_true",
                         help="do not write the table into docs/PERFORMANCE.md")
     args = parser.parse_args()
-    quick = args.quick
+    global QUICK
+    quick = QUICK = args.quick
     n = 12 if quick else 200
     tmp = Path(tempfile.mkdtemp(prefix="mgc-bench-"))
     from devtools.seaweed import SeaweedMini
@@ -190,13 +192,13 @@ def main() -> None:
                 table, world, (1, 10) if quick else (1, 10, 100, 1_000), 5 if quick else 20)),
             ("growth with history", lambda: _bench_growth_sessions(
                 table, world, (1, 100) if quick else (1, 100, 10_000), max(10, n // 2))),
-            ("saves", lambda: _bench_save(table, world, max(10, n // 4))),
+            ("saves", lambda: _bench_save(table, world, 5 if quick else n // 4)),
             ("history pages", lambda: _bench_history(table, world, 60 if quick else 10_010,
-                                                     max(10, n // 4))),
+                                                     5 if quick else n // 4)),
             ("list pages", lambda: _bench_lists(table, world, 10 if quick else 10_000,
-                                                max(5, n // 10))),
+                                                3 if quick else n // 10)),
             ("search", lambda: _bench_search(table, world, 100 if quick else 10_000,
-                                             max(5, n // 10))),
+                                             3 if quick else n // 10)),
         ]
         for name, phase in phases:
             began = time.monotonic()
@@ -400,7 +402,7 @@ def _under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool,
         done = _bench_throughput(table, world, port, gunicorn, seaweed,
                                  seconds=3 if quick else 15)
         _bench_memory(table, world, port, gunicorn, seaweed, done=done,
-                      total=600 if quick else 10_000)
+                      total=400 if quick else 10_000)
     finally:
         _stop(gunicorn)
 
@@ -681,8 +683,12 @@ def _bench_save(table: Table, world: dict, n: int) -> None:
 
 def _analyze() -> None:
     """Fresh planner statistics after a bulk load, as autovacuum would have them in a
-    running system; without them PostgreSQL plans for the empty tables it last saw."""
+    running system; without them PostgreSQL plans for the empty tables it last saw. A quick
+    run's tables are tiny and its figures are not kept: it skips this (seconds each time)."""
     from django.db import connection
+
+    if QUICK:
+        return
 
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # PostgreSQL and SQLite both know it
