@@ -9,6 +9,7 @@ IfNoneMatch with the storage's own client, as the store's lost-update protection
 from __future__ import annotations
 
 import logging
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
@@ -256,15 +257,17 @@ _pools: dict[object, urllib3.PoolManager] = {}
 
 
 def _http(verify) -> urllib3.PoolManager:
-    """Kept-alive connections for `MemoryStorage.etags`, shared by all threads (urllib3's pools
-    are thread-safe), one manager per TLS verification setting."""
+    """Kept-alive connections for the lean requests, shared by all threads (urllib3's pools
+    are thread-safe), one manager per TLS verification setting. Certificates are checked
+    against what botocore would use: the storage's `verify` path, AWS_CA_BUNDLE, certifi."""
     pool = _pools.get(verify)
     if pool is None:
         if verify is False:
             pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_NONE")
         else:
-            pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_REQUIRED",
-                                       ca_certs=get_cert_path(verify if verify else True))
+            bundle = verify if isinstance(verify, str) else (
+                os.environ.get("AWS_CA_BUNDLE") or get_cert_path(True))
+            pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_REQUIRED", ca_certs=bundle)
         pool = _pools.setdefault(verify, pool)
     return pool
 
