@@ -1,9 +1,11 @@
 """gunicorn settings for the console: `gunicorn -c memoryadmin/gunicorn.conf.py memoryadmin.wsgi`.
 
-Threaded workers (gthread): a pre hook spends most of its time waiting on S3 and the
-database, and a waiting thread gives the GIL to the next request, so a few processes with
-several threads each serve more hooks than as many sync workers could, with less memory.
-docs/DEPLOY.md argues the numbers (bench/run.py measures them). The command line or
+Threaded workers (gthread): a pre hook spends much of its time waiting on S3 and the
+database, and a waiting thread gives the GIL to the next request. On the 2-core CI box,
+which is CPU-bound, 2 gthread workers served about as many hooks as 4 sync workers (50
+against 56 req/s, within the run-to-run noise) with half the memory; against a remote S3,
+where a request waits tens of milliseconds, threads keep the cores busy where a sync worker
+would idle. docs/DEPLOY.md has the side-by-side figures (bench/run.py measures them). The command line or
 GUNICORN_CMD_ARGS can still override any of these.
 """
 
