@@ -26,4 +26,4 @@ def browser_type_launch_args():
 
 @pytest.fixture(scope="session")
 def browser_context_args():
-    return {"viewport": {"width": 1400, "height": 900}, "locale": "en-US"}
+    return {"viewport": {"width": 1440, "height": 900}, "locale": "en-US"}
