@@ -3,6 +3,7 @@ catching up: the next pre hook injects what the bucket holds, as a revision attr
 runner only when its proof checks out, and the receipt names that revision."""
 
 import hashlib
+import time
 
 import pytest
 
@@ -146,3 +147,63 @@ def test_a_lost_answer_to_a_direct_write_is_the_runners_success(live_server, s3,
     assert MemoryFile.objects.get(pk=file.pk).head.number == 2
     assert store.file_read(MemoryFile.objects.select_related("head", "project")
                            .get(pk=file.pk)).text == "# A\n\nonce\n"
+
+
+def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3, project):
+    """The catch-up's LISTs are shared (store._SharedListings): one runs per prefix at a time,
+    and every hook that arrives while it runs joins the next one, which starts after all of
+    them arrived. So 12 hooks at once cost 2 LISTs, and a write made before a hook arrived is
+    in its listing even though a LIST (read before that write) was still running."""
+    import threading
+
+    from projects.memory import layout
+    from projects.memory.storage import storage_for
+    from projects.memory.store import _LISTINGS
+
+    prefix = layout.workspace_prefix(project.prefix)
+    storage = storage_for(project)
+    s3.put(f"{prefix}before.md", b"1")
+    real, calls, answer_late = storage.etags, [], threading.Event()
+
+    def etags(wanted):  # S3 reads at once; the first answer reaches us late
+        listed = real(wanted)
+        calls.append(listed)
+        if len(calls) == 1:
+            answer_late.wait(10)
+        return listed
+
+    storage.etags = etags
+    first = _LISTINGS.get(storage, prefix)
+    while not calls:
+        time.sleep(0.01)  # the first LIST has read the bucket
+    s3.put(f"{prefix}during.md", b"2")  # a direct write while its answer is on the way
+    results, threads = [], []
+    for _ in range(12):  # hooks arriving after that write, while the first LIST runs
+        threads.append(threading.Thread(
+            target=lambda: results.append(_LISTINGS.get(storage, prefix).result(timeout=10))))
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)
+    answer_late.set()
+    for thread in threads:
+        thread.join()
+    assert f"{prefix}during.md" not in first.result(timeout=10)  # read before the write
+    assert len(results) == 12
+    assert all(f"{prefix}during.md" in listed for listed in results)  # none missed it
+    assert len(calls) == 2  # the running LIST and one for all twelve
+    alone = _LISTINGS.get(storage, prefix).result(timeout=10)  # nothing running: at once
+    assert f"{prefix}during.md" in alone and len(calls) == 3
+
+
+def test_a_failed_shared_list_reaches_every_hook_waiting_on_it(s3, project):
+    from projects.memory import layout
+    from projects.memory.errors import StorageUnavailable
+    from projects.memory.storage import storage_for
+    from projects.memory.store import _LISTINGS
+
+    prefix = layout.workspace_prefix(project.prefix)
+    s3.proxy.inject("GET", r"list-type=2", "status", status=503, times=20)
+    with pytest.raises(StorageUnavailable):
+        _LISTINGS.get(storage_for(project), prefix).result(timeout=30)
+    s3.proxy.heal()
+    assert _LISTINGS.get(storage_for(project), prefix).result(timeout=10) == {}
