@@ -1,7 +1,7 @@
 """The agent settings as forms: the injection manifest (ordered sections and a budget) and the
 hook policy (write rules per path, tool and error logs), one row per section or rule.
 
-Each form turns itself into the stored dict (`as_manifest`, `as_policy`), and
+Each editor turns itself into the stored dict (`value`), and
 `manifest_initial`/`policy_initial` do the opposite, so the structured editor and the raw JSON
 view read and write the same value. The meaning is checked where the hooks check it
 (`injection.parse_manifest`, `hooks.validate_policy`); the forms only place the messages at the
@@ -81,7 +81,34 @@ class BudgetForm(forms.Form):
         widget=forms.NumberInput(attrs={"class": "short"}))
 
 
-class ManifestEditor:
+class _Editor:
+    """A setting edited as a formset and a form; valid when both are and the hooks accept
+    the value they make (`check`), whose message then shows above the rows."""
+
+    def __init__(self):
+        self.errors: list[str] = []
+
+    def parts(self) -> tuple:
+        raise NotImplementedError
+
+    def value(self) -> dict:
+        raise NotImplementedError
+
+    def check(self, value: dict) -> None:
+        raise NotImplementedError
+
+    def is_valid(self) -> bool:
+        if not all([part.is_valid() for part in self.parts()]):  # every part: all errors shown
+            return False
+        try:
+            self.check(self.value())
+        except ValidationError as exc:
+            self.errors = exc.messages
+            return False
+        return True
+
+
+class ManifestEditor(_Editor):
     """The sections formset and the budget form, bound or not, as one editor."""
 
     prefix = "manifest"
@@ -91,19 +118,15 @@ class ManifestEditor:
         self.sections = SectionFormSet(data, prefix=f"{self.prefix}-sections",
                                        initial=initial["sections"])
         self.budget = BudgetForm(data, prefix=self.prefix, initial=initial["budget"])
-        self.errors: list[str] = []
+        super().__init__()
 
-    def is_valid(self) -> bool:
-        if not (self.sections.is_valid() and self.budget.is_valid()):
-            return False
-        try:
-            injection.parse_manifest(self.as_manifest())
-        except ValidationError as exc:
-            self.errors = exc.messages
-            return False
-        return True
+    def parts(self) -> tuple:
+        return self.sections, self.budget
 
-    def as_manifest(self) -> dict:
+    def check(self, value: dict) -> None:
+        injection.parse_manifest(value)
+
+    def value(self) -> dict:
         sections = []
         for form in self.sections.ordered_forms:
             data = form.cleaned_data
@@ -191,26 +214,22 @@ class LogsForm(forms.Form):
         return self._log("error_log")
 
 
-class PolicyEditor:
+class PolicyEditor(_Editor):
     prefix = "policy"
 
     def __init__(self, data=None, *, policy: dict | None = None):
         initial = policy_initial(policy or {})
         self.rules = RuleFormSet(data, prefix=f"{self.prefix}-rules", initial=initial["rules"])
         self.logs = LogsForm(data, prefix=self.prefix, initial=initial["logs"])
-        self.errors: list[str] = []
+        super().__init__()
 
-    def is_valid(self) -> bool:
-        if not (self.rules.is_valid() and self.logs.is_valid()):
-            return False
-        try:
-            hooks.validate_policy(self.as_policy())
-        except ValidationError as exc:
-            self.errors = exc.messages
-            return False
-        return True
+    def parts(self) -> tuple:
+        return self.rules, self.logs
 
-    def as_policy(self) -> dict:
+    def check(self, value: dict) -> None:
+        hooks.validate_policy(value)
+
+    def value(self) -> dict:
         post = {}
         for form in self.rules.forms:
             data = form.cleaned_data

@@ -128,7 +128,7 @@ def agent_settings(request, slug, agent_slug):
             form = None
             value = None
             if editor.is_valid():
-                value = editor.as_manifest() if which == "manifest" else editor.as_policy()
+                value = editor.value()
         setting = which.removesuffix("_json")
         if value is not None and which == "manifest" and "preview" in request.POST:
             preview = _manifest_preview(request, agent, members, value)
