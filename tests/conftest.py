@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
@@ -32,16 +33,24 @@ ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 ONCE = ("tests/browser/", "tests/test_i18n.py", "tests/test_xss.py", "tests/test_layout.py",
         "tests/test_injection_corpus.py", "tests/test_injection.py", "tests/test_diffing.py",
         "tests/test_scanning.py", "tests/test_settings.py", "tests/test_architecture.py",
-        "tests/test_runner_adapters.py", "tests/test_runner_example.py", "tests/test_demo.py")
+        "tests/test_runner_adapters.py", "tests/test_runner_example.py")
+# Also independent of the test database (the demo brings its own), but slow: when both runs go
+# side by side (scripts/test.sh sets MGC_TEST_SPLIT=1) they run in the PostgreSQL run, which
+# otherwise ends first, so the two end together. Alone, either run has them.
+PAIRED_RUN_ONLY = ("tests/test_demo.py", "tests/test_demo_ports.py")
 
 
 def pytest_collection_modifyitems(config, items):
-    if connection.vendor != "postgresql":
+    if connection.vendor == "postgresql":
+        skip, only_here = ONCE, "independent of the database: run in the SQLite run"
+    elif os.environ.get("MGC_TEST_SPLIT") == "1":
+        skip, only_here = PAIRED_RUN_ONLY, "run in the PostgreSQL run beside this one"
+    else:
         return
-    once = pytest.mark.skip(reason="independent of the database: run in the SQLite run")
+    marker = pytest.mark.skip(reason=only_here)
     for item in items:
-        if item.nodeid.startswith(ONCE):
-            item.add_marker(once)
+        if item.nodeid.startswith(skip):
+            item.add_marker(marker)
 
 
 def pytest_configure(config):

@@ -16,16 +16,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from devtools.seaweed import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-
-pytestmark = pytest.mark.skipif(
-    connection.vendor == "postgresql",
-    reason="the demo runs on its own SQLite whatever the suite runs on: once per make test")
-
 
 class Demo:
     def __init__(self, folder: Path):
