@@ -126,7 +126,7 @@ def file_edit(request, slug, file_id):
                 head = _revision_or_404(file, data["merge_head"])
                 context.update(_merged(
                     file, base=data["merge_base"], head=head, yours=data["your_text"],
-                    theirs=store.revision_read(head) if not head.is_deletion else "",
+                    theirs=store.revision_read(head),
                     message=data["message"], summary=_("Some overlapping changes are not "
                                                        "settled yet.")))
         context.update(form=form, opened_revision=form.data.get("base_revision"),
@@ -217,7 +217,7 @@ def _resolve(request, context: dict, file: MemoryFile):
         raise Http404("No such merge.")
     data = form.cleaned_data
     head = _revision_or_404(file, data["merge_head"])
-    theirs = store.revision_read(head) if not head.is_deletion else ""
+    theirs = store.revision_read(head)
     context.update(_merged(file, base=data["merge_base"], head=head, theirs=theirs,
                            yours=data["your_text"], message=data["message"],
                            summary=_("Your choices are applied below; check the text and save."),
