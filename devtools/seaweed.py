@@ -13,7 +13,7 @@ the console can issue each runner credentials of its own. Every port is given ex
 (free ones are picked), telemetry is off (no outside network here), and temporary files and
 sockets stay inside the data folder. Facts behind the flags: shared/SEAWEEDFS.md.
 
-    python -m devtools.seaweed serve --dir .demo/s3 --port 9000 --access-key K --secret-key S
+    MGC_S3_ACCESS_KEY_ID=K MGC_S3_SECRET_ACCESS_KEY=S python -m devtools.seaweed serve --dir .demo/s3
 """
 
 from __future__ import annotations
@@ -269,9 +269,15 @@ def main(argv: list[str] | None = None) -> None:
     serve = sub.add_parser("serve", help="serve S3 from a data folder until stopped")
     serve.add_argument("--dir", required=True, type=Path)
     serve.add_argument("--port", type=int, default=9000)
-    serve.add_argument("--access-key", required=True)
-    serve.add_argument("--secret-key", required=True)
+    # The keys come from the environment, as the console reads them: a secret on the command
+    # line shows in `ps`, and one that starts with "-" is taken for an option.
+    serve.add_argument("--access-key", default=os.environ.get("MGC_S3_ACCESS_KEY_ID"),
+                       help="default: $MGC_S3_ACCESS_KEY_ID")
+    serve.add_argument("--secret-key", default=os.environ.get("MGC_S3_SECRET_ACCESS_KEY"),
+                       help="default: $MGC_S3_SECRET_ACCESS_KEY")
     args = parser.parse_args(argv)
+    if not args.access_key or not args.secret_key:
+        parser.error("set MGC_S3_ACCESS_KEY_ID and MGC_S3_SECRET_ACCESS_KEY (or pass the keys)")
     server = SeaweedMini(args.dir, access_key=args.access_key, secret_key=args.secret_key,
                          s3_port=args.port)
     stopping = False

@@ -40,9 +40,8 @@ export MGC_S3_ENDPOINT_URL="${MGC_S3_ENDPOINT_URL:-http://127.0.0.1:$S3_PORT}"
 export MGC_S3_BUCKET="${MGC_S3_BUCKET:-agent-memory}"
 
 echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in .demo/s3) ..."
-python -m devtools.seaweed serve --dir "$DEMO/s3" --port "$S3_PORT" \
-  --access-key "$MGC_S3_ACCESS_KEY_ID" --secret-key "$MGC_S3_SECRET_ACCESS_KEY" \
-  >"$DEMO/s3.log" 2>&1 &
+# The secrets reach both commands through the environment (exported above), never argv.
+python -m devtools.seaweed serve --dir "$DEMO/s3" --port "$S3_PORT" >"$DEMO/s3.log" 2>&1 &
 S3_PID=$!
 trap 'kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do
@@ -54,7 +53,7 @@ grep -q "ready on" "$DEMO/s3.log" || { echo "SeaweedFS did not start; see .demo/
 
 python manage.py ensure_bucket
 python manage.py migrate --noinput -v 0
-python manage.py seed_demo --if-empty --password "$MGC_DEMO_PASSWORD" >"$DEMO/seed.new"
+python manage.py seed_demo --if-empty >"$DEMO/seed.new"
 if grep -q "^runner token" "$DEMO/seed.new"; then
   mv "$DEMO/seed.new" "$DEMO/seed.txt"  # the first run's output: the runner token is in it
   chmod 600 "$DEMO/seed.txt"

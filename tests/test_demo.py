@@ -102,10 +102,17 @@ def demos():
 
 def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     folder = tmp_path / "demo"
+    # Secrets as token_urlsafe makes them one time in 64: starting with "-", which a command
+    # line takes for an option (CI once failed so). They must reach the commands intact.
+    folder.mkdir()
+    (folder / "secrets.env").write_text("MGC_S3_ACCESS_KEY_ID=demo-0123456789abcdef\n"
+                                        "MGC_S3_SECRET_ACCESS_KEY=-s3cret-with-a-leading-dash\n"
+                                        "MGC_DEMO_PASSWORD=-pw-with-a-leading-dash\n")
     demo = Demo(folder)
     demos.append(demo)
     first = demo.start()
     password = re.search(r"password: (\S+)", first).group(1)
+    assert password == "-pw-with-a-leading-dash"
     assert "runner token for incident-analyst: mgc_" in first
     assert "unsigned requests get 403" in first
     browser = Browser(demo.url)
