@@ -82,12 +82,12 @@ def parse_moment(raw: str) -> dt.datetime | None:
 
 
 def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None,
-                  manifest: dict | None = None, records: list[MemoryFile] | None = None
-                  ) -> injection.Assembly:
+                  manifest: dict | injection.Manifest | None = None,
+                  records: list[MemoryFile] | None = None) -> injection.Assembly:
     """The one path from records to a prompt: simulate view, pre hook and command all use it.
-    `manifest` replaces the agent's own for a preview of an unsaved edit; `records` as in
-    `context_files`."""
-
-    manifest = injection.parse_manifest(agent.manifest if manifest is None else manifest)
+    `manifest` replaces the agent's own for a preview of an unsaved edit (or is the agent's
+    own, already parsed, so the pre hook parses it once); `records` as in `context_files`."""
+    if not isinstance(manifest, injection.Manifest):
+        manifest = injection.parse_manifest(agent.manifest if manifest is None else manifest)
     files = context_files(agent=agent, user=user, manifest=manifest, at=at, records=records)
     return injection.assemble(manifest, files, tokenizer or get_tokenizer())

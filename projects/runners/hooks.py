@@ -57,14 +57,15 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
     catch_up = store.bucket_catch_up_start(
         project=agent.project, agent=agent, user=user,
         workspace=any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections))
-    assembly = prompt_context.build_context(agent=agent, user=user, records=catch_up.records)
+    assembly = prompt_context.build_context(agent=agent, user=user, manifest=manifest,
+                                            records=catch_up.records)
     try:
         catch_up.finish()
         checked = True
     except errors.StorageUnavailable:
         checked = False
     if catch_up.changed:
-        assembly = prompt_context.build_context(agent=agent, user=user)
+        assembly = prompt_context.build_context(agent=agent, user=user, manifest=manifest)
     assembly.bucket_checked = checked
     # The exact bytes returned, kept once per distinct prompt (no request when already kept).
     stored = receipts.prompt_keep(project=agent.project, prompt=assembly.prompt,
