@@ -115,6 +115,23 @@ def test_replace_uses_the_receipt_revision_and_conflicts_on_change(client, memor
     assert ok["status"] == "written" and ok["revision"] == 3
 
 
+def test_a_replace_with_the_heads_own_text_makes_no_revision(client, memory, token, agent):
+    agent.hook_policy["post"]["workspace/**.md"] = {"modes": ["replace"], "approval": False}
+    agent.save()
+    session = call(client, "pre", {}, token).json()["session"]
+    file = MemoryFile.objects.select_related("head", "project").get(path="incidents/a.md")
+    same = store.revision_read(file.head)
+    results = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/incidents/a.md", "mode": "replace", "content": same},
+        {"path": "workspace/incidents/a.md", "mode": "replace", "content": same + "more\n"}]},
+        token).json()["results"]
+    assert (results[0]["status"], results[0]["revision"], results[0]["unchanged"]) == (
+        "written", 1, True)
+    assert (results[1]["status"], results[1]["revision"], results[1]["unchanged"]) == (
+        "written", 2, None)
+    assert Revision.objects.filter(file=file).count() == 2
+
+
 def test_tool_and_error_are_recorded_and_logged(client, memory, token, s3):
     session = call(client, "pre", {}, token).json()["session"]
     tool = call(client, "tool", {"session": session, "name": "grafana_query",

@@ -135,6 +135,33 @@ def test_direct_write_to_bucket_is_recorded_as_external_then_conflict(s3, worksp
     assert s3.get(workspace_file.key) == b"merged\n"
 
 
+def test_saving_the_heads_own_text_makes_no_revision_and_writes_nothing(s3, workspace_file,
+                                                                        actor):
+    history = layout.history_prefix(workspace_file.project.prefix, workspace_file.pk)
+    etag = s3.client.head_object(Bucket=s3.bucket, Key=workspace_file.key)["ETag"]
+    audited = AuditEvent.objects.count()
+    revision = store.file_save(file=workspace_file, content="first\n", actor=actor,
+                               base_revision=1)
+    assert revision.number == 1  # the head, returned: its number is the base
+    assert Revision.objects.filter(file=workspace_file).count() == 1
+    assert s3.client.head_object(Bucket=s3.bucket, Key=workspace_file.key)["ETag"] == etag
+    assert len(s3.keys(history)) == 1
+    assert AuditEvent.objects.count() == audited
+    # A restore of that same text is a person's decision: it is recorded.
+    assert store.file_restore(file=workspace_file, number=1, actor=actor,
+                              base_revision=1).number == 2
+
+
+def test_the_heads_text_over_a_direct_write_is_a_conflict_not_a_silent_no_op(s3, workspace_file,
+                                                                             actor):
+    s3.put(workspace_file.key, b"sandbox wrote this\n")
+    with pytest.raises(errors.SaveConflict) as info:
+        store.file_save(file=workspace_file, content="first\n", actor=actor, base_revision=1)
+    assert info.value.reason == "external_change"
+    assert s3.get(workspace_file.key) == b"sandbox wrote this\n"
+    assert Revision.objects.get(file=workspace_file, number=2).author_kind == "external"
+
+
 def test_read_serves_recorded_head_while_bucket_drifted(s3, workspace_file):
     s3.put(workspace_file.key, b"direct\n")
     content = store.file_read(reload_file(workspace_file))

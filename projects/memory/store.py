@@ -285,7 +285,12 @@ def file_create(*, project: Project, scope: str, agent: Agent | None = None, use
 
 def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: str = "",
               base_revision: int | None, restored_from: int | None = None) -> Revision:
-    """Save new content on top of base_revision; SaveConflict if the file moved on."""
+    """Save new content on top of base_revision; SaveConflict if the file moved on.
+
+    Content identical to the head's makes no revision: the head is returned (its number is
+    `base_revision`, where a new revision's is one more), once a read of the head object has
+    shown that the bucket still holds it (a direct write there is a conflict, as for any
+    save). A restore always makes its revision."""
     data = encode(content)
     storage = storage_for(file.project)
     conflict_reason = ""
@@ -295,6 +300,12 @@ def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: 
         head_number = head.number if head else None
         if base_revision != head_number:
             conflict_reason = "stale_base"
+        elif (restored_from is None and head is not None and not head.is_deletion
+              and sha256(data) == head.sha256):
+            if _adopt_s3_state(storage, locked) is None:
+                revision = head
+            else:
+                conflict_reason = "external_change"
         else:
             try:
                 revision = _write_revision(storage, locked, data, actor=actor, message=message,

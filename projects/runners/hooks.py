@@ -213,6 +213,8 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
         else:
             revision = _apply(file, write.mode, write.content, base, actor, message)
             result.update(status="written", revision=revision.number)
+            if write.mode == "replace" and revision.number == base:
+                result["unchanged"] = True  # the head's own text: no revision was made
     except HookError as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
     except errors.SaveConflict as exc:

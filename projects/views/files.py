@@ -21,8 +21,6 @@ from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
 from projects.memory import errors, layout, merging, scanning, store
-from projects.memory.content import encode
-from projects.memory.content import sha256 as content_sha256
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, Revision
 from projects.rendering import render_markdown
@@ -86,12 +84,6 @@ def file_edit(request, slug, file_id):
         status = 400
         if form.is_valid():
             data = form.cleaned_data
-            head = file.head
-            if (head is not None and not head.is_deletion and data["base_revision"] == head.number
-                    and content_sha256(encode(data["content"])) == head.sha256):
-                messages.info(request, _("Nothing changed since revision %(number)s, so no "
-                                         "revision was made.") % {"number": head.number})
-                return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
             try:
                 revision = store.file_save(
                     file=file, content=data["content"], actor=Actor.person(request.user),
@@ -111,6 +103,10 @@ def file_edit(request, slug, file_id):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
+                if revision.number == data["base_revision"]:  # the head's own text: no revision
+                    messages.info(request, _("Nothing changed since revision %(number)s, so no "
+                                             "revision was made.") % {"number": revision.number})
+                    return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
                 messages.success(request, _("Saved revision %(number)s.") % {"number": revision.number})
                 if revision.findings:
                     messages.warning(request, _(
