@@ -80,6 +80,7 @@ PHONES = [
     "Desk (212) 555-0199 ext. 4.",
     "New York 212.555.0199.",
     "Berlin landline 030 12345678.",
+    "Berlin office +49 30 901820 (a short landline: two, two, six digits).",
     "Mobile: 07911 123456 (UK).",
 ]
 NOT_PHONES = [

@@ -73,7 +73,7 @@ _PASSPORT_KEYWORD_RE = re.compile(
     r"(?i)(?:passport|паспорт)[^\n\d]{0,30}?(?P<value>\d{2}\s?\d{2}\s?(?:№\s?)?\d{6}"
     r"|[A-Z]{1,2}\s?\d{6,8}|\d{9})(?!\d)")
 # Russian internal passport written as series and number: "45 08 123456".
-_PASSPORT_RU_RE = re.compile(r"(?<![\d-])\d{2} \d{2} \d{6}(?![\d-])")
+_PASSPORT_RU_RE = re.compile(r"(?<![\d+-])\d{2} \d{2} \d{6}(?![\d-])")
 _API_KEY_RES = [
     re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),  # AWS access key id
     re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),  # GitHub
