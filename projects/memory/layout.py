@@ -50,8 +50,8 @@ _RESERVED_NAMES = {*AGENT_FILES, USER_FILE}
 _DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(10)),
                  *(f"LPT{n}" for n in range(10))}
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*/$")
-_SNAPSHOT_RE = re.compile(r"^(?P<number>[1-9][0-9]*)-(?P<sha>[0-9a-f]{64})\.md$")
+_PREFIX_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*/\Z")
+_SNAPSHOT_RE = re.compile(r"\A(?P<number>[1-9][0-9]*)-(?P<sha>[0-9a-f]{64})\.md\Z")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _PROMPT_RE = re.compile(r"([0-9a-f]{64})\.txt")
 
@@ -260,7 +260,7 @@ def parse_key(prefix: str, key: str) -> ParsedKey:
                 return ParsedKey(kind=SCOPE_AGENT, agent_id=uuid.UUID(agent), path=name)
         elif head == "users":
             user, _, name = tail.partition("/")
-            if name == USER_FILE and user.isdigit() and str(int(user)) == user:
+            if name == USER_FILE and user.isascii() and user.isdigit() and str(int(user)) == user:
                 return ParsedKey(kind=SCOPE_USER, user_id=int(user), path=name)
         elif head == "workspace":
             if validate_workspace_path(tail) == tail:

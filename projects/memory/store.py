@@ -120,20 +120,34 @@ def _same_save(found: dict[str, str], ours: dict[str, str]) -> bool:
     return all(found.get(name, "") == ours.get(name, "") for name in _SAME_SAVE)
 
 
+def _whole_number(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts "²", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
+def _agent_named(value: str) -> Agent | None:
+    """The agent a metadata value names, None for anything that is not one's id."""
+    try:
+        return Agent.objects.filter(pk=uuid.UUID(value)).first() if value else None
+    except ValueError:
+        return None
+
+
 def _actor_from_metadata(meta: dict[str, str]) -> Actor:
+    """The author a snapshot's metadata names. Metadata is whatever the object carries, so any
+    value that names no one falls back to `external`."""
     kind = meta.get("mgc-author-kind", Revision.AuthorKind.EXTERNAL)
-    if kind == Revision.AuthorKind.PERSON and meta.get("mgc-author-user", "").isdigit():
+    if kind == Revision.AuthorKind.PERSON and _whole_number(meta.get("mgc-author-user", "")):
         user = get_user_model().objects.filter(pk=int(meta["mgc-author-user"])).first()
         if user is not None:
             return Actor.person(user)
-    if kind == Revision.AuthorKind.AGENT and meta.get("mgc-author-agent"):
-        agent = Agent.objects.filter(pk=meta["mgc-author-agent"]).first()
+    if kind == Revision.AuthorKind.AGENT:
+        agent = _agent_named(meta.get("mgc-author-agent", ""))
         if agent is not None:
             return Actor.for_agent(agent, meta.get("mgc-session", ""))
     if kind == Revision.AuthorKind.SYSTEM:
         return Actor.system(unquote(meta.get("mgc-author-label", "")).removeprefix("system:"))
-    agent = Agent.objects.filter(pk=meta["mgc-author-agent"]).first() \
-        if meta.get("mgc-author-agent") else None
+    agent = _agent_named(meta.get("mgc-author-agent", ""))
     return Actor.external(agent, meta.get("mgc-session", "") if agent else "")
 
 
@@ -535,7 +549,7 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
         actor = _actor_from_metadata(metadata)
         message = unquote(metadata.get("mgc-message", ""))
         restored = metadata.get("mgc-restored-from", "")
-        restored_from = int(restored) if restored.isdigit() else None
+        restored_from = int(restored) if _whole_number(restored) else None
         action = "file.save_recovered"
     else:
         # Written past the console: a runner's direct sandbox (attributed when its proof

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from projects.models import Agent, IdempotencyRecord
 
-KEY_RE = re.compile(r"^[\x21-\x7e]{1,200}$")  # visible ASCII, as header values go
+KEY_RE = re.compile(r"\A[\x21-\x7e]{1,200}\Z")  # visible ASCII, as header values go
 LEASE = dt.timedelta(seconds=90)
 
 
