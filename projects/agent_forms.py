@@ -31,7 +31,7 @@ class SectionForm(forms.Form):
                                                            "autocomplete": "off",
                                                            "spellcheck": "false"}))
     max_tokens = forms.IntegerField(label=_("Token cap"), required=False, min_value=1,
-                                    max_value=10_000_000,
+                                    max_value=injection.MAX_TOKENS,
                                     widget=forms.NumberInput(attrs={"class": "short"}))
 
     def clean_tag(self) -> str:
@@ -70,13 +70,14 @@ class _SectionsBase(forms.BaseFormSet):
 
 SectionFormSet = forms.formset_factory(SectionForm, formset=_SectionsBase, extra=1,
                                        can_order=True, can_delete=True,
-                                       max_num=injection.MAX_SECTIONS,
+                                       max_num=injection.MAX_SECTIONS, validate_max=True,
                                        absolute_max=injection.MAX_SECTIONS + 5)
 
 
 class BudgetForm(forms.Form):
     total_tokens = forms.IntegerField(
-        label=_("Total budget (tokens)"), required=False, min_value=1, max_value=10_000_000,
+        label=_("Total budget (tokens)"), required=False, min_value=1,
+        max_value=injection.MAX_TOKENS,
         help_text=_("Empty: no total budget. Over budget, the last sections give way first."),
         widget=forms.NumberInput(attrs={"class": "short"}))
 
@@ -180,14 +181,16 @@ class _RulesBase(forms.BaseFormSet):
         for form in self.forms:
             if not form.cleaned_data or self._should_delete_form(form):
                 continue
-            if form.cleaned_data["path"] in paths:
+            path = form.cleaned_data["path"]  # add_error takes it out of cleaned_data
+            if path in paths:
                 form.add_error("path", ValidationError(_("This path has a rule already."),
                                                        code="policy_target"))
-            paths.add(form.cleaned_data["path"])
+            paths.add(path)
 
 
 RuleFormSet = forms.formset_factory(RuleForm, formset=_RulesBase, extra=1, can_delete=True,
-                                    max_num=50, absolute_max=60)
+                                    max_num=hooks.MAX_RULES, validate_max=True,
+                                    absolute_max=hooks.MAX_RULES + 10)
 
 
 class LogsForm(forms.Form):

@@ -10,7 +10,8 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from projects.memory import content, layout, merging
+from projects import jsontext
+from projects.memory import content, layout, lookalikes, merging
 from projects.memory.errors import ContentRejected
 from projects.models import Membership
 
@@ -55,12 +56,27 @@ class ResolveForm(forms.Form):
     your_text = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)
     message = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
 
+    def clean_your_text(self) -> str:
+        # The same text as the editor's, so the same rules: LF line ends (a browser sends
+        # CRLF, which would make every line differ from the base and swallow the other
+        # side's changes into one overlap), and no more than a file may hold.
+        text = content.from_textarea(self.cleaned_data["your_text"])
+        try:
+            content.encode(text)
+        except ContentRejected as exc:
+            raise ValidationError(exc.message, code=exc.code) from None
+        return text
+
     def choices(self, data) -> dict[int, str]:
         found = {}
         for key, value in data.items():
-            if key.startswith("hunk-") and key[5:].isdigit() and value in merging.CHOICES:
-                found[int(key[5:])] = value
+            number = key.removeprefix("hunk-")
+            if number != key and _HUNK_NUMBER.fullmatch(number) and value in merging.CHOICES:
+                found[int(number)] = value
         return found
+
+
+_HUNK_NUMBER = re.compile(r"[0-9]{1,6}")  # ASCII digits: "²".isdigit() is true, int() refuses it
 
 
 class RestoreForm(forms.Form):
@@ -85,7 +101,27 @@ class NewWorkspaceFileForm(forms.Form):
 
 
 class _PrettyJSONField(forms.JSONField):
-    """Shows the stored value indented, once encoded (a str initial would be encoded twice)."""
+    """Shows the stored value indented, once encoded (a str initial would be encoded twice).
+    JSON nested too deep or holding lone surrogates is refused here (`jsontext`), not stored
+    to break the pages that show it."""
+
+    def to_python(self, value):
+        try:
+            converted = super().to_python(value)
+            jsontext.check(converted)
+        except RecursionError:
+            raise ValidationError(jsontext.too_deep(), code="invalid") from None
+        except jsontext.BadJSON as exc:
+            raise ValidationError(str(exc), code="invalid") from None
+        return converted
+
+    def bound_data(self, data, initial):
+        try:
+            value = super().bound_data(data, initial)
+            jsontext.check(value)
+        except (RecursionError, jsontext.BadJSON):  # shown again as typed, with the error
+            return forms.fields.InvalidJSONInput(data)
+        return value
 
     def prepare_value(self, value):
         if isinstance(value, forms.fields.InvalidJSONInput):
@@ -94,10 +130,18 @@ class _PrettyJSONField(forms.JSONField):
 
 
 class JsonSettingForm(forms.Form):
-    """An agent's manifest or hook policy as raw JSON; the caller validates its meaning."""
+    """An agent's manifest or hook policy as raw JSON; the caller validates its meaning.
+    `{}` is a value (a policy with no rules); only an empty box is missing."""
 
-    value = _PrettyJSONField(label="JSON", widget=forms.Textarea(
+    value = _PrettyJSONField(label="JSON", required=False, widget=forms.Textarea(
         attrs={"rows": 18, "class": "editor-text", "spellcheck": "false"}))
+
+    def clean_value(self):
+        value = self.cleaned_data["value"]
+        if value is None:
+            raise ValidationError(self.fields["value"].error_messages["required"],
+                                  code="required")
+        return value
 
 
 class TokenForm(forms.Form):
@@ -168,8 +212,10 @@ class MemberForm(forms.Form):
                              initial=Membership.Role.EMPLOYEE)
 
     def clean_username(self) -> str:
-        name = self.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username=name, is_active=True).first()
+        User = get_user_model()
+        name = User.normalize_username(self.cleaned_data["username"].strip())
+        found = User.objects.filter(username__iexact=name, is_active=True)
+        user = found.filter(username=name).first() or found.first()  # "NINA" finds nina
         if user is None:
             raise ValidationError(_("No active account is called %(name)s. Create it below "
                                     "under \"New account\"."), code="no_user",
@@ -194,12 +240,28 @@ class AccountForm(forms.Form):
                              initial=Membership.Role.EMPLOYEE)
 
     def clean_username(self) -> str:
-        name = self.cleaned_data["username"].strip()
-        if get_user_model().objects.filter(username__iexact=name).exists():
-            raise ValidationError(_("The username %(name)s is taken. Pick another, or add the "
-                                    "existing account with \"Add member\" above."),
-                                  code="username_taken", params={"name": name})
+        # Stored as the login form will read it (NFKC, as Django's normalize_username: "ｎｉｎａ"
+        # logs in as "nina"), and refused when it reads like an existing name in any case or
+        # spelling ("MARIA", "ｍａｒｉａ", Cyrillic "mаria"), which the audit trail could not tell
+        # apart. Compared in Python: SQLite folds the case of ASCII letters only.
+        User = get_user_model()
+        name = User.normalize_username(self.cleaned_data["username"].strip())
+        key = _reads_as(name)
+        for existing in User.objects.values_list("username", flat=True).iterator():
+            if _reads_as(existing) != key:
+                continue
+            if existing.casefold() == name.casefold():
+                raise ValidationError(_("The username %(name)s is taken. Pick another, or add "
+                                        "the existing account with \"Add member\" above."),
+                                      code="username_taken", params={"name": name})
+            raise ValidationError(_("%(name)s reads the same as the existing username "
+                                    "%(existing)s. Pick another."), code="username_lookalike",
+                                  params={"name": name, "existing": existing})
         return name
+
+
+def _reads_as(username: str) -> str:
+    return lookalikes.reads_as(username).casefold()
 
 
 class EraseForm(forms.Form):

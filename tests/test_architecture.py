@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "projects"
-FOUNDATION = {"projects.models", "projects.audit", "projects.errors"}
+FOUNDATION = {"projects.models", "projects.audit", "projects.errors", "projects.jsontext"}
 PURE = {"projects.memory.layout", "projects.memory.lookalikes"}  # may be imported by anything
 ALLOWED = {
     "foundation": FOUNDATION | PURE,

@@ -19,7 +19,8 @@ def test_overlapping_changes_are_marked_until_chosen():
     result = merging.merge(BASE, theirs, yours, theirs_label="revision 3", yours_label="yours")
     assert [(h.theirs, h.yours) for h in result.hunks] == [("- Works in Munich.\n",
                                                             "- Works in Hamburg.\n")]
-    assert result.unresolved == 1 and merging.unresolved_markers(result.text) == 3
+    # Counted: the lines that open and close it.
+    assert result.unresolved == 1 and merging.unresolved_markers(result.text) == 2
     assert "<<<<<<< revision 3\n- Works in Munich.\n=======\n- Works in Hamburg.\n>>>>>>> yours\n" \
         in result.text
     for choice, line in (("theirs", "Munich"), ("yours", "Hamburg")):
@@ -46,3 +47,5 @@ def test_identical_changes_are_not_a_conflict():
 
 def test_marker_lookalikes_in_prose_are_not_counted():
     assert merging.unresolved_markers("a <<<<<<< b\n=== heading\n") == 0
+    # A Markdown heading's underline of seven = is the separator's shape, not a marker.
+    assert merging.unresolved_markers("Profile\n=======\n\ntext\n") == 0

@@ -17,7 +17,9 @@ import merge3
 
 CHOICES = ("theirs", "yours", "both")
 MARK_THEIRS, MARK_SPLIT, MARK_YOURS = "<<<<<<< ", "=======", ">>>>>>> "
-_MARKERS = re.compile(r"^(<<<<<<< .*|=======|>>>>>>> .*)$", re.MULTILINE)
+# The lines that open and close an unsettled change. The "=======" between them is not
+# counted: alone it is a Markdown heading's underline.
+_MARKERS = re.compile(r"^(<<<<<<< |>>>>>>> ).*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def merge(base: str, theirs: str, yours: str, *, choices: dict[int, str] | None 
 
 
 def unresolved_markers(text: str) -> int:
-    """How many conflict marker lines a text still holds."""
+    """How many lines opening or closing an unsettled change a text still holds."""
     return len(_MARKERS.findall(text))
 
 

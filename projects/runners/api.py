@@ -9,6 +9,7 @@ cannot drift from what is enforced. Every error is JSON {"error": {"code", "mess
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -18,9 +19,11 @@ from django.http import Http404, HttpRequest
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
+from projects import jsontext
 from projects.errors import Refusal
 from projects.memory import errors, layout
 from projects.models import AgentSession
@@ -32,22 +35,40 @@ class RunnerAuth(HttpBearer):
         return bearer.token_authenticate(token)
 
 
+class _Parser(Parser):
+    """JSON bodies nested deeper than `jsontext.MAX_DEPTH` are a 400 like unparsable ones (they
+    would exhaust the stack later); free-form values are made storable (`storable`)."""
+
+    def parse_body(self, request):
+        value = json.loads(request.body)
+        jsontext.check(value, surrogates=True)
+        return value
+
+
 # Every version of the runner API lives under API_ROOT (the middleware answers JSON for all of
 # it, unknown versions included); this one is mounted at API_V1 by memoryadmin/urls.py.
 API_ROOT = "api/"
 API_V1 = f"{API_ROOT}v1/"
 
 api = NinjaAPI(title="Memory Governance Console runner API", version="1.0.0",
-               urls_namespace="api", docs_url=None, auth=RunnerAuth())
+               urls_namespace="api", docs_url=None, auth=RunnerAuth(), parser=_Parser())
 
 
 # Revision numbers are PositiveIntegerField: at most 2^31 - 1 on every database we support.
 MAX_REVISION = 2_147_483_647
 
 
-# Text that PostgreSQL can store: no NUL (text and jsonb refuse it). Memory contents and paths
-# are plain str: the store refuses NUL per write, with its own message.
-Text = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+def _storable_text(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("NUL characters are not allowed.")
+    return jsontext.plain(text)  # a lone surrogate (a \udXXX escape) is not text
+
+
+# Text that PostgreSQL, pages and S3 can hold: no NUL (text and jsonb refuse it), no lone
+# surrogate (nothing can encode it). Memory contents are plain str: the store refuses what
+# it cannot hold per write, with its own message.
+Text = Annotated[str, AfterValidator(_storable_text)]
+
 
 
 def storable(value: Any) -> Any:
@@ -184,7 +205,7 @@ class PreOut(Schema):
 
 
 class WriteIn(Strict):
-    path: str = Field(min_length=1, max_length=400)
+    path: Text = Field(min_length=1, max_length=400)
     mode: hooks.WriteMode
     # Characters, at most as many as the bytes a file may hold; the store checks the bytes.
     content: str = Field(max_length=settings.MGC_MAX_FILE_BYTES)

@@ -32,6 +32,7 @@ from projects.runners import credentials, idempotency, injection
 
 WriteMode = Literal["append", "replace"]  # the post hook's modes; the API schema uses it
 MODES: tuple[str, ...] = get_args(WriteMode)
+MAX_RULES = 50  # write rules in one hook policy
 TOKEN_PREFIX = "mgc_"
 
 
@@ -348,6 +349,9 @@ def validate_policy(data: object) -> dict:
     if not isinstance(post, dict):
         raise ValidationError(_("post maps file paths or workspace globs to rules."),
                               code="policy_post")
+    if len(post) > MAX_RULES:
+        raise ValidationError(_("At most %(max)s write rules."), code="policy_post",
+                              params={"max": MAX_RULES})
     for target, rule in post.items():
         if not injection.valid_source(target):
             raise ValidationError(_("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "

@@ -34,7 +34,9 @@ WORKSPACE_PREFIX = f"{layout.SCOPE_WORKSPACE}/"  # sources and paths an agent se
 DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_profile",
                 "workspace_memory")
 MAX_SECTIONS = 20
-_TAG_RE = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
+MAX_TOKENS = 10_000_000  # a cap or budget beyond any model's window (and any database integer)
+_TAG_RE = re.compile(r"\A[a-z][a-z0-9_]{0,49}\Z")
+_GLOB_TOKEN = re.compile(r"\*\*|\*|\?|\[[^\]/]*\]")
 
 
 @dataclass(frozen=True)
@@ -131,15 +133,20 @@ def parse_manifest(data: object) -> Manifest:
             raise ValidationError(
                 _("Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                   "workspace/<path or glob>.md."), code="manifest_source", params={"n": index})
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise ValidationError(_("Section %(n)s: max_tokens must be a positive whole number."),
-                                  code="manifest_cap", params={"n": index})
+        if cap is not None and not _token_count(cap):
+            raise ValidationError(_("Section %(n)s: max_tokens must be a whole number from 1 to "
+                                    "%(max)s."), code="manifest_cap",
+                                  params={"n": index, "max": MAX_TOKENS})
         sections.append(SectionSpec(tag, source, cap))
     total = data.get("total_tokens")
-    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 1):
-        raise ValidationError(_("total_tokens must be a positive whole number."),
-                              code="manifest_total")
+    if total is not None and not _token_count(total):
+        raise ValidationError(_("total_tokens must be a whole number from 1 to %(max)s."),
+                              code="manifest_total", params={"max": MAX_TOKENS})
     return Manifest(tuple(sections), total)
+
+
+def _token_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_TOKENS
 
 
 def valid_tag(tag: str) -> bool:
@@ -153,9 +160,15 @@ def valid_source(source: str) -> bool:
         return True
     if not source.startswith(WORKSPACE_PREFIX) or not source.endswith(".md"):
         return False
+    # A glob is held to the rules of the paths it selects: with each wildcard read as a
+    # letter it must be a valid workspace path (no '.' segments, hidden names, invisible or
+    # look-alike characters, ...), or it would be saved and silently match nothing.
     pattern = source[len(WORKSPACE_PREFIX):]
-    return bool(pattern) and ".." not in pattern.split("/") and not pattern.startswith("/") \
-        and "\\" not in pattern and "\x00" not in pattern
+    try:
+        layout.validate_workspace_path(_GLOB_TOKEN.sub("x", pattern))
+    except ValidationError:
+        return False
+    return True
 
 
 def workspace_matches(source: str, paths: list[str]) -> list[str]:

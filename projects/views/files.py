@@ -14,6 +14,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
+from django.views.defaults import bad_request
 
 from projects.audit import Actor
 from projects.errors import explain
@@ -155,6 +156,8 @@ def file_new(request, slug):
         return redirect("projects:workspace", slug=project.slug)
     existing = store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
     if request.method == "POST":
+        if existing is None and request.POST.get("action") == "resolve":
+            raise Http404("No such merge.")  # nothing to merge with: no record made either
         form = EditForm(request.POST)
         if form.is_valid() or existing is not None:
             # The first save: from here on it is the file's own editor (saving, conflicts
@@ -191,7 +194,7 @@ def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs
                .order_by("number").values_list("author_label", "author_kind"))[:50]
     changers = list(dict.fromkeys(changes))
     form = EditForm(initial={"content": result.text, "message": message,
-                             "base_revision": head_number, "merging": bool(result.hunks)})
+                             "base_revision": head_number, "merging": bool(result.unresolved)})
     return {
         "form": form, "opened_revision": head_number, "preview_html": render_markdown(result.text),
         "merge": result, "merge_summary": summary, "merge_head": head,
@@ -210,6 +213,8 @@ def _resolve(request, context: dict, file: MemoryFile):
     """Apply the person's choices for the overlapping changes; nothing is saved yet."""
     form = ResolveForm(request.POST)
     if not form.is_valid():
+        if form.has_error("your_text"):  # more than a file may hold: nothing to merge
+            return bad_request(request, ValidationError(form.errors["your_text"]))
         raise Http404("No such merge.")
     data = form.cleaned_data
     head = _revision_or_404(file, data["merge_head"])

@@ -1,0 +1,251 @@
+"""Input from people and runners that once answered 500, was stored to break a page later, or
+lost someone's change: agent settings, the merge's resolve step, new accounts, the runner API.
+Each test fails on the code before its fix."""
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from projects.audit import Actor
+from projects.memory import store
+from projects.models import Agent, MemoryFile
+from projects.runners import bearer
+from tests.conftest import reload_file
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def settings_url(project, agent):
+    return reverse("projects:agent_settings", args=[project.slug, agent.slug])
+
+
+def _policy_rows(*rows, logs=("", "")) -> dict:
+    data = {"which": "policy", "policy-rules-TOTAL_FORMS": str(len(rows)),
+            "policy-rules-INITIAL_FORMS": "0", "policy-tool_log": logs[0],
+            "policy-error_log": logs[1]}
+    for index, (path, modes, approval) in enumerate(rows):
+        data[f"policy-rules-{index}-path"] = path
+        for mode in modes:
+            data[f"policy-rules-{index}-{mode}"] = "on"
+        data[f"policy-rules-{index}-approval"] = approval
+    return data
+
+
+def test_the_same_path_in_two_policy_rows_is_an_error_at_the_second(client, s3, admin, agent,
+                                                                     settings_url):
+    client.force_login(admin)
+    before = Agent.objects.get(pk=agent.pk).hook_policy
+    response = client.post(settings_url, _policy_rows(("USER.md", ["append"], "proposal"),
+                                                      ("USER.md", ["replace"], "direct")))
+    assert response.status_code == 400
+    assert "This path has a rule already." in response.content.decode()
+    assert Agent.objects.get(pk=agent.pk).hook_policy == before
+
+
+def test_more_rules_than_the_limit_are_refused_in_both_editors(client, s3, admin, agent,
+                                                                settings_url):
+    client.force_login(admin)
+    rows = [(f"workspace/r{n}.md", ["append"], "direct") for n in range(51)]
+    assert client.post(settings_url, _policy_rows(*rows)).status_code == 400
+    policy = {"post": {f"workspace/r{n}.md": {"modes": ["append"]} for n in range(51)}}
+    raw = client.post(settings_url, {"which": "policy_json",
+                                     "policy-json-value": json.dumps(policy)})
+    assert raw.status_code == 400
+    assert "At most 50 write rules." in raw.content.decode()
+
+
+def test_an_empty_policy_is_a_value_not_a_missing_one(client, s3, admin, agent, settings_url):
+    client.force_login(admin)
+    response = client.post(settings_url, {"which": "policy_json", "policy-json-value": "{}"})
+    assert response.status_code == 302
+    assert Agent.objects.get(pk=agent.pk).hook_policy == {}
+    empty = client.post(settings_url, {"which": "policy_json", "policy-json-value": ""})
+    assert empty.status_code == 400
+
+
+@pytest.mark.parametrize("which, value", [
+    # A \udXXX escape decodes to half a character, which no page, row or object can hold.
+    ("policy_json", '{"post": {"workspace/\\udc80.md": {"modes": ["append"]}}}'),
+    ("manifest_json", '{"sections": [{"tag": "a", "source": "workspace/\\ud800.md"}]}'),
+    # Nesting that exhausts the stack while it is parsed or encoded again.
+    ("manifest_json", "[" * 50_000 + "]" * 50_000),
+    ("policy_json", '{"post": ' * 200 + "{}" + "}" * 200),
+    # Numbers beyond any database integer (and any model's window).
+    ("manifest_json", json.dumps({"sections": [{"tag": "a", "source": "SOUL.md"}],
+                                  "total_tokens": 10 ** 30})),
+    ("manifest_json", json.dumps({"sections": [{"tag": "a", "source": "SOUL.md",
+                                                "max_tokens": 2 ** 31}]})),
+    # A tag with a final newline, which `$` let through.
+    ("manifest_json", json.dumps({"sections": [{"tag": "user_profile\n", "source": "SOUL.md"},
+                                               {"tag": "user_profile", "source": "USER.md"}]})),
+    # Globs that would be saved and silently match nothing.
+    ("manifest_json", json.dumps({"sections": [{"tag": "a", "source": "workspace/./x.md"}]})),
+    ("manifest_json", json.dumps({"sections": [{"tag": "a", "source": "workspace/.md"}]})),
+    ("manifest_json", json.dumps({"sections": [{"tag": "a", "source": "workspace/\u200bx.md"}]})),
+    ("policy_json", json.dumps({"post": {"workspace/a\nb.md": {"modes": ["append"]}}})),
+    ("policy_json", json.dumps({"post": {"workspace/" + "a" * 100_000 + ".md":
+                                         {"modes": ["append"]}}})),
+])
+def test_raw_json_the_console_cannot_hold_is_refused_and_the_pages_keep_working(
+        client, s3, admin, agent, person, settings_url, which, value):
+    client.force_login(admin)
+    before = Agent.objects.get(pk=agent.pk)
+    response = client.post(settings_url, {"which": which, f"{which.replace('_', '-')}-value": value})
+    assert response.status_code == 400
+    after = Agent.objects.get(pk=agent.pk)
+    assert (after.manifest, after.hook_policy) == (before.manifest, before.hook_policy)
+    assert client.get(settings_url).status_code == 200
+    _, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
+    pre = client.post("/api/v1/hooks/pre", json.dumps({"user": person.username}),
+                      content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert pre.status_code == 200
+
+
+@pytest.mark.parametrize("body", [
+    '{"user": "\\udc80"}',
+    '{"session": "\\ud800"}',
+    '{"user": "maria", "session": ' + "[" * 30_000 + "]" * 30_000 + "}",
+    '{"details": ' + "[" * 500 + "]" * 500 + "}",
+])
+def test_runner_api_bodies_the_console_cannot_hold_are_client_errors(client, s3, token, body):
+    response = client.post("/api/v1/hooks/pre", body, content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert 400 <= response.status_code < 500, response.content[:300]
+    assert response.json()["error"]["code"] in ("malformed_json", "invalid_request")
+
+
+def test_a_post_hook_path_with_half_a_character_is_refused(client, s3, token):
+    session = client.post("/api/v1/hooks/pre", "{}", content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    body = ('{"session": "%s", "writes": [{"path": "workspace/\\udc80.md", "mode": "append", '
+            '"content": "x"}]}' % session)
+    response = client.post("/api/v1/hooks/post", body, content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 422
+
+
+# --- The merge's resolve step ---------------------------------------------------------------
+
+
+@pytest.fixture
+def conflicted(s3, project, person):
+    """maria's USER.md: revision 1 is L1..L5; revision 2 (someone else) changed L1 and L4."""
+    first = store.file_create(project=project, scope="user", user=person, path="USER.md",
+                              content="L1\nL2\nL3\nL4\nL5\n", actor=Actor.person(person))
+    file = MemoryFile.objects.select_related("head", "project").get(pk=first.file_id)
+    store.file_save(file=file, content="L1 theirs\nL2\nL3\nL4 theirs\nL5\n",
+                    actor=Actor.system("other tab"), base_revision=1)
+    return MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
+
+
+def _edit_url(file):
+    return reverse("projects:file_edit", args=[file.project.slug, file.pk])
+
+
+def test_keep_yours_with_browser_line_ends_keeps_their_change_elsewhere(client, person,
+                                                                        conflicted):
+    # Browsers send a hidden input's value with CRLF line ends.
+    client.force_login(person)
+    response = client.post(_edit_url(conflicted), {
+        "action": "resolve", "merge_base": 1, "merge_head": 2,
+        "your_text": "L1 mine\r\nL2 mine\r\nL3\r\nL4\r\nL5\r\n", "hunk-0": "yours"})
+    assert response.status_code == 200
+    assert response.context["form"].initial["content"] == "L1 mine\nL2 mine\nL3\nL4 theirs\nL5\n"
+
+
+def test_a_forged_change_number_is_ignored(client, person, conflicted):
+    client.force_login(person)
+    response = client.post(_edit_url(conflicted), {
+        "action": "resolve", "merge_base": 1, "merge_head": 2, "your_text": "L1 mine\n",
+        "hunk-\u00b2": "theirs", "hunk-\u0663": "theirs"})
+    assert response.status_code == 200
+
+
+def test_a_resolve_step_larger_than_a_file_is_refused_before_merging(client, person, conflicted,
+                                                                       settings):
+    client.force_login(person)
+    response = client.post(_edit_url(conflicted), {
+        "action": "resolve", "merge_base": 1, "merge_head": 2,
+        "your_text": "x\n" * settings.MGC_MAX_FILE_BYTES})
+    assert response.status_code == 400
+
+
+def test_a_markdown_heading_underline_is_not_a_conflict_marker(client, person, conflicted):
+    client.force_login(person)
+    mine = "Profile\n=======\n\nL1 mine\nL2\nL3\nL4\nL5\n"
+    assert client.post(_edit_url(conflicted), {"content": mine,
+                                                "base_revision": 1}).status_code == 409
+    chosen = client.post(_edit_url(conflicted), {"action": "resolve", "merge_base": 1,
+                                                 "merge_head": 2, "your_text": mine,
+                                                 "hunk-0": "yours"})
+    form = chosen.context["form"]
+    assert "<<<<<<<" not in form.initial["content"] and not form.initial["merging"]
+    saved = client.post(_edit_url(conflicted), {"content": form.initial["content"],
+                                                "base_revision": 2, "merging": "True"})
+    assert saved.status_code == 302
+    assert store.file_read(reload_file(conflicted)).text.startswith("Profile\n=======\n")
+
+
+def test_a_resolve_post_to_a_new_files_editor_leaves_no_record(client, project, admin, s3):
+    client.force_login(admin)
+    url = reverse("projects:file_new", args=[project.slug]) + "?path=notes/ghost.md"
+    response = client.post(url, {"action": "resolve", "merge_head": 1, "your_text": "x"})
+    assert response.status_code == 404
+    assert not MemoryFile.objects.filter(path="notes/ghost.md").exists()
+
+
+# --- Accounts --------------------------------------------------------------------------------
+
+
+def _new_account(client, project, username):
+    return client.post(reverse("projects:member_invite", args=[project.slug]), {
+        "account-username": username, "account-email": "", "account-first_name": "",
+        "account-last_name": "", "account-role": "employee"})
+
+
+def test_a_new_username_is_stored_as_the_login_form_reads_it(client, project, admin):
+    client.force_login(admin)
+    response = _new_account(client, project, "ｎｉｎａ")  # full-width letters
+    assert response.status_code == 200
+    link = re.search(r'<code id="invite-link">([^<]+)</code>', response.content.decode())[1]
+    client.logout()
+    form = client.get(link, follow=True)
+    client.post(form.redirect_chain[-1][0], {"new_password1": "long enough pass 2026",
+                                             "new_password2": "long enough pass 2026"})
+    assert client.post("/accounts/login/", {"username": "ｎｉｎａ",
+                                            "password": "long enough pass 2026"}).status_code == 302
+
+
+@pytest.mark.parametrize("name", ["MARIA", "ｍａｒｉａ", "m\u0430ria", "Maria"])
+def test_a_username_that_reads_like_an_existing_one_is_refused(client, project, admin, person,
+                                                               name):
+    client.force_login(admin)
+    response = _new_account(client, project, name)
+    assert response.status_code == 400
+    assert "maria" in response.content.decode()
+    assert get_user_count(person) == 1
+
+
+def get_user_count(person) -> int:
+    return type(person).objects.filter(username__iexact="maria").count()
+
+
+def test_adding_a_member_finds_the_account_in_any_case(client, project, admin, make_user):
+    nina = make_user("nina")
+    client.force_login(admin)
+    response = client.post(reverse("projects:members", args=[project.slug]),
+                           {"username": "NINA", "role": "employee"})
+    assert response.status_code == 302
+    assert nina.memberships.filter(project=project).exists()
+
+
+def test_the_add_member_form_posts_to_the_members_page_after_a_new_account_error(
+        client, project, admin):
+    client.force_login(admin)
+    page = _new_account(client, project, "bad name!")
+    assert page.status_code == 400
+    action = reverse("projects:members", args=[project.slug])
+    assert f'action="{action}" class="toolbar" id="member-add"' in page.content.decode()
