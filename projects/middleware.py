@@ -2,7 +2,8 @@
 anything (Django's own 404 and 405 pages included) has answered."""
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
+from django.views.defaults import page_not_found
 
 from projects.runners.api import API_ROOT
 
@@ -62,3 +63,22 @@ class ApiJsonErrorsMiddleware:
         if response.has_header("Allow"):
             converted["Allow"] = response["Allow"]
         return converted
+
+
+class ConsoleNotFoundMiddleware:
+    """The console's own 404 page also in debug mode (the demo runs in it): Django's debug page
+    would list the URL patterns and say why the object was not found, so a page hidden from
+    someone would read differently from one that does not exist."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if settings.DEBUG and response.status_code == 404 and not is_api(request) and \
+                not response.streaming and _DEBUG_PAGE_MARK in response.content:
+            response = page_not_found(request, Http404())
+        return response
+
+
+_DEBUG_PAGE_MARK = b'<meta name="robots" content="NONE,NOARCHIVE">'  # Django's debug pages only

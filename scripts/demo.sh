@@ -39,7 +39,7 @@ export DATABASE_URL="${DATABASE_URL:-sqlite:///$DEMO/db.sqlite3}"
 export MGC_S3_ENDPOINT_URL="${MGC_S3_ENDPOINT_URL:-http://127.0.0.1:$S3_PORT}"
 export MGC_S3_BUCKET="${MGC_S3_BUCKET:-agent-memory}"
 
-echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in .demo/s3) ..."
+echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in $DEMO/s3) ..."
 # The secrets reach both commands through the environment (exported above), never argv.
 python -m devtools.seaweed serve --dir "$DEMO/s3" --port "$S3_PORT" >"$DEMO/s3.log" 2>&1 &
 S3_PID=$!
@@ -49,11 +49,11 @@ for _ in $(seq 1 600); do
   if ! kill -0 $S3_PID 2>/dev/null; then cat "$DEMO/s3.log" >&2; exit 1; fi
   sleep 0.1
 done
-grep -q "ready on" "$DEMO/s3.log" || { echo "SeaweedFS did not start; see .demo/s3.log" >&2; exit 1; }
+grep -q "ready on" "$DEMO/s3.log" || { echo "SeaweedFS did not start; see $DEMO/s3.log" >&2; exit 1; }
 
 python manage.py ensure_bucket
 python manage.py migrate --noinput -v 0
-python manage.py seed_demo --if-empty >"$DEMO/seed.new"
+MGC_DEMO_URL="http://127.0.0.1:$WEB_PORT" python manage.py seed_demo --if-empty >"$DEMO/seed.new"
 if grep -q "^runner token" "$DEMO/seed.new"; then
   mv "$DEMO/seed.new" "$DEMO/seed.txt"  # the first run's output: the runner token is in it
   chmod 600 "$DEMO/seed.txt"
@@ -71,7 +71,7 @@ WEB_PORT="$(web_port "$WEB_PORT")"
 # The URL is printed once the console answers there, not before; if the server cannot listen
 # on the port after all, the script stops and this watcher with it, printing nothing.
 python -m devtools.ports announce "$WEB_PORT" \
-  "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in .demo/)" &
+  "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" &
 ANNOUNCE_PID=$!
 trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 # The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -62,8 +64,8 @@ def demo_seed(*, password: str) -> list[str]:
     done += _demo_runs(analyst, users)
     _, raw = bearer.token_create(agent=analyst, name="demo runner", created_by=users["admin"])
     done.append(f"runner token for {analyst.slug}: {raw}")
-    done.append(f"try: python examples/runner.py --url http://127.0.0.1:8000 --token {raw} "
-                f"--user employee")
+    url = os.environ.get("MGC_DEMO_URL", "http://127.0.0.1:8000")  # scripts/demo.sh says where
+    done.append(f"try: python examples/runner.py --url {url} --token {raw} --user employee")
     return done
 
 

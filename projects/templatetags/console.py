@@ -1,4 +1,5 @@
 import json
+from urllib.parse import urlsplit
 
 from django import template
 from django.utils.translation import gettext_lazy as _
@@ -17,6 +18,29 @@ def page_query(context, number) -> str:
     query = context["request"].GET.copy()
     query["page"] = number
     return "?" + query.urlencode()
+
+
+@register.simple_tag(takes_context=True)
+def back_here(context) -> str:
+    """Where the language switch returns to: this page, or, for a page answering a POST (a
+    refused form, a token shown once), the page that form was on: its URL may take POST only."""
+    request = context.get("request")
+    if request is None:  # the 500 page is drawn without a request
+        return "/"
+    if request.method in ("GET", "HEAD"):
+        return request.get_full_path()
+    referer = urlsplit(request.META.get("HTTP_REFERER", ""))
+    if referer.netloc == request.get_host() and referer.path.startswith("/"):
+        return referer.path + (f"?{referer.query}" if referer.query else "")
+    return "/"
+
+
+@register.filter
+def opens_source_file(role: str | None, path: str) -> bool:
+    """`{% if role|opens_source_file:f.path %}`: may this role open a prompt's source file?
+    Workspace files are the team's (not an employee's); agent files and a profile shown in a
+    prompt the role may simulate are readable."""
+    return permissions.can_see_workspace(role) or not path.startswith("workspace/")
 
 
 @register.filter

@@ -1,0 +1,96 @@
+"""What a newcomer walking the demo in Chromium tripped on: links to pages their role may not
+open, a form posting to the wrong view, a language switch landing on a POST-only URL, the
+debug 404 page, irreversible buttons without a second thought."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from projects.audit import Actor
+from projects.memory import store
+from projects.models import AgentSession
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_employee_sees_workspace_sources_in_simulate_as_text_not_as_links(
+        client, s3, project, agent, person, admin):
+    store.file_create(project=project, scope="workspace", path="decisions/a.md",
+                      content="# Decision\n", actor=Actor.person(admin))
+    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
+                      content="# Soul\n", actor=Actor.person(admin))
+    url = reverse("projects:simulate", args=[project.slug]) + f"?agent={agent.slug}"
+    client.force_login(person)
+    page = client.get(url).content.decode()
+    assert "workspace/decisions/a.md" in page
+    links = re.findall(r'href="(/p/[^"]+/r/\d+/)"', page)
+    assert links, "the agent's own files stay linked"
+    for link in links:  # every link on the page opens for her
+        assert client.get(link).status_code == 200, link
+    client.force_login(admin)
+    admin_links = re.findall(r'href="(/p/[^"]+/r/\d+/)"', client.get(url).content.decode())
+    assert len(admin_links) == len(links) + 1  # the workspace file is linked for an admin
+
+
+def test_the_agent_page_links_a_truncated_session_only_for_who_may_open_it(
+        client, s3, project, agent, person, admin, make_user):
+    other = make_user("ivan")
+    session = AgentSession.objects.create(agent=agent, user=other, truncated=True, receipt=[])
+    url = reverse("projects:agent_detail", args=[project.slug, agent.slug])
+    target = reverse("projects:session_detail", args=[project.slug, session.pk])
+    client.force_login(person)
+    assert target not in client.get(url).content.decode()
+    client.force_login(admin)
+    assert target in client.get(url).content.decode()
+    AgentSession.objects.create(agent=agent, user=person, truncated=True, receipt=[])
+    client.force_login(person)
+    own = client.get(url).content.decode()
+    found = re.search(r'href="(/p/[^"]+/sessions/[^"]+/)"', own)
+    assert found and client.get(found[1]).status_code == 200
+
+
+def test_the_language_switch_returns_to_the_form_page_after_a_post_only_answer(client, project,
+                                                                               admin):
+    client.force_login(admin)
+    members = reverse("projects:members", args=[project.slug])
+    answer = client.post(reverse("projects:member_invite", args=[project.slug]),
+                         {"account-username": "bad name!", "account-role": "employee"},
+                         HTTP_REFERER=f"http://testserver{members}")
+    switch_to = re.search(r'name="next" value="([^"]*)"', answer.content.decode())[1]
+    assert switch_to == members
+    assert client.get(switch_to).status_code == 200
+    # Without a usable Referer (another host, or none) it goes home rather than to a 405.
+    elsewhere = client.post(reverse("projects:member_invite", args=[project.slug]),
+                            {"account-username": "bad name!", "account-role": "employee"},
+                            HTTP_REFERER="https://evil.example/p/")
+    assert re.search(r'name="next" value="([^"]*)"', elsewhere.content.decode())[1] == "/"
+
+
+def test_in_debug_mode_a_hidden_page_is_the_consoles_404_like_a_missing_one(client, settings,
+                                                                            project, person):
+    settings.DEBUG = True
+    client.force_login(person)
+    hidden = client.get(reverse("projects:members", args=[project.slug]))  # admins' page
+    missing = client.get("/no/such/page/")
+    for response in (hidden, missing):
+        body = response.content.decode()
+        assert response.status_code == 404
+        assert "URLconf" not in body and "Raised by" not in body
+    # The same page but for the language switch's way back to the address asked for.
+    same = [re.sub(r'name="(next|csrfmiddlewaretoken)" value="[^"]*"', "", r.content.decode())
+            for r in (hidden, missing)]
+    assert same[0] == same[1]
+
+
+def test_irreversible_buttons_ask_first(client, s3, project, agent, admin, make_user):
+    from projects.runners import bearer
+
+    bearer.token_create(agent=agent, name="runner", created_by=admin)
+    client.force_login(admin)
+    settings_page = client.get(reverse("projects:agent_settings",
+                                       args=[project.slug, agent.slug])).content.decode()
+    assert re.search(r'action="[^"]+/revoke/"[^>]*data-confirm="Revoke this token\?',
+                     settings_page)
+    members = client.get(reverse("projects:members", args=[project.slug])).content.decode()
+    assert 'data-confirm="Remove olga from this project?"' in members
