@@ -163,8 +163,10 @@ def agent_settings(request, slug, agent_slug):
 
 def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> dict:
     """The prompt an unsaved manifest would give the chosen person, beside today's. No writes."""
-    user = next((m.user for m in members if str(m.user_id) == request.POST.get("preview_user")),
-                None)
+    chosen = request.POST.get("preview_user", "")
+    user = next((m.user for m in members if str(m.user_id) == chosen), None)
+    if chosen and user is None:  # someone outside the project (or a forged id): not no one
+        return {"error": _("Pick a member of this project, or no one."), "user": None}
     try:
         draft = prompt_context.build_context(agent=agent, user=user, manifest=manifest)
         current = prompt_context.build_context(agent=agent, user=user)

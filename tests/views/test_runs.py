@@ -235,6 +235,19 @@ def test_manifest_preview_shows_the_prompt_for_a_person_and_saves_nothing(
     assert agent.manifest == before
 
 
+def test_a_preview_for_someone_outside_the_project_says_so(client, admin, tagged_memory, agent,
+                                                           make_user):
+    stranger = make_user("stranger")
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    data = _structured({"sections": [{"tag": "decisions", "source": "workspace/decisions/*.md"}]})
+    for chosen in (str(stranger.pk), "not-a-number"):
+        data.update(preview="1", preview_user=chosen)
+        page = client.post(url, data)
+        assert page.context["preview"]["error"] == "Pick a member of this project, or no one."
+        assert "assembly" not in page.context["preview"]
+
+
 def test_structured_policy_saves_rules_and_places_errors(client, admin, tagged_memory, agent):
     client.force_login(admin)
     url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
