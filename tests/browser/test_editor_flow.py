@@ -123,3 +123,29 @@ def test_edit_preview_save_history_diff_restore_and_conflict(page, live_server, 
 
 def _profile(user):
     return MemoryFile.objects.select_related("head", "project").get(user=user, scope="user")
+
+
+def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, live_server, maria,
+                                                                        project):
+    # Chromium sends the hidden copy of the person's text with CRLF line ends; merged against
+    # LF texts, every line of it once differed, and "Keep yours" swallowed their other change.
+    file = _profile(maria)
+    base = store.revision_read(file.head)
+    lines = base.splitlines(keepends=True)
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/edit/")
+    editor = page.locator("textarea[name=content]")
+    mine = "".join(["# Mine\n", *lines[1:]])
+    editor.fill(mine)
+    theirs = "".join(["# Theirs\n", *lines[1:-1], "- Changed at the end by someone else.\n"])
+    store.file_save(file=file, actor=Actor.system("other tab"), base_revision=2, content=theirs)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict fieldset.hunk")).to_have_count(1)  # the heading only
+    page.get_by_label("Keep yours").check()
+    page.get_by_role("button", name="Apply these choices to the editor").click()
+    expect(editor).to_have_value(re.compile("Changed at the end by someone else"))
+    expect(editor).to_have_value(re.compile("^# Mine"))
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved revision 4.")).to_be_visible()
+    assert store.file_read(_profile(maria)).text == "".join(
+        ["# Mine\n", *lines[1:-1], "- Changed at the end by someone else.\n"])
