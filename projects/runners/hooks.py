@@ -279,6 +279,11 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
         if locked.status != Proposal.Status.PENDING:
             raise HookError("not_pending", _("This proposal was already decided."))
         file = MemoryFile.objects.select_related("head", "project").get(pk=locked.file_id)
+        if locked.mode == "append" and file.is_deleted:
+            # Appending would bring the file back holding only the addition, which nobody
+            # proposed; a replace on a deleted file is refused by its stale base already.
+            raise HookError("file_deleted", _("The file was deleted after this was proposed: "
+                                              "restore it first, or reject the proposal."))
         actor = Actor.for_agent(locked.agent, str(locked.session_id or ""))
         revision = _apply(file, locked.mode, locked.content, locked.base_revision, actor,
                           f"Approved by {by.get_username()}" + (f": {note}" if note else ""))

@@ -111,3 +111,17 @@ def test_dashboard_counts_own_pending_proposals_and_links_to_them(
     _decide(client, project, proposals["mine"], "approve")
     [row] = client.get(reverse("projects:dashboard")).context["profile_rows"]
     assert row["pending"] == 0
+
+
+def test_an_append_proposal_on_a_file_deleted_meanwhile_is_not_approved(client, s3, project, admin,
+                                                                        agent):
+    notes = store.file_create(project=project, scope="workspace", path="notes/a.md",
+                              content="Note one.\n", actor=Actor.person(admin)).file
+    proposal = Proposal.objects.create(project=project, file=notes, agent=agent, mode="append",
+                                       content="Note two.\n")
+    store.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
+    client.force_login(admin)
+    page = _decide(client, project, proposal, "approve")
+    assert "The file was deleted after this was proposed" in client.get(page.url).content.decode()
+    assert Proposal.objects.get(pk=proposal.pk).status == "pending"
+    assert s3.keys(notes.key) == []  # not brought back holding only the addition
