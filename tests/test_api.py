@@ -132,6 +132,33 @@ def test_a_replace_with_the_heads_own_text_makes_no_revision(client, memory, tok
     assert Revision.objects.filter(file=file).count() == 2
 
 
+def test_another_spelling_of_a_path_meets_the_rule_meant_for_it(client, memory, token, agent):
+    import unicodedata
+
+    agent.hook_policy["post"] = {"workspace/**.md": {"modes": ["append"], "approval": False},
+                                 "workspace/café.md": {"modes": ["append"], "approval": True}}
+    agent.save()
+    session = call(client, "pre", {}, token).json()["session"]
+    nfd = unicodedata.normalize("NFD", "workspace/café.md")
+    result = call(client, "post", {"session": session, "writes": [
+        {"path": nfd, "mode": "append", "content": "x\n"}]}, token).json()["results"][0]
+    assert result["status"] == "proposed"
+
+
+def test_the_most_specific_rule_wins_whatever_the_order(client, memory, token, agent):
+    agent.hook_policy["post"] = {
+        "workspace/**.md": {"modes": ["append", "replace"], "approval": False},
+        "workspace/secret/*.md": {"modes": ["append"], "approval": True}}
+    agent.save()
+    session = call(client, "pre", {}, token).json()["session"]
+    results = call(client, "post", {"session": session, "writes": [
+        {"path": "workspace/secret/keys.md", "mode": "replace", "content": "x\n"},
+        {"path": "workspace/secret/keys.md", "mode": "append", "content": "x\n"},
+        {"path": "workspace/other/a.md", "mode": "replace", "content": "x\n"}]},
+        token).json()["results"]
+    assert [r["status"] for r in results] == ["rejected", "proposed", "written"]
+
+
 def test_tool_and_error_are_recorded_and_logged(client, memory, token, s3):
     session = call(client, "pre", {}, token).json()["session"]
     tool = call(client, "tool", {"session": session, "name": "grafana_query",

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 from django.urls import reverse
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import layout, store
 from projects.models import Agent, AuditEvent, Membership, RunnerCredential
 from projects.runners import bearer, credentials, hooks
 
@@ -139,6 +139,20 @@ def test_the_s3_policy_follows_the_hook_policy(s3, project, agent, admin, runner
     assert credentials.credentials_refresh(agent=Agent.objects.get(pk=agent.pk), by=admin) == 1
     assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=key, Body=b"2")) == "AccessDenied"
     assert s3.get(key) == b"1"
+
+
+def test_no_profile_is_writable_directly_whatever_the_policy(s3, project, agent, admin,
+                                                             runner_token, person):
+    # One set of credentials per agent cannot say "the session's person": it would reach
+    # every member's USER.md. A profile goes through the hook, which knows whose it is.
+    policy = dict(agent.hook_policy)
+    policy["post"] = {**policy["post"], "USER.md": {"modes": ["replace"], "approval": False}}
+    hooks.agent_settings_update(agent=agent, by=admin, policy=policy)
+    credential, secret = credentials.credentials_issue(token=runner_token, by=admin)
+    runner = _client(s3, credential.access_key_id, secret)
+    key = layout.user_file_key(project.prefix, person.pk)
+    assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=key, Body=b"x")) == \
+        "AccessDenied"
 
 
 def test_a_lost_iam_answer_is_settled_by_trying_again(s3, admin, runner_token, two_projects):

@@ -210,10 +210,13 @@ def runner_policy(agent: Agent) -> dict:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-def direct_write_allowed(rule: dict | None) -> bool:
+def direct_write_allowed(target: str, rule: dict | None) -> bool:
     """Whether a runner may replace a file straight in S3 under a hook-policy rule: the rule
-    allows replace, with no approval (runner_policy grants PutObject on exactly these)."""
-    return bool(rule) and "replace" in rule.get("modes", []) and not rule.get("approval")
+    allows replace, with no approval (runner_policy grants PutObject on exactly these).
+    Never USER.md: a profile is the session's person's, which one set of credentials for the
+    agent cannot express (it would reach every member's profile); it goes through the hook."""
+    return (target != layout.USER_FILE and bool(rule) and "replace" in rule.get("modes", [])
+            and not rule.get("approval"))
 
 
 def direct_write_patterns(agent: Agent) -> list[str]:
@@ -221,12 +224,10 @@ def direct_write_patterns(agent: Agent) -> list[str]:
     prefix = agent.project.prefix
     patterns = []
     for target, rule in sorted((agent.hook_policy or {}).get("post", {}).items()):
-        if not direct_write_allowed(rule):
+        if not direct_write_allowed(target, rule):
             continue
         if target in layout.AGENT_FILES:
             patterns.append(layout.agent_file_key(prefix, agent.pk, target))
-        elif target == layout.USER_FILE:
-            patterns.append(f"{layout.users_root(prefix)}*/{layout.USER_FILE}")
         else:  # workspace/<glob>.md: ** and * both become IAM's *, [...] becomes ?
             glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
             patterns.append(layout.workspace_prefix(prefix) + re.sub(r"[*]+", "*", glob))

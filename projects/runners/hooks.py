@@ -5,6 +5,7 @@ person's approval are decided here too. The API and the console call these funct
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -99,17 +100,29 @@ def receipt_revisions(session: AgentSession) -> dict[str, int]:
 
 
 def policy_rule(agent: Agent, path: str) -> dict | None:
-    """The post-hook rule for a path ('AGENTS.md', 'USER.md', 'workspace/x.md'), or None."""
+    """The post-hook rule for a path ('AGENTS.md', 'USER.md', 'workspace/x.md'), or None.
+
+    The path is read as the store will store it (NFC), so another spelling of the same name
+    cannot pass a rule meant for it. Of the globs that match, the most specific wins (the
+    most characters that are not wildcards), whatever order the rules were saved in: a rule
+    for `workspace/secret/*.md` is not undone by a `workspace/**.md` saved before it."""
+    path = unicodedata.normalize("NFC", path)
     rules = (agent.hook_policy or {}).get("post", {})
     if path in rules:
         return rules[path]
     if path.startswith(injection.WORKSPACE_PREFIX):
         relative = path[len(injection.WORKSPACE_PREFIX):]
-        for pattern, rule in rules.items():
-            if pattern.startswith(injection.WORKSPACE_PREFIX) and injection.workspace_matches(
-                    pattern, [relative]):
-                return rule
+        matching = [pattern for pattern in rules
+                    if pattern.startswith(injection.WORKSPACE_PREFIX)
+                    and injection.workspace_matches(pattern, [relative])]
+        if matching:
+            return rules[max(matching, key=_specificity)]
     return None
+
+
+def _specificity(pattern: str) -> tuple[int, int, str]:
+    literal = len(re.sub(r"\*\*|\*|\?|\[[^\]]*\]", "", pattern))
+    return literal, -pattern.count("**"), pattern
 
 
 def _target(session: AgentSession, path: str) -> MemoryFile:
@@ -183,6 +196,9 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
               message: str) -> dict:
     agent = session.agent
     result = {"path": write.path, "mode": write.mode}
+    # One spelling for the policy, the receipt and the store (which keeps paths as NFC).
+    write = WriteRequest(unicodedata.normalize("NFC", write.path), write.mode, write.content,
+                         write.base_revision)
     try:
         if write.mode not in MODES:
             raise HookError("bad_mode", "mode is append or replace.")
@@ -337,7 +353,7 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
         out.append({"path": path, "revision": number, "content": texts[revision.pk],
                     "writable": rule is not None, "modes": list((rule or {}).get("modes", [])),
                     "key": revision.file.key,
-                    "direct": credentials.direct_write_allowed(rule)})
+                    "direct": credentials.direct_write_allowed(path, rule)})
     return out
 
 
