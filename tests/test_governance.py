@@ -17,12 +17,14 @@ from projects.models import (
     AgentSession,
     AuditEvent,
     Flag,
+    IdempotencyRecord,
     Membership,
     MemoryFile,
     Project,
     Proposal,
     Revision,
     SearchText,
+    SessionEvent,
 )
 from projects.runners import bearer, credentials
 
@@ -284,6 +286,66 @@ def test_erasure_leaves_no_object_of_the_user_under_any_prefix(
     assert tombstones[0].details["reason"] == "GDPR art. 17 request #42"
     assert not AuditEvent.objects.filter(details__icontains="secret-health-fact").exists()
     assert audit_verify() == []
+
+
+def _hook(client, path, body, token, key=None):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    if key:
+        headers["HTTP_IDEMPOTENCY_KEY"] = key
+    return client.post(f"/api/v1/hooks/{path}", json.dumps(body), content_type="application/json",
+                       **headers)
+
+
+def test_erasure_takes_the_profile_out_of_kept_prompts_and_stored_answers(
+        client, s3, project, agent, person, admin, make_user):
+    secret = "Maria's diagnosis: secret-health-fact"
+    _profile(project, person, secret + "\n")
+    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
+                      content="You are the analyst.\n", actor=Actor.system("t"))
+    agent.hook_policy = {"post": {"USER.md": {"modes": ["append", "replace"], "approval": False}}}
+    agent.save()
+    _, token = bearer.token_create(agent=agent, name="t", created_by=admin)
+    ivan = make_user("ivan")
+    Membership.objects.create(user=ivan, project=project, role="employee")
+    theirs = _hook(client, "pre", {"user": "ivan"}, token).json()  # someone else's receipt
+    session = _hook(client, "pre", {"user": person.username}, token).json()
+    assert secret in session["prompt"]
+    # A stale replace answers with the profile's text (head_text), kept in the session's
+    # event and in the idempotency record of the request.
+    conflict = _hook(client, "post", {"session": session["session"], "writes": [
+        {"path": "USER.md", "mode": "replace", "content": "x\n", "base_revision": 0}]},
+        token, key="k1").json()
+    assert conflict["results"][0]["head_text"].startswith(secret)
+
+    done = erasure.profile_erase(by=admin, user=person, reason="GDPR", projects=[project])
+
+    assert not [key for key, body in _everything_in(s3) if b"secret-health-fact" in body]
+    assert s3.get(layout.prompt_key(project.prefix, theirs["prompt_sha256"]))  # not hers: stays
+    assert not [e.pk for e in SessionEvent.objects.all() if "secret-health-fact" in str(e.payload)]
+    assert not [r.pk for r in IdempotencyRecord.objects.all()
+                if "secret-health-fact" in str(r.response) + str(r.partial)]
+    assert not AgentSession.objects.get(pk=session["session"]).prompt_stored
+    tombstone = AuditEvent.objects.get(action="profile.erase")
+    assert (tombstone.details["prompts"], tombstone.details["answers_scrubbed"]) == (1, 2)
+    assert done.files == 1
+    client.force_login(admin)
+    page = client.get(f"/p/{project.slug}/sessions/{session['session']}/")
+    assert page.status_code == 200 and b"secret-health-fact" not in page.content
+
+
+def test_the_profile_of_someone_who_left_the_project_can_be_erased(client, s3, project, person,
+                                                                   admin):
+    _profile(project, person, "Maria secret\n")
+    membership = Membership.objects.get(user=person, project=project)
+    client.force_login(admin)
+    client.post(f"/p/{project.slug}/members/{membership.pk}/", {"remove": "1"})
+    assert MemoryFile.objects.filter(project=project, user=person).exists()  # kept on removal
+    people = client.get(f"/p/{project.slug}/people/").content.decode()
+    erase = f"/p/{project.slug}/people/{person.pk}/erase/"
+    assert erase in people  # listed under the profiles of people who left
+    response = client.post(erase, {"reason": "GDPR art. 17", "confirm": "maria"})
+    assert response.status_code == 302
+    assert not MemoryFile.objects.filter(project=project, user=person).exists()
 
 
 def test_erasure_needs_a_reason(project, person, admin):

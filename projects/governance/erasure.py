@@ -10,8 +10,17 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import layout, store
-from projects.models import Flag, MemoryFile, Project, Proposal, Revision
+from projects.memory import layout, receipts, store
+from projects.models import (
+    AgentSession,
+    Flag,
+    IdempotencyRecord,
+    MemoryFile,
+    Project,
+    Proposal,
+    Revision,
+    SessionEvent,
+)
 
 
 @dataclass
@@ -37,8 +46,18 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
                          .filter(project=project, scope=MemoryFile.Scope.USER, user=user))
             prefixes = [layout.user_prefix(project.prefix, user.pk)]
             prefixes += [layout.history_prefix(project.prefix, f.pk) for f in files]
+            # The exact prompts of the person's sessions quote the profile whole; a prompt
+            # another person's session also returned is theirs too, and stays.
+            sessions = AgentSession.objects.filter(agent__project=project, user=user)
+            shas = set(sessions.exclude(prompt_sha256="").values_list("prompt_sha256", flat=True))
+            shas -= set(AgentSession.objects.filter(agent__project=project, prompt_sha256__in=shas)
+                        .exclude(user=user).values_list("prompt_sha256", flat=True))
+            prefixes += [layout.prompt_key(project.prefix, sha) for sha in sorted(shas)]
             # S3 first: if it fails the records stay, and running the erasure again finishes it.
             objects = store.purge(project, prefixes)
+            receipts.prompt_forget(project=project, sha256s=sorted(shas))
+            sessions.filter(prompt_sha256__in=shas).update(prompt_stored=False)
+            quoted = _scrub_profile_texts(project, [s.pk for s in sessions.only("pk")])
             revisions = list(Revision.objects.filter(file__in=files))
             store.forget_cached(revisions)
             MemoryFile.objects.filter(pk__in=[f.pk for f in files]).update(head=None)
@@ -49,9 +68,43 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
             audit_record(actor=Actor.person(by), action="profile.erase", project=project,
                          details={"user_id": user.pk, "user": user.get_username(),
                                   "reason": reason[:500], "files": len(files),
-                                  "revisions": len(revisions), "objects": objects})
+                                  "revisions": len(revisions), "objects": objects,
+                                  "prompts": len(shas), "answers_scrubbed": quoted})
         total.files += len(files)
         total.revisions += len(revisions)
         total.objects += objects
         total.projects.append(project.slug)
     return total
+
+
+def _scrub_profile_texts(project: Project, session_ids: list) -> int:
+    """A post hook's conflict on USER.md answers with the profile's text (`head_text`), kept in
+    the session's event and in the request's idempotency record: drop it there. Returns how
+    many stored answers were changed."""
+    if not session_ids:
+        return 0
+    changed = 0
+    wanted = {str(pk) for pk in session_ids}
+    for event in SessionEvent.objects.filter(session_id__in=session_ids, kind="post"):
+        if _scrub(event.payload.get("results", [])):
+            event.save(update_fields=["payload"])
+            changed += 1
+    records = IdempotencyRecord.objects.filter(agent__project=project, endpoint="hooks/post")
+    for record in records.iterator():
+        response, partial = record.response or {}, record.partial or {}
+        if response.get("session") not in wanted:
+            continue
+        if _scrub(response.get("results", [])) | _scrub(list(partial.values())):
+            record.save(update_fields=["response", "partial"])
+            changed += 1
+    return changed
+
+
+def _scrub(results: list) -> bool:
+    found = False
+    for result in results:
+        if isinstance(result, dict) and result.get("path") == layout.USER_FILE \
+                and result.get("head_text"):
+            result["head_text"] = ""
+            found = True
+    return found

@@ -48,3 +48,8 @@ def prompt_read(*, project, sha256: str) -> str | None:
     if found is None or hashlib.sha256(found.body).hexdigest() != sha256:
         return None
     return found.body.decode("utf-8")
+
+
+def prompt_forget(*, project, sha256s: list[str]) -> None:
+    """After the prompts were purged (erasure): the next identical prompt is stored again."""
+    cache.delete_many([_known_key(project, sha) for sha in sha256s])

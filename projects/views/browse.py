@@ -78,8 +78,15 @@ def people(request, slug):
         project=project, scope=MemoryFile.Scope.USER, user_id__in=[m.user_id for m in page]
     ).select_related("head")}
     rows = [(m, profiles.get(m.user_id)) for m in page]
+    # People who left the project keep their profile until it is erased: admins see them
+    # here, to erase it (members.html's Remove does not touch memory).
+    former = []
+    if permissions.can_manage(role):
+        former = list(MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.USER)
+                      .exclude(user__memberships__project=project)
+                      .select_related("user", "head").order_by("user__username")[:200])
     return render(request, "projects/people.html", {
-        "project": project, "role": role, "page": page, "rows": rows,
+        "project": project, "role": role, "page": page, "rows": rows, "former": former,
     })
 
 

@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -359,7 +360,12 @@ def profile_erase(request, slug, user_id):
     """Erase one employee's profile memory in this project, after a confirmation."""
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_manage(role))
-    person = get_object_or_404(get_user_model(), pk=user_id, memberships__project=project)
+    # A member, or someone who left the project and whose profile is still in it.
+    person = get_object_or_404(
+        get_user_model().objects.filter(
+            Q(memberships__project=project)
+            | Q(memory_files__project=project, memory_files__scope=MemoryFile.Scope.USER)).distinct(),
+        pk=user_id)
     files = MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.USER, user=person)
     revisions = Revision.objects.filter(file__in=files).count()
     form = EraseForm(request.POST or None, username=person.get_username())
