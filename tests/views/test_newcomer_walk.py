@@ -33,6 +33,27 @@ def test_an_employee_sees_workspace_sources_in_simulate_as_text_not_as_links(
     assert len(admin_links) == len(links) + 1  # the workspace file is linked for an admin
 
 
+def test_every_link_on_an_employees_own_session_page_opens(client, s3, project, agent, person,
+                                                          admin, token):
+    import json
+
+    store.file_create(project=project, scope="workspace", path="decisions/a.md",
+                      content="# Decision\n", actor=Actor.person(admin))
+    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
+                      content="# Soul\n", actor=Actor.person(admin))
+    session = client.post("/api/v1/hooks/pre", json.dumps({"user": person.username}),
+                          content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    client.force_login(person)
+    page = client.get(reverse("projects:session_detail", args=[project.slug, session]))
+    body = page.content.decode()
+    assert "workspace/decisions/a.md" in body
+    links = set(re.findall(r'href="(/p/[^"?#]+)"', body))
+    assert any("/r/" in link for link in links)  # her agent's files stay linked
+    for link in links:
+        assert client.get(link).status_code in (200, 302), link
+
+
 def test_the_agent_page_links_a_truncated_session_only_for_who_may_open_it(
         client, s3, project, agent, person, admin, make_user):
     other = make_user("ivan")
