@@ -120,6 +120,25 @@ def test_an_unanswerable_write_says_its_outcome_is_unknown(s3, log, person):
     assert (revision.number, revision.author_kind, revision.author_user) == (2, "person", person)
 
 
+@pytest.mark.parametrize("attempts", [1, 3], ids=["no-retry", "botocore-retries"])
+def test_a_delete_whose_answer_was_lost_is_the_persons(s3, log, person, attempts):
+    s3.proxy.inject("DELETE", HEAD, "lose", times=attempts)
+    with override_settings(MGC_S3_MAX_ATTEMPTS=attempts):
+        revision = store.file_delete(file=log, actor=Actor.person(person), base_revision=1)
+    assert revision.is_deletion and (revision.number, revision.author_user) == (2, person)
+    assert not Revision.objects.filter(file=log, author_kind="external").exists()
+    assert s3.keys(log.key) == []
+    with pytest.raises(errors.FileDeleted):  # the retry: done already
+        store.file_delete(file=log, actor=Actor.person(person), base_revision=1)
+
+
+def test_a_delete_that_never_arrived_changes_nothing(s3, log, person):
+    s3.proxy.inject("DELETE", HEAD, "drop")
+    with pytest.raises(errors.StorageUnavailable, match="nothing was changed"):
+        store.file_delete(file=log, actor=Actor.person(person), base_revision=1)
+    assert _head(log).number == 1 and _text(s3, log) == "# Log\n"
+
+
 def test_same_bytes_by_someone_else_is_not_mistaken_for_ours(s3, log, person, make_user):
     """Another person already wrote exactly this text straight to the bucket: a conflict,
     recorded as external, not a success of ours."""

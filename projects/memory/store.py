@@ -390,7 +390,7 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str = "",
         elif _adopt_s3_state(storage, locked) is not None:
             conflict_reason = "external_change"
         else:
-            storage.remove(locked.key)
+            _remove_settled(storage, locked)
             revision = _record(locked, number=head.number + 1, sha=sha256(b""), size=0,
                                actor=actor, message=message, snapshot_key="", etag="",
                                is_deletion=True, action="file.delete")
@@ -398,6 +398,28 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str = "",
         raise _conflict(storage, file, conflict_reason, b"", base_revision)
     _refresh(file, locked)
     return revision
+
+
+def _remove_settled(storage: MemoryStorage, locked: MemoryFile) -> None:
+    """DELETE the head object under the row lock. Without an answer, read the key: gone means
+    this DELETE did it (the head was there, unchanged, just before, and no save can run
+    meanwhile), so the deletion is recorded as the person's; still the recorded head means
+    nothing happened (503, "nothing was changed"); no answer to the read either leaves the
+    outcome unknown (503), and the same delete again settles it."""
+    try:
+        storage.remove(locked.key)
+        return
+    except StorageUnavailable as exc:
+        lost = exc
+    try:
+        found = storage.read(locked.key)
+    except StorageUnavailable:
+        raise lost from None
+    if found is None:
+        return
+    if found.etag == locked.head_etag:
+        raise StorageUnavailable.nothing_changed() from None
+    raise lost
 
 
 def _lock(file: MemoryFile) -> MemoryFile:
