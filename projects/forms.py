@@ -1,6 +1,7 @@
 """Forms of the editor and the workspace. Validation says what is wrong; the text typed is
 always sent back to the page, never dropped."""
 
+import datetime as dt
 import json
 import re
 
@@ -196,6 +197,22 @@ class AuditFilterForm(forms.Form):
             raise ValidationError(_("No project %(slug)s that you review."), code="project",
                                   params={"slug": slug})
         return project
+
+    def _moment(self, name: str):
+        value = self.cleaned_data[name]
+        if value is not None:
+            try:  # years 1 and 9999 overflow when moved to UTC from an offset time zone
+                value.astimezone(dt.UTC)
+            except OverflowError:
+                raise ValidationError(_("Pick a date between the years 2 and 9998."),
+                                      code="bad_date") from None
+        return value
+
+    def clean_since(self):
+        return self._moment("since")
+
+    def clean_until(self):
+        return self._moment("until")
 
     def clean(self):
         data = super().clean()

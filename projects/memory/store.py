@@ -341,6 +341,8 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str =
     storage = storage_for(file.project)
     with transaction.atomic():
         locked = _lock(file)
+        if addition == "" and locked.head is not None and not locked.head.is_deletion:
+            return locked.head  # nothing to add: no revision (as a save of the head's text)
         for _round in range(_APPEND_ROUNDS):
             head = locked.head
             text = ("" if head is None or head.is_deletion

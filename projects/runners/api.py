@@ -223,8 +223,9 @@ class WriteResult(Schema):
     mode: str
     status: Literal["written", "proposed", "rejected", "conflict"]
     revision: int | None = None
-    unchanged: bool | None = Field(None, description="A replace with the head's own text: no "
-                                                     "revision was made; `revision` is the head.")
+    unchanged: bool | None = Field(None, description="A replace with the head's own text, or an "
+                                                     "empty append: no revision was made; "
+                                                     "`revision` is the head.")
     proposal: int | None = None
     head_revision: int | None = Field(None, description="On a conflict: the current revision.")
     head_text: str | None = Field(None, description="On a conflict: the current text, to merge "

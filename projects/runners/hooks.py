@@ -228,10 +228,11 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
                          obj=proposal, details={"path": write.path, "mode": write.mode})
             result.update(status="proposed", proposal=proposal.pk)
         else:
+            before = file.head.number if file.head is not None else None
             revision = _apply(file, write.mode, write.content, base, actor, message)
             result.update(status="written", revision=revision.number)
-            if write.mode == "replace" and revision.number == base:
-                result["unchanged"] = True  # the head's own text: no revision was made
+            if revision.number in (base, before):
+                result["unchanged"] = True  # the head's own text, or nothing added: no revision
     except HookError as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
     except errors.SaveConflict as exc:

@@ -249,3 +249,41 @@ def test_the_add_member_form_posts_to_the_members_page_after_a_new_account_error
     assert page.status_code == 400
     action = reverse("projects:members", args=[project.slug])
     assert f'action="{action}" class="toolbar" id="member-add"' in page.content.decode()
+
+
+def test_an_empty_append_makes_no_revision(client, s3, token, project, admin):
+    store.file_create(project=project, scope="workspace", path="notes/a.md", content="# A\n",
+                      actor=Actor.person(admin))
+    session = client.post("/api/v1/hooks/pre", "{}", content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    body = {"session": session, "writes": [{"path": "workspace/notes/a.md", "mode": "append",
+                                            "content": ""}]}
+    result = client.post("/api/v1/hooks/post", json.dumps(body), content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {token}").json()["results"][0]
+    assert (result["status"], result["revision"], result["unchanged"]) == ("written", 1, True)
+    assert MemoryFile.objects.get(path="notes/a.md").revisions.count() == 1
+
+
+@pytest.mark.parametrize("zone, query", [
+    ("Europe/Moscow", {"since": "0001-01-01"}),
+    ("Europe/Moscow", {"until": "0001-01-01T01:00"}),
+    ("America/New_York", {"since": "9999-12-31T23:59"}),
+    ("Europe/Moscow", {"since": "0001-01-01", "export": "csv"}),
+])
+def test_audit_filters_at_the_ends_of_the_calendar_are_form_errors(client, s3, reviewer, settings,
+                                                                   zone, query):
+    # Valid moments in the console's time zone that cannot be moved to UTC for the query.
+    settings.TIME_ZONE = zone
+    client.force_login(reviewer)
+    response = client.get("/audit/", query)
+    assert response.status_code == 400
+    assert "Pick a date between the years 2 and 9998." in response.content.decode()
+
+
+def test_a_token_expiry_out_of_range_is_named_as_such(client, s3, project, agent, admin):
+    client.force_login(admin)
+    url = reverse("projects:token_create", args=[project.slug, agent.slug])
+    page = client.post(url, {"name": "runner", "expires_in_days": str(10 ** 30)}, follow=True)
+    text = page.content.decode()
+    assert "Expires in days" in text and "Give the token a name" not in text
+    assert not agent.tokens.exists()
