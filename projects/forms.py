@@ -326,7 +326,13 @@ class NewProjectForm(ProjectForm):
 
     def clean_bucket(self) -> str:
         bucket = self.cleaned_data["bucket"].strip()
-        if bucket and not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):
+        # S3's naming rules: 3-63 of a-z 0-9 . -, letters or digits at both ends, no "..",
+        # not shaped like an IP address, none of the reserved prefixes and suffixes.
+        if bucket and (not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket)
+                       or ".." in bucket or ".-" in bucket or "-." in bucket
+                       or re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", bucket)
+                       or bucket.startswith(("xn--", "sthree-", "amzn-s3-demo-"))
+                       or bucket.endswith(("-s3alias", "--ol-s3", "--x-s3"))):
             raise ValidationError(_("A bucket name is 3-63 lowercase letters, digits, '.' and '-'."),
                                   code="bucket")
         return bucket

@@ -15,7 +15,7 @@ from projects.models import Agent, Membership, Project
 
 @transaction.atomic
 def agent_create(*, by, project: Project, slug: str, name: str, description: str = "") -> Agent:
-    if Agent.objects.filter(project=project, slug=slug).exists():
+    if Agent.objects.filter(project=project, slug__iexact=slug).exists():  # "Analyst" too
         raise ValidationError(_("This project already has an agent called %(slug)s."),
                               code="agent_slug", params={"slug": slug})
     agent = Agent.objects.create(project=project, slug=slug, name=name, description=description)
@@ -42,7 +42,7 @@ def project_create(*, by, slug: str, name: str, description: str = "", bucket: s
                    key_prefix: str = "") -> Project:
     """A new project; its creator becomes its first admin. Bucket and prefix are fixed from
     here on: the keys of every file are built from them."""
-    if Project.objects.filter(slug=slug).exists():
+    if Project.objects.filter(slug__iexact=slug).exists():  # "Incidents" too
         raise ValidationError(_("A project called %(slug)s exists."), code="project_slug",
                               params={"slug": slug})
     project = Project(slug=slug, name=name, description=description, bucket=bucket,

@@ -292,6 +292,8 @@ def member_change(request, slug, membership_id):
                              % {"name": membership.user.get_username()})
     except ValidationError as exc:
         messages.error(request, explain(exc))
+    if not permissions.can_manage(permissions.role_in(request.user, project)):
+        return redirect("projects:dashboard")  # removed or demoted themselves: not theirs now
     return redirect("projects:members", slug=slug)
 
 

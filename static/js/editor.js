@@ -91,7 +91,10 @@
 
   text.addEventListener("input", function () {
     dirty = true;
-    updateSize();
+    // Out of date from the first keystroke, not only once the pause has passed.
+    if (!updateSize() && status.textContent !== say("updating")) {
+      status.textContent = say("updating");
+    }
     clearTimeout(timer);
     timer = setTimeout(refresh, 300);
   });

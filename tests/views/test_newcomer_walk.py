@@ -115,3 +115,41 @@ def test_irreversible_buttons_ask_first(client, s3, project, agent, admin, make_
                      settings_page)
     members = client.get(reverse("projects:members", args=[project.slug])).content.decode()
     assert 'data-confirm="Remove olga from this project?"' in members
+
+
+def test_a_failed_login_keeps_the_username_and_focuses_the_password(client, person):
+    page = client.post("/accounts/login/", {"username": "maria", "password": "wrong"})
+    body = page.content.decode()
+    assert re.search(r'id="id_username"[^>]*value="maria"', body)
+    assert re.search(r'id="id_password"[^>]*autofocus', body)
+
+
+def test_an_admin_who_removes_themselves_lands_on_the_dashboard(client, project, admin,
+                                                                make_user):
+    from projects.models import Membership
+
+    other = make_user("olga2")
+    Membership.objects.create(user=other, project=project, role="admin")  # not the last admin
+    client.force_login(admin)
+    mine = Membership.objects.get(user=admin, project=project)
+    response = client.post(reverse("projects:member_change", args=[project.slug, mine.pk]),
+                           {"remove": "1"})
+    assert response.url == reverse("projects:dashboard")
+    assert client.get(response.url).status_code == 200
+
+
+@pytest.mark.parametrize("bucket", ["a..b", "192.168.0.1", "xn--abc", "mine-s3alias", "a.-b"])
+def test_bucket_names_s3_refuses_are_refused_here(client, make_user, bucket):
+    root = make_user("root", is_superuser=True)
+    client.force_login(root)
+    page = client.post(reverse("projects:project_new"), {"slug": "p", "name": "P",
+                                                         "bucket": bucket})
+    assert page.status_code == 400
+
+
+def test_slugs_that_differ_only_in_case_are_one_slug(client, project, agent, admin):
+    client.force_login(admin)
+    page = client.post(reverse("projects:agent_new", args=[project.slug]),
+                       {"slug": "Analyst", "name": "Another analyst"})
+    assert page.status_code == 400
+    assert "already has an agent called Analyst" in page.content.decode()
