@@ -19,3 +19,11 @@ bind = os.environ.get("MGC_WEB_BIND") or "127.0.0.1:8000"
 # default), so a slow S3 answers "storage unavailable" instead of a killed worker.
 timeout = int(os.environ.get("MGC_WEB_TIMEOUT") or 60)
 keepalive = 5
+# gunicorn 25+ opens a control socket at ~/.gunicorn/gunicorn.ctl, one path shared by every
+# gunicorn of the same user (the demo, the tests' two consoles); the console needs none.
+# MGC_WEB_CONTROL_SOCKET names a path to have one.
+if os.environ.get("MGC_WEB_CONTROL_SOCKET"):
+    control_socket = os.environ["MGC_WEB_CONTROL_SOCKET"]
+else:
+    control_socket_disable = True
+graceful_timeout = int(os.environ.get("MGC_WEB_GRACEFUL_TIMEOUT") or 30)

@@ -245,4 +245,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("MGC_LOG_LEVEL", "INFO")},
+    # Django's own console handler (in debug mode) would print each line a second time.
+    "loggers": {"django": {"handlers": [], "propagate": True}},
 }

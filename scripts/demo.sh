@@ -38,6 +38,9 @@ export MGC_DEBUG="${MGC_DEBUG:-1}"
 export DATABASE_URL="${DATABASE_URL:-sqlite:///$DEMO/db.sqlite3}"
 export MGC_S3_ENDPOINT_URL="${MGC_S3_ENDPOINT_URL:-http://127.0.0.1:$S3_PORT}"
 export MGC_S3_BUCKET="${MGC_S3_BUCKET:-agent-memory}"
+# What scripts/demo-manage.sh needs to run manage.py against this demo while it runs.
+printf 'DATABASE_URL=%s\nMGC_S3_ENDPOINT_URL=%s\nMGC_S3_BUCKET=%s\n' "$DATABASE_URL" \
+  "$MGC_S3_ENDPOINT_URL" "$MGC_S3_BUCKET" >"$DEMO/running.env"
 
 echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in $DEMO/s3) ..."
 # The secrets reach both commands through the environment (exported above), never argv.
@@ -78,4 +81,6 @@ trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; 
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI
 # application serves the static files itself.
 export MGC_DB_CONN_MAX_AGE="${MGC_DB_CONN_MAX_AGE:-60}"
+# Ctrl+C: requests in flight get 5 s (gunicorn's default 30 s felt like a hang).
+export MGC_WEB_GRACEFUL_TIMEOUT="${MGC_WEB_GRACEFUL_TIMEOUT:-5}"
 python -m gunicorn -c memoryadmin/gunicorn.conf.py memoryadmin.wsgi --bind "127.0.0.1:$WEB_PORT"

@@ -113,6 +113,15 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     first = demo.start()
     password = re.search(r"password: (\S+)", first).group(1)
     assert password == "-pw-with-a-leading-dash"
+    # manage.py against the running demo's data, as the README says.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DATABASE_URL"))}
+    prompt = subprocess.run(
+        ["bash", str(ROOT / "scripts/demo-manage.sh"), "assemble_context", "--project",
+         "incident-analysis", "--agent", "incident-analyst", "--user", "employee"],
+        cwd=ROOT, env={**env, "MGC_DEMO_DIR": str(folder), "PYTHON_BIN": sys.executable},
+        capture_output=True, text=True, timeout=120)
+    assert prompt.returncode == 0, prompt.stderr
+    assert "<agent_identity>" in prompt.stdout
     assert "runner token for incident-analyst: mgc_" in first
     assert "unsigned requests get 403" in first
     browser = Browser(demo.url)

@@ -28,6 +28,7 @@ import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, unquote
 
 from django.contrib.auth import get_user_model
@@ -39,7 +40,7 @@ from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import indexing, layout, provenance, scanning
+from projects.memory import indexing, layout, lookalikes, provenance, scanning
 from projects.memory.content import appended, decode, encode, sha256
 from projects.memory.errors import FileDeleted, SaveConflict, StorageUnavailable
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
@@ -255,6 +256,25 @@ def file_lookup(*, project: Project, scope: str, agent: Agent | None = None, use
                           user_id=user.pk if user else None, path=path)
     return (MemoryFile.objects.select_related("head", "project", "agent", "user")
             .filter(project=project, key=key).first())
+
+
+def workspace_name_free(*, project: Project, path: str) -> None:
+    """ValidationError if another workspace file's path reads the same as `path` (case,
+    look-alike letters: `Notes/Runbook.md`, Cyrillic `nоtes/runbook.md`): a reader could not
+    tell them apart, and a case-insensitive disk (a runner's sandbox) would hold only one.
+    For new names from people and runners; what the bucket already holds is adopted as is."""
+    wanted = _reads_as(path)
+    paths = MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.WORKSPACE)
+    for other in paths.values_list("path", flat=True).iterator():
+        if other != path and _reads_as(other) == wanted:
+            raise ValidationError(
+                _("%(path)s reads the same as the existing %(other)s; use that file or pick "
+                  "another name."), code="path_lookalike", params={"path": path, "other": other})
+
+
+@lru_cache(maxsize=65536)
+def _reads_as(path: str) -> str:
+    return lookalikes.reads_as(path).casefold()
 
 
 # --- Writes --------------------------------------------------------------------------------------

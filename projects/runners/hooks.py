@@ -135,9 +135,14 @@ def _target(session: AgentSession, path: str) -> MemoryFile:
         return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.USER, user=session.user,
                                  path=path)
     if path.startswith(injection.WORKSPACE_PREFIX):
+        relative = path[len(injection.WORKSPACE_PREFIX):]
         try:
+            relative = layout.validate_workspace_path(relative)
+            if store.file_lookup(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
+                                 path=relative) is None:
+                store.workspace_name_free(project=agent.project, path=relative)
             return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
-                                     path=path[len(injection.WORKSPACE_PREFIX):])
+                                     path=relative)
         except ValidationError as exc:
             raise HookError("bad_path", " ".join(exc.messages)) from None
     raise HookError("bad_path", "Paths are SOUL.md, AGENTS.md, TOOLS.md, USER.md or "

@@ -112,7 +112,13 @@ def workspace_new(request, slug):
         existing = store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
         if existing is not None:
             return redirect("projects:file_edit", slug=project.slug, file_id=existing.pk)
-        return redirect(f"{reverse('projects:file_new', args=[project.slug])}?{urlencode({'path': path})}")
+        try:
+            store.workspace_name_free(project=project, path=path)
+        except ValidationError as exc:
+            form.add_error("path", exc)
+        else:
+            return redirect(f"{reverse('projects:file_new', args=[project.slug])}?"
+                            f"{urlencode({'path': path})}")
     # Refused: the folder the person was in, with the error and the path as they typed it.
     return _workspace_page(request, project, role, request.POST.get("dir", "").strip("/"), form,
                            status=400)

@@ -151,6 +151,8 @@ def file_new(request, slug):
     permissions.require(permissions.can_manage(role))
     try:
         path = layout.validate_workspace_path(request.GET.get("path", ""))
+        if store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path) is None:
+            store.workspace_name_free(project=project, path=path)
     except ValidationError as exc:
         messages.error(request, explain(exc))
         return redirect("projects:workspace", slug=project.slug)

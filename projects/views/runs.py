@@ -198,10 +198,10 @@ def token_create(request, slug, agent_slug):
     agent = get_object_or_404(Agent, project=project, slug=agent_slug)
     form = TokenForm(request.POST)
     if not form.is_valid():  # each field's own message (a name, or the expiry's range)
-        for field, problems in form.errors.items():
-            label = form.fields[field].label if field in form.fields else ""
-            messages.error(request, f"{label}: {' '.join(problems)}" if label else
-                           " ".join(problems))
+        if "name" in form.errors:
+            messages.error(request, _("Give the token a name (up to 100 characters)."))
+        for problem in form.errors.get("expires_in_days", []):
+            messages.error(request, f"{form.fields['expires_in_days'].label}: {problem}")
     else:
         days = form.cleaned_data["expires_in_days"]
         _token, raw = bearer.token_create(

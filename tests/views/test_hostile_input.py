@@ -287,3 +287,23 @@ def test_a_token_expiry_out_of_range_is_named_as_such(client, s3, project, agent
     text = page.content.decode()
     assert "Expires in days" in text and "Give the token a name" not in text
     assert not agent.tokens.exists()
+
+
+@pytest.mark.parametrize("other", ["Notes/Runbook.md", "notes/runb\u043e\u043ek.md",
+                                   "n\u043etes/runbook.md", "notes/RUNBOOK.md"])
+def test_a_workspace_name_that_reads_like_an_existing_one_is_refused(client, s3, project, admin,
+                                                                     token, other):
+    store.file_create(project=project, scope="workspace", path="notes/runbook.md",
+                      content="# Runbook\n", actor=Actor.person(admin))
+    client.force_login(admin)
+    page = client.post(reverse("projects:workspace_new", args=[project.slug]), {"path": other})
+    assert page.status_code == 400
+    assert "reads the same as the existing notes/runbook.md" in page.content.decode()
+    session = client.post("/api/v1/hooks/pre", "{}", content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    body = {"session": session, "writes": [{"path": f"workspace/{other}", "mode": "append",
+                                            "content": "x\n"}]}
+    result = client.post("/api/v1/hooks/post", json.dumps(body), content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {token}").json()["results"][0]
+    assert result["status"] == "rejected" and "reads the same" in result["message"]
+    assert MemoryFile.objects.filter(scope="workspace").count() == 1
