@@ -3,7 +3,7 @@ anything (Django's own 404 and 405 pages included) has answered."""
 
 from django.conf import settings
 from django.http import Http404, JsonResponse
-from django.views.defaults import page_not_found
+from django.views.defaults import bad_request, page_not_found
 
 from projects.runners.api import API_ROOT
 
@@ -82,3 +82,25 @@ class ConsoleNotFoundMiddleware:
 
 
 _DEBUG_PAGE_MARK = b'<meta name="robots" content="NONE,NOARCHIVE">'  # Django's debug pages only
+
+
+class NulCharacterMiddleware:
+    """A NUL character (`%00`) in a console page's query or form is refused with a 400 before
+    any view sees it: PostgreSQL cannot store one in text or JSON (a search query goes into
+    the audit trail, a flag's comment into its row), so it would end as a 500 there. Django's
+    form fields refuse it already; this covers the values views read directly. The runner API
+    has its own checks (`Text`)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api(request) and (_holds_nul(request.GET) or (
+                request.method == "POST" and _holds_nul(request.POST))):
+            return bad_request(request, ValueError("NUL character in the request"))
+        return self.get_response(request)
+
+
+def _holds_nul(data) -> bool:
+    return any("\x00" in key or any("\x00" in value for value in values)
+               for key, values in data.lists())

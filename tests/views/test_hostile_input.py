@@ -307,3 +307,16 @@ def test_a_workspace_name_that_reads_like_an_existing_one_is_refused(client, s3,
                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["results"][0]
     assert result["status"] == "rejected" and "reads the same" in result["message"]
     assert MemoryFile.objects.filter(scope="workspace").count() == 1
+
+
+def test_a_nul_character_in_a_console_query_or_form_is_a_400_on_every_database(
+        client, s3, project, admin, reviewer, workspace_file):
+    client.force_login(reviewer)
+    assert client.get("/audit/", {"actor": "a\x00b"}).status_code == 400
+    assert client.get(reverse("projects:search", args=[project.slug]),
+                      {"q": "x\x00y"}).status_code == 400
+    client.force_login(admin)
+    flag = client.post(reverse("projects:flag_create", args=[project.slug, workspace_file.pk]),
+                       {"number": "1", "comment": "bad\x00comment"})
+    assert flag.status_code == 400
+    assert not workspace_file.flags.exists()
