@@ -194,7 +194,7 @@ if MGC_EMAIL_HOST:
         "username": env_str("MGC_EMAIL_USER"), "password": env_str("MGC_EMAIL_PASSWORD"),
         "use_tls": env_bool("MGC_EMAIL_USE_TLS", True), "timeout": 10}}}
 elif not PRODUCTION:
-    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+    MAILERS = {"default": {"BACKEND": "projects.demo.mail.ReadableConsoleBackend"}}
 DEFAULT_FROM_EMAIL = env_str("MGC_EMAIL_FROM", "memory-console@localhost")
 # How long a set-password link works, in seconds.
 PASSWORD_RESET_TIMEOUT = env_int("MGC_INVITE_LINK_SECONDS", 3 * 24 * 3600)

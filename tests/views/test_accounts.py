@@ -120,3 +120,19 @@ def test_the_members_page_offers_the_new_account_form(client, project, admin):
     html = client.get(reverse("projects:members", args=[project.slug])).content.decode()
     assert 'action="/p/incidents/members/new-account/"' in html
     assert "Django admin" not in html
+
+
+def test_the_demo_prints_a_russian_invite_readably():
+    import io
+
+    from django.core.mail import EmailMessage
+
+    from projects.demo.mail import ReadableConsoleBackend
+
+    stream = io.StringIO()
+    link = "http://127.0.0.1:8000/accounts/reset/MQ/abc-123/"
+    ReadableConsoleBackend(stream=stream).send_messages([EmailMessage(
+        "Приглашение", f"Задайте пароль по ссылке:\n{link}\n", to=["nina@example.com"])])
+    printed = stream.getvalue()
+    assert link in printed and "Задайте пароль" in printed
+    assert "Mail to nina@example.com: Приглашение" in printed
