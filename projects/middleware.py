@@ -85,19 +85,19 @@ _DEBUG_PAGE_MARK = b'<meta name="robots" content="NONE,NOARCHIVE">'  # Django's 
 
 
 class NulCharacterMiddleware:
-    """A NUL character (`%00`) in a console page's query or form is refused with a 400 before
+    """A NUL character (`%00`) in a console page's query string is refused with a 400 before
     any view sees it: PostgreSQL cannot store one in text or JSON (a search query goes into
-    the audit trail, a flag's comment into its row), so it would end as a 500 there. Django's
-    form fields refuse it already; this covers the values views read directly. The runner API
-    has its own checks (`Text`)."""
+    the audit trail), so it would end as a 500 there. Forms posted are left to their fields,
+    which refuse NUL with a message and keep what was typed (Django's CharField does; the
+    few values views read raw are cleaned where they are read). The runner API has its own
+    checks (`Text`)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if not is_api(request) and (_holds_nul(request.GET) or (
-                request.method == "POST" and _holds_nul(request.POST))):
-            return bad_request(request, ValueError("NUL character in the request"))
+        if not is_api(request) and _holds_nul(request.GET):
+            return bad_request(request, ValueError("NUL character in the query string"))
         return self.get_response(request)
 
 

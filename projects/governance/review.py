@@ -43,6 +43,8 @@ def flag_create(*, by, file: MemoryFile, number: int, comment: str) -> Flag:
     if not comment:
         raise ValidationError(_("Say what is wrong: the comment is what the fixer reads."),
                               code="flag_comment")
+    if "\x00" in comment:  # PostgreSQL cannot store it (text, and the audit event's JSON)
+        raise ValidationError(_("Null characters are not allowed."), code="null_characters")
     revision = Revision.objects.filter(file=file, number=number).first()
     if revision is None:
         raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",

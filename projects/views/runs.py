@@ -351,7 +351,7 @@ def proposal_decide(request, slug, proposal_id):
         Proposal.objects.filter(permissions.visible_proposals(request.user, role))
         .select_related("file"), pk=proposal_id, project=project)
     permissions.require(permissions.can_decide_proposal(request.user, role, proposal))
-    note = request.POST.get("note", "")[:500]
+    note = request.POST.get("note", "").replace("\x00", "\ufffd")[:500]  # storable anywhere
     try:
         if request.POST.get("decision") == "approve":
             revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
