@@ -12,7 +12,8 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from projects import jsontext
-from projects.memory import content, layout, lookalikes, merging
+from projects.governance import members as membership_service
+from projects.memory import content, layout, merging
 from projects.memory.errors import ContentRejected
 from projects.models import Membership
 
@@ -232,7 +233,14 @@ class MemberForm(forms.Form):
         User = get_user_model()
         name = User.normalize_username(self.cleaned_data["username"].strip())
         found = User.objects.filter(username__iexact=name, is_active=True)
-        user = found.filter(username=name).first() or found.first()  # "NINA" finds nina
+        user = found.filter(username=name).first()
+        if user is None:  # "NINA" finds nina, unless the case leaves it ambiguous
+            candidates = list(found[:2])
+            if len(candidates) > 1:
+                raise ValidationError(_("Several accounts are called %(name)s in some case; type "
+                                        "the username exactly."), code="ambiguous_user",
+                                      params={"name": name})
+            user = candidates[0] if candidates else None
         if user is None:
             raise ValidationError(_("No active account is called %(name)s. Create it below "
                                     "under \"New account\"."), code="no_user",
@@ -257,28 +265,9 @@ class AccountForm(forms.Form):
                              initial=Membership.Role.EMPLOYEE)
 
     def clean_username(self) -> str:
-        # Stored as the login form will read it (NFKC, as Django's normalize_username: "ｎｉｎａ"
-        # logs in as "nina"), and refused when it reads like an existing name in any case or
-        # spelling ("MARIA", "ｍａｒｉａ", Cyrillic "mаria"), which the audit trail could not tell
-        # apart. Compared in Python: SQLite folds the case of ASCII letters only.
-        User = get_user_model()
-        name = User.normalize_username(self.cleaned_data["username"].strip())
-        key = _reads_as(name)
-        for existing in User.objects.values_list("username", flat=True).iterator():
-            if _reads_as(existing) != key:
-                continue
-            if existing.casefold() == name.casefold():
-                raise ValidationError(_("The username %(name)s is taken. Pick another, or add "
-                                        "the existing account with \"Add member\" above."),
-                                      code="username_taken", params={"name": name})
-            raise ValidationError(_("%(name)s reads the same as the existing username "
-                                    "%(existing)s. Pick another."), code="username_lookalike",
-                                  params={"name": name, "existing": existing})
+        name = get_user_model().normalize_username(self.cleaned_data["username"].strip())
+        membership_service.username_free(name)  # checked again under a lock when created
         return name
-
-
-def _reads_as(username: str) -> str:
-    return lookalikes.reads_as(username).casefold()
 
 
 class EraseForm(forms.Form):

@@ -9,6 +9,7 @@ database row or S3 object can hold them). Both are refused here, at the door, as
 from __future__ import annotations
 
 import json
+import math
 
 from django.utils.translation import gettext as _
 
@@ -21,12 +22,22 @@ class BadJSON(ValueError):
 
 def loads(text: str | bytes) -> object:
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise BadJSON(too_deep()) from None
     except ValueError as exc:  # JSONDecodeError and undecodable bytes
         raise BadJSON(str(exc)) from None
     check(value)
+    return value
+
+
+def loads_storable(text: str | bytes) -> object:
+    """As `loads`, but lone surrogates are left for the caller to make storable."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadJSON(too_deep()) from None
+    check(value, surrogates=True)
     return value
 
 
@@ -38,6 +49,8 @@ def check(value: object, *, surrogates: bool = False) -> None:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise BadJSON(too_deep())
+        if isinstance(item, float) and not math.isfinite(item):  # 1e400 parses as infinity
+            raise BadJSON(_("The JSON holds a number too large to store (or NaN or Infinity)."))
         if isinstance(item, str):
             if not surrogates:
                 plain(item)
@@ -62,3 +75,8 @@ def plain(text: str) -> str:
 
 def too_deep() -> str:
     return _("The JSON is nested too deep (at most %(max)s levels).") % {"max": MAX_DEPTH}
+
+
+def _no_constant(name: str):
+    """NaN and Infinity are not JSON (Python's parser accepts them; PostgreSQL's jsonb does not)."""
+    raise BadJSON(_("The JSON holds a number too large to store (or NaN or Infinity)."))

@@ -601,6 +601,7 @@ class Lock(models.Model):
     """Named rows to lock for checks no constraint can express (held to the transaction's end)."""
 
     PROJECT_PREFIXES = "project-prefixes"
+    ACCOUNTS = "accounts"  # creating usernames that must not read alike
 
     name = models.CharField(max_length=50, primary_key=True, help_text="What the lock guards.")
 

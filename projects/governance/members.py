@@ -16,7 +16,8 @@ from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.models import Membership, Project
+from projects.memory import lookalikes
+from projects.models import Lock, Membership, Project
 
 
 @transaction.atomic
@@ -24,6 +25,7 @@ def member_set(*, by, project: Project, user, role: str) -> Membership:
     """Grant a role or change it; audited as a permission change."""
     if role not in Membership.Role.values:
         raise ValidationError(_("Unknown role %(role)s."), code="role", params={"role": role})
+    _hold_members(project)
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     before = membership.role if membership else None
     if before == role:
@@ -41,15 +43,38 @@ def member_set(*, by, project: Project, user, role: str) -> Membership:
     return membership
 
 
+def username_free(name: str) -> None:
+    """ValidationError if `name` (already NFKC, as the login form reads it) reads like an
+    existing username in any case or spelling ("MARIA", "ｍａｒｉａ", Cyrillic "mаria"), which
+    the audit trail could not tell apart. Compared in Python: SQLite folds ASCII case only."""
+    key = _reads_as(name)
+    for existing in get_user_model().objects.values_list("username", flat=True).iterator():
+        if _reads_as(existing) != key:
+            continue
+        if existing.casefold() == name.casefold():
+            raise ValidationError(_("The username %(name)s is taken. Pick another, or add "
+                                    "the existing account with \"Add member\" above."),
+                                  code="username_taken", params={"name": name})
+        raise ValidationError(_("%(name)s reads the same as the existing username "
+                                "%(existing)s. Pick another."), code="username_lookalike",
+                              params={"name": name, "existing": existing})
+
+
+def _reads_as(username: str) -> str:
+    return lookalikes.reads_as(username).casefold()
+
+
 @transaction.atomic
 def account_create(*, by, project: Project, username: str, role: str, email: str = "",
                    first_name: str = "", last_name: str = "") -> Membership:
     """A new account without a usable password, added to the project with a role; audited as
-    "account.create" and "member.grant". The person sets a password through invite_path()."""
+    "account.create" and "member.grant". The person sets a password through invite_path().
+    Two admins creating look-alike names at once are serialized by a lock, so the second
+    sees the first."""
     accounts = get_user_model().objects
-    if accounts.filter(username__iexact=username).exists():
-        raise ValidationError(_("The username %(name)s is taken."), code="username_taken",
-                              params={"name": username})
+    username = accounts.model.normalize_username(username)
+    Lock.hold(Lock.ACCOUNTS)
+    username_free(username)
     user = accounts.model(username=username, email=email, first_name=first_name,
                           last_name=last_name)
     user.set_unusable_password()  # nobody, the admin included, knows a password for it
@@ -88,12 +113,19 @@ def invite_send(*, user, link: str, project: Project, by) -> bool:
 
 @transaction.atomic
 def member_remove(*, by, membership: Membership) -> None:
+    _hold_members(membership.project)
     if membership.role == Membership.Role.ADMIN:
         _keep_an_admin(membership.project, leaving=membership.user)
     audit_record(actor=Actor.person(by), action="member.remove", project=membership.project,
                  obj=membership, details={"user": membership.user.get_username(),
                                           "role": membership.role})
     membership.delete()
+
+
+def _hold_members(project: Project) -> None:
+    """One membership change of a project at a time: two admins removing (or demoting) each
+    other at once locked each other's rows in opposite orders, a deadlock."""
+    Lock.hold(f"members:{project.pk}")
 
 
 def _keep_an_admin(project: Project, *, leaving) -> None:

@@ -44,7 +44,7 @@ from projects.memory import indexing, layout, lookalikes, provenance, scanning
 from projects.memory.content import appended, decode, encode, sha256
 from projects.memory.errors import FileDeleted, SaveConflict, StorageUnavailable
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
-from projects.models import Agent, MemoryFile, Project, Revision
+from projects.models import Agent, Lock, MemoryFile, Project, Revision
 
 logger = logging.getLogger(__name__)
 
@@ -256,6 +256,20 @@ def file_lookup(*, project: Project, scope: str, agent: Agent | None = None, use
                           user_id=user.pk if user else None, path=path)
     return (MemoryFile.objects.select_related("head", "project", "agent", "user")
             .filter(project=project, key=key).first())
+
+
+def workspace_file_new(*, project: Project, path: str) -> MemoryFile:
+    """The record of a workspace file a person or a runner names, made if it is new and its
+    name is free (`workspace_name_free`). New names in a project are made one at a time, so
+    two look-alike names created at once cannot both pass the check."""
+    path = layout.validate_workspace_path(path)
+    with transaction.atomic():
+        existing = file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
+        if existing is not None:
+            return existing
+        Lock.hold(f"ws-names:{project.pk}")
+        workspace_name_free(project=project, path=path)
+        return file_ensure(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
 
 
 def workspace_name_free(*, project: Project, path: str) -> None:

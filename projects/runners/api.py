@@ -9,7 +9,6 @@ cannot drift from what is enforced. Every error is JSON {"error": {"code", "mess
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -36,13 +35,12 @@ class RunnerAuth(HttpBearer):
 
 
 class _Parser(Parser):
-    """JSON bodies nested deeper than `jsontext.MAX_DEPTH` are a 400 like unparsable ones (they
-    would exhaust the stack later); free-form values are made storable (`storable`)."""
+    """JSON bodies nested deeper than `jsontext.MAX_DEPTH`, or holding NaN, Infinity or numbers
+    beyond a float, are a 400 like unparsable ones (they would exhaust the stack, or break
+    PostgreSQL's jsonb, later); free-form strings are made storable (`storable`)."""
 
     def parse_body(self, request):
-        value = json.loads(request.body)
-        jsontext.check(value, surrogates=True)
-        return value
+        return jsontext.loads_storable(request.body)
 
 
 # Every version of the runner API lives under API_ROOT (the middleware answers JSON for all of
@@ -129,7 +127,8 @@ def _not_found(request, exc):
 
 
 # How each refusal answers: the one table from domain errors to HTTP statuses.
-_STATUS_BY_CODE = {"policy_denied": 403, "not_pending": 409, "iam_unavailable": 503}
+_STATUS_BY_CODE = {"policy_denied": 403, "not_pending": 409, "iam_unavailable": 503,
+                   "profile_erased": 409, "manifest_invalid": 409}
 _STATUS_BY_CLASS = ((errors.StorageUnavailable, 503), (errors.StoreError, 409),
                     (hooks.HookError, 400))
 

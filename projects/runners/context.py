@@ -78,7 +78,11 @@ def parse_moment(raw: str) -> dt.datetime | None:
         raise ValidationError(_("Give the moment as YYYY-MM-DDTHH:MM (UTC)."), code="bad_time")
     if timezone.is_naive(value):
         value = timezone.make_aware(value, dt.UTC)
-    return value
+    try:  # as UTC: offsets beyond ±15:59 are refused by PostgreSQL, year 1 or 9999 overflow
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValidationError(_("Give the moment as YYYY-MM-DDTHH:MM (UTC)."),
+                              code="bad_time") from None
 
 
 def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None,

@@ -23,6 +23,7 @@ from projects.models import (
     Agent,
     AgentSession,
     IdempotencyRecord,
+    Membership,
     MemoryFile,
     Proposal,
     Revision,
@@ -52,7 +53,12 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
 
     If S3 cannot be listed the prompt is assembled from what the console recorded, and the
     receipt and answer say the bucket was not checked (`bucket_checked: false`)."""
-    manifest = injection.parse_manifest(agent.manifest)
+    try:
+        manifest = injection.parse_manifest(agent.manifest)
+    except ValidationError as exc:  # edited in the database, or by an older console
+        raise HookError("manifest_invalid", "This agent's injection manifest is not valid: "
+                        + " ".join(exc.messages) + " An admin fixes it in the agent's "
+                        "settings.") from None
     # The LISTs run while the prompt is assembled from the records the catch-up read as it
     # started; only when the LISTs show a difference from those is it assembled again, after
     # adopting it. A warm hook costs the longer of the two, not their sum.
@@ -72,9 +78,32 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
     # The exact bytes returned, kept once per distinct prompt (no request when already kept).
     stored = receipts.prompt_keep(project=agent.project, prompt=assembly.prompt,
                                   sha256=assembly.sha256)
+    profiles = [f.file_id for section in assembly.sections for f in section.files
+                if f.path == layout.USER_FILE and f.file_id]
     with transaction.atomic():  # one commit for the receipt and its event
-        session = _pre_records(agent, user, external_ref, assembly, stored)
+        # An erasure of the profile injected here locks its row while it purges the person's
+        # kept prompts: wait for it (or hold it off) so that either it sees this session, or
+        # this hook sees the profile gone and takes its prompt back.
+        if profiles and len(list(MemoryFile.objects.select_for_update()
+                                 .filter(pk__in=profiles).values_list("pk", flat=True))) \
+                < len(profiles):
+            erased = True
+        else:
+            erased = False
+            session = _pre_records(agent, user, external_ref, assembly, stored)
+    if erased:
+        _forget_prompt(agent.project, assembly.sha256)
+        raise HookError("profile_erased", "The person's profile was erased while this prompt "
+                                          "was assembled; call the pre hook again.")
     return session, assembly
+
+
+def _forget_prompt(project, sha256: str) -> None:
+    """Take back a prompt kept for a session that was not recorded, unless a recorded session
+    returned the same bytes."""
+    if not AgentSession.objects.filter(agent__project=project, prompt_sha256=sha256).exists():
+        store.purge(project, [layout.prompt_key(project.prefix, sha256)])
+        receipts.prompt_forget(project=project, sha256s=[sha256])
 
 
 def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Assembly,
@@ -107,7 +136,8 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
     most characters that are not wildcards), whatever order the rules were saved in: a rule
     for `workspace/secret/*.md` is not undone by a `workspace/**.md` saved before it."""
     path = unicodedata.normalize("NFC", path)
-    rules = (agent.hook_policy or {}).get("post", {})
+    rules = {unicodedata.normalize("NFC", key): rule  # keys saved before they were NFC
+             for key, rule in ((agent.hook_policy or {}).get("post", {})).items()}
     if path in rules:
         return rules[path]
     if path.startswith(injection.WORKSPACE_PREFIX):
@@ -116,13 +146,19 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
                     if pattern.startswith(injection.WORKSPACE_PREFIX)
                     and injection.workspace_matches(pattern, [relative])]
         if matching:
-            return rules[max(matching, key=_specificity)]
+            return rules[max(matching, key=_strictness(rules))]
     return None
 
 
 def _specificity(pattern: str) -> tuple[int, int, str]:
     literal = len(re.sub(r"\*\*|\*|\?|\[[^\]]*\]", "", pattern))
     return literal, -pattern.count("**"), pattern
+
+
+def _strictness(rules: dict):
+    """Most specific first; between equally specific globs, the one asking approval."""
+    return lambda pattern: (*_specificity(pattern)[:2], bool(rules[pattern].get("approval")),
+                            pattern)
 
 
 def _target(session: AgentSession, path: str) -> MemoryFile:
@@ -132,17 +168,17 @@ def _target(session: AgentSession, path: str) -> MemoryFile:
     if path == layout.USER_FILE:
         if session.user is None:
             raise HookError("no_user", "This session has no user, so USER.md has no owner.")
+        if not Membership.objects.filter(project=agent.project, user=session.user).exists():
+            # Left the project since the pre hook: no profile is written for them (the pre
+            # hook would not serve them now either).
+            raise HookError("not_a_member", "The session's user is no longer a member of this "
+                                            "project, so their USER.md is not written.")
         return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.USER, user=session.user,
                                  path=path)
     if path.startswith(injection.WORKSPACE_PREFIX):
-        relative = path[len(injection.WORKSPACE_PREFIX):]
         try:
-            relative = layout.validate_workspace_path(relative)
-            if store.file_lookup(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
-                                 path=relative) is None:
-                store.workspace_name_free(project=agent.project, path=relative)
-            return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
-                                     path=relative)
+            return store.workspace_file_new(project=agent.project,
+                                            path=path[len(injection.WORKSPACE_PREFIX):])
         except ValidationError as exc:
             raise HookError("bad_path", " ".join(exc.messages)) from None
     raise HookError("bad_path", "Paths are SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
@@ -350,6 +386,9 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
     revisions = {(str(r.file_id), r.number): r
                  for r in Revision.objects.filter(query).select_related("file")}
     texts = store.revision_texts(session.agent.project, list(revisions.values()))
+    # "direct" exactly where the runner's S3 credentials may write (IAM wildcards).
+    writable = [re.compile(re.escape(p).replace(r"\*", ".*").replace(r"\?", "."))
+                for p in credentials.direct_write_patterns(session.agent)]
     out = []
     for path, file_id, number in refs:
         revision = revisions.get((file_id, number))
@@ -359,7 +398,7 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
         out.append({"path": path, "revision": number, "content": texts[revision.pk],
                     "writable": rule is not None, "modes": list((rule or {}).get("modes", [])),
                     "key": revision.file.key,
-                    "direct": credentials.direct_write_allowed(path, rule)})
+                    "direct": any(p.fullmatch(revision.file.key) for p in writable)})
     return out
 
 
@@ -402,6 +441,9 @@ def validate_policy(data: object) -> dict:
                 raise ValidationError(_("%(kind)s log must be a workspace/ path."),
                                       code="policy_log", params={"kind": kind})
             layout.validate_workspace_path(log[len(injection.WORKSPACE_PREFIX):])
+    if "post" in data:  # stored as NFC, the form paths are matched in
+        return {**data, "post": {unicodedata.normalize("NFC", target): rule
+                                 for target, rule in post.items()}}
     return data
 
 
@@ -410,7 +452,10 @@ def agent_settings_update(*, agent: Agent, by, manifest: dict | None = None,
     with transaction.atomic():
         fields = []
         if manifest is not None:
-            injection.parse_manifest(manifest)
+            injection.parse_manifest(manifest, saving=True)
+            manifest = {**manifest, "sections": [
+                {**section, "source": unicodedata.normalize("NFC", section["source"])}
+                for section in manifest["sections"]]}
             agent.manifest = manifest
             fields.append("manifest")
         if policy is not None:

@@ -164,9 +164,12 @@ def file_new(request, slug):
         if form.is_valid() or existing is not None:
             # The first save: from here on it is the file's own editor (saving, conflicts
             # with someone who created the same path meanwhile, errors with the text kept).
-            file = existing or store.file_ensure(project=project, path=path,
-                                                 scope=MemoryFile.Scope.WORKSPACE)
-            return file_edit(request, slug, file.pk)
+            try:
+                file = existing or store.workspace_file_new(project=project, path=path)
+            except ValidationError as exc:  # a look-alike name was made meanwhile
+                form.add_error(None, exc)
+            else:
+                return file_edit(request, slug, file.pk)
         status = 400
     else:
         if existing is not None and existing.head is not None:

@@ -320,3 +320,56 @@ def test_a_nul_character_in_a_console_query_is_a_400_and_in_a_comment_an_error(
                        {"number": "1", "comment": "bad\x00comment"}, follow=True)
     assert "Null characters are not allowed." in flag.content.decode()
     assert not workspace_file.flags.exists()
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_numbers_jsonb_cannot_hold_are_refused_in_the_api_and_in_settings(
+        client, s3, token, admin, agent, settings_url, value):
+    session = client.post("/api/v1/hooks/pre", "{}", content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    body = '{"session": "%s", "name": "t", "details": {"x": %s}}' % (session, value)
+    response = client.post("/api/v1/hooks/tool", body, content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 400
+    client.force_login(admin)
+    manifest = '{"sections": [{"tag": "a", "source": "SOUL.md", "max_tokens": %s}]}' % value
+    assert client.post(settings_url, {"which": "manifest_json",
+                                      "manifest-json-value": manifest}).status_code == 400
+
+
+@pytest.mark.parametrize("moment, status", [
+    # Offsets PostgreSQL refuses (beyond ±15:59) are moved to UTC first: a moment like any.
+    ("2026-06-01T09:00+16:00", 200), ("2026-06-01T09:00-20:00", 200),
+    # Moments that overflow on the way to UTC are a form error.
+    ("0001-01-01T00:00+14:00", 400), ("9999-12-31T23:59:59-14:00", 400)])
+def test_a_simulate_moment_at_the_edges_is_a_moment_or_a_form_error(client, s3, project, agent,
+                                                                    admin, moment, status):
+    client.force_login(admin)
+    url = reverse("projects:simulate", args=[project.slug])
+    response = client.get(url, {"agent": agent.slug, "at": moment})
+    assert response.status_code == status
+
+
+def test_no_profile_is_written_for_someone_who_left_the_project(client, s3, project, agent,
+                                                                person, token):
+    from projects.models import Membership
+
+    agent.hook_policy["post"]["USER.md"] = {"modes": ["append"], "approval": False}
+    agent.save()
+    session = client.post("/api/v1/hooks/pre", json.dumps({"user": person.username}),
+                          content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    Membership.objects.filter(user=person, project=project).delete()
+    body = {"session": session, "writes": [{"path": "USER.md", "mode": "append",
+                                            "content": "a new fact about her\n"}]}
+    result = client.post("/api/v1/hooks/post", json.dumps(body), content_type="application/json",
+                         HTTP_AUTHORIZATION=f"Bearer {token}").json()["results"][0]
+    assert (result["status"], result["code"]) == ("rejected", "not_a_member")
+    assert not MemoryFile.objects.filter(scope="user", user=person).exists()
+
+
+def test_a_nul_in_the_folder_of_a_refused_new_file_is_not_a_500(client, s3, project, admin):
+    client.force_login(admin)
+    page = client.post(reverse("projects:workspace_new", args=[project.slug]),
+                       {"path": "bad name", "dir": "a\x00b"})
+    assert page.status_code == 400
