@@ -10,6 +10,8 @@ field a person typed into.
 
 from __future__ import annotations
 
+import unicodedata
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
@@ -42,7 +44,7 @@ class SectionForm(forms.Form):
         return tag
 
     def clean_source(self) -> str:
-        source = self.cleaned_data["source"].strip()
+        source = unicodedata.normalize("NFC", self.cleaned_data["source"].strip())
         if not injection.valid_source(source):
             raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                                     "workspace/<path or glob>.md."), code="manifest_source")
@@ -125,7 +127,7 @@ class ManifestEditor(_Editor):
         return self.sections, self.budget
 
     def check(self, value: dict) -> None:
-        injection.parse_manifest(value)
+        injection.parse_manifest(value, saving=True)
 
     def value(self) -> dict:
         sections = []
@@ -160,7 +162,7 @@ class RuleForm(forms.Form):
                                  initial="proposal")
 
     def clean_path(self) -> str:
-        path = self.cleaned_data["path"].strip()
+        path = unicodedata.normalize("NFC", self.cleaned_data["path"].strip())
         if not injection.valid_source(path):
             raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                                     "workspace/<path or glob>.md."), code="policy_target")

@@ -3,6 +3,7 @@ leaving one audit tombstone per project."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -57,8 +58,9 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
             objects = store.purge(project, prefixes)
             receipts.prompt_forget(project=project, sha256s=sorted(shas))
             sessions.filter(prompt_sha256__in=shas).update(prompt_stored=False)
-            quoted = _scrub_profile_texts(project, [s.pk for s in sessions.only("pk")])
             revisions = list(Revision.objects.filter(file__in=files))
+            quoted = _scrub_profile_texts(project, [s.pk for s in sessions.only("pk")],
+                                          {r.sha256 for r in revisions})
             store.forget_cached(revisions)
             MemoryFile.objects.filter(pk__in=[f.pk for f in files]).update(head=None)
             Proposal.objects.filter(file__in=files).delete()
@@ -77,12 +79,11 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
     return total
 
 
-def _scrub_profile_texts(project: Project, session_ids: list) -> int:
+def _scrub_profile_texts(project: Project, session_ids: list, shas: set[str]) -> int:
     """A post hook's conflict on USER.md answers with the profile's text (`head_text`), kept in
-    the session's event and in the request's idempotency record: drop it there. Returns how
-    many stored answers were changed."""
-    if not session_ids:
-        return 0
+    the session's event and in the request's idempotency record: drop it there. A record of a
+    request that never finished names no session yet; its texts are recognised by their
+    sha256 among the erased revisions'. Returns how many stored answers were changed."""
     changed = 0
     wanted = {str(pk) for pk in session_ids}
     for event in SessionEvent.objects.filter(session_id__in=session_ids, kind="post"):
@@ -92,19 +93,25 @@ def _scrub_profile_texts(project: Project, session_ids: list) -> int:
     records = IdempotencyRecord.objects.filter(agent__project=project, endpoint="hooks/post")
     for record in records.iterator():
         response, partial = record.response or {}, record.partial or {}
-        if response.get("session") not in wanted:
+        if response.get("session") in wanted:
+            found = _scrub(response.get("results", [])) | _scrub(list(partial.values()))
+        elif not response:
+            found = _scrub(list(partial.values()), shas)
+        else:
             continue
-        if _scrub(response.get("results", [])) | _scrub(list(partial.values())):
+        if found:
             record.save(update_fields=["response", "partial"])
             changed += 1
     return changed
 
 
-def _scrub(results: list) -> bool:
+def _scrub(results: list, shas: set[str] | None = None) -> bool:
+    """Empty the USER.md `head_text`s of `results` (only those of `shas`, when given)."""
     found = False
     for result in results:
         if isinstance(result, dict) and result.get("path") == layout.USER_FILE \
-                and result.get("head_text"):
+                and result.get("head_text") and (shas is None or hashlib.sha256(
+                    result["head_text"].encode("utf-8")).hexdigest() in shas):
             result["head_text"] = ""
             found = True
     return found

@@ -27,6 +27,7 @@ from projects.errors import Refusal
 from projects.memory import iam, layout
 from projects.memory.storage import iam_client
 from projects.models import Agent, AgentToken, RunnerCredential
+from projects.runners import injection
 
 logger = logging.getLogger(__name__)
 
@@ -220,11 +221,21 @@ def direct_write_allowed(target: str, rule: dict | None) -> bool:
 
 
 def direct_write_patterns(agent: Agent) -> list[str]:
-    """Key patterns (IAM wildcards) of the files this agent may replace without approval."""
+    """Key patterns (IAM wildcards) of the files this agent may replace without approval.
+
+    A glob is left out when a stricter rule governs some of its files (the most specific
+    rule wins in the hooks, `hooks.policy_rule`): IAM cannot express "all but those" on
+    every store (SeaweedFS refuses Deny), so those files go through the hook instead."""
     prefix = agent.project.prefix
     patterns = []
-    for target, rule in sorted((agent.hook_policy or {}).get("post", {}).items()):
+    rules = (agent.hook_policy or {}).get("post", {})
+    stricter = [target for target, rule in rules.items()
+                if target.startswith("workspace/") and not direct_write_allowed(target, rule)]
+    for target, rule in sorted(rules.items()):
         if not direct_write_allowed(target, rule):
+            continue
+        if target.startswith("workspace/") and any(
+                _overlaps(target, other) for other in stricter):
             continue
         if target in layout.AGENT_FILES:
             patterns.append(layout.agent_file_key(prefix, agent.pk, target))
@@ -232,3 +243,10 @@ def direct_write_patterns(agent: Agent) -> list[str]:
             glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
             patterns.append(layout.workspace_prefix(prefix) + re.sub(r"[*]+", "*", glob))
     return patterns
+
+
+def _overlaps(glob: str, other: str) -> bool:
+    """Whether `glob` selects a file `other` also selects (`other`'s wildcards read as a
+    letter give one such file)."""
+    sample = re.sub(r"\*\*|\*|\?|\[[^\]]*\]", "x", other.removeprefix("workspace/"))
+    return bool(injection.workspace_matches(glob, [sample]))

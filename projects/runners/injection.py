@@ -20,6 +20,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -99,8 +100,14 @@ class Assembly:
 # --- Manifest ------------------------------------------------------------------------------------
 
 
-def parse_manifest(data: object) -> Manifest:
-    """Validate a manifest (as stored in Agent.manifest); ValidationError says what is wrong."""
+def parse_manifest(data: object, *, saving: bool = False) -> Manifest:
+    """Validate a manifest (as stored in Agent.manifest); ValidationError says what is wrong.
+
+    `saving`: the rules for a manifest being saved now. Without it (the pre hook, simulate)
+    a manifest saved under the earlier, looser rules still serves: a source glob is only
+    checked to stay inside the workspace, and a cap or budget above MAX_TOKENS is read as
+    MAX_TOKENS, so tightening the rules never turns an agent's pre hook into an error.
+    Sources are read as NFC, the form workspace paths are stored in."""
     if not isinstance(data, dict):
         raise ValidationError(_("The manifest must be a JSON object."), code="manifest_type")
     unknown = set(data) - {"sections", "total_tokens"}
@@ -121,6 +128,10 @@ def parse_manifest(data: object) -> Manifest:
                 _("Section %(n)s must be an object with tag, source and max_tokens."),
                 code="manifest_section", params={"n": index})
         tag, source, cap = raw.get("tag"), raw.get("source"), raw.get("max_tokens")
+        if isinstance(tag, str) and not saving:
+            tag = tag.removesuffix("\n")  # `$` once let a final newline through
+        if isinstance(source, str):
+            source = unicodedata.normalize("NFC", source)
         if not isinstance(tag, str) or not _TAG_RE.match(tag):
             raise ValidationError(
                 _("Section %(n)s: the tag must be lower-case letters, digits and _ (like "
@@ -129,24 +140,37 @@ def parse_manifest(data: object) -> Manifest:
             raise ValidationError(_("Section %(n)s: tag %(tag)s is used twice."),
                                   code="manifest_tag", params={"n": index, "tag": tag})
         tags.add(tag)
-        if not isinstance(source, str) or not valid_source(source):
+        if not isinstance(source, str) or not (valid_source(source) if saving
+                                               else _inside_workspace(source)):
             raise ValidationError(
                 _("Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                   "workspace/<path or glob>.md."), code="manifest_source", params={"n": index})
-        if cap is not None and not _token_count(cap):
+        if cap is not None and not _token_count(cap, saving):
             raise ValidationError(_("Section %(n)s: max_tokens must be a whole number from 1 to "
                                     "%(max)s."), code="manifest_cap",
                                   params={"n": index, "max": MAX_TOKENS})
-        sections.append(SectionSpec(tag, source, cap))
+        sections.append(SectionSpec(tag, source, None if cap is None else min(cap, MAX_TOKENS)))
     total = data.get("total_tokens")
-    if total is not None and not _token_count(total):
+    if total is not None and not _token_count(total, saving):
         raise ValidationError(_("total_tokens must be a whole number from 1 to %(max)s."),
                               code="manifest_total", params={"max": MAX_TOKENS})
-    return Manifest(tuple(sections), total)
+    return Manifest(tuple(sections), None if total is None else min(total, MAX_TOKENS))
 
 
-def _token_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_TOKENS
+def _token_count(value: object, saving: bool = True) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value and (
+        value <= MAX_TOKENS or not saving)
+
+
+def _inside_workspace(source: str) -> bool:
+    """The looser rule manifests were once saved under: an agent file, USER.md, or a
+    workspace glob that cannot leave the workspace."""
+    if source in AGENT_SOURCES or source == USER_SOURCE:
+        return True
+    pattern = source[len(WORKSPACE_PREFIX):]
+    return (source.startswith(WORKSPACE_PREFIX) and source.endswith(".md") and bool(pattern)
+            and ".." not in pattern.split("/") and not pattern.startswith("/")
+            and "\\" not in pattern and "\x00" not in pattern)
 
 
 def valid_tag(tag: str) -> bool:
@@ -177,7 +201,7 @@ def workspace_matches(source: str, paths: list[str]) -> list[str]:
     `*` matches within a folder, `**` across folders, so `workspace/**.md` is every file and
     `workspace/decisions/*.md` the files directly in decisions/.
     """
-    pattern = source[len(WORKSPACE_PREFIX):]
+    pattern = unicodedata.normalize("NFC", source[len(WORKSPACE_PREFIX):])  # paths are NFC
     regex = _glob_regex(pattern)
     return sorted(p for p in paths if regex.fullmatch(p))
 

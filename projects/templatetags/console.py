@@ -2,6 +2,7 @@ import json
 from urllib.parse import urlsplit
 
 from django import template
+from django.core.exceptions import DisallowedHost
 from django.utils.translation import gettext_lazy as _
 
 from projects import audit
@@ -30,7 +31,11 @@ def back_here(context) -> str:
     if request.method in ("GET", "HEAD"):
         return request.get_full_path()
     referer = urlsplit(request.META.get("HTTP_REFERER", ""))
-    if referer.netloc == request.get_host() and referer.path.startswith("/"):
+    try:
+        host = request.get_host()
+    except DisallowedHost:  # the 400 page for a forged Host header draws this too
+        return "/"
+    if referer.netloc == host and referer.path.startswith("/"):
         return referer.path + (f"?{referer.query}" if referer.query else "")
     return "/"
 

@@ -120,7 +120,8 @@ def workspace_new(request, slug):
             return redirect(f"{reverse('projects:file_new', args=[project.slug])}?"
                             f"{urlencode({'path': path})}")
     # Refused: the folder the person was in, with the error and the path as they typed it.
-    return _workspace_page(request, project, role, request.POST.get("dir", "").strip("/"), form,
+    folder = request.POST.get("dir", "").strip("/")
+    return _workspace_page(request, project, role, "" if "\x00" in folder else folder, form,
                            status=400)
 
 

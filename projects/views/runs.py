@@ -169,9 +169,14 @@ def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> d
         return {"error": _("Pick a member of this project, or no one."), "user": None}
     try:
         draft = prompt_context.build_context(agent=agent, user=user, manifest=manifest)
-        current = prompt_context.build_context(agent=agent, user=user)
     except errors.StoreError as exc:
         return {"error": exc.message, "user": user}
+    try:
+        current = prompt_context.build_context(agent=agent, user=user)
+    except (errors.StoreError, ValidationError):  # today's manifest no longer valid: no diff
+        current = None
+    if current is None:
+        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None}
     return {"assembly": draft, "user": user, "current_tokens": current.total_tokens,
             "diff": diff_texts(current.prompt, draft.prompt)}
 
