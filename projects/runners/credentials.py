@@ -248,5 +248,5 @@ def direct_write_patterns(agent: Agent) -> list[str]:
 def _overlaps(glob: str, other: str) -> bool:
     """Whether `glob` selects a file `other` also selects (`other`'s wildcards read as a
     letter give one such file)."""
-    sample = re.sub(r"\*\*|\*|\?|\[[^\]]*\]", "x", other.removeprefix("workspace/"))
+    sample = injection.glob_sample(other.removeprefix("workspace/"))
     return bool(injection.workspace_matches(glob, [sample]))

@@ -151,7 +151,7 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
 
 
 def _specificity(pattern: str) -> tuple[int, int, str]:
-    literal = len(re.sub(r"\*\*|\*|\?|\[[^\]]*\]", "", pattern))
+    literal = len(injection.glob_sample(pattern, ""))
     return literal, -pattern.count("**"), pattern
 
 

@@ -189,10 +189,16 @@ def valid_source(source: str) -> bool:
     # look-alike characters, ...), or it would be saved and silently match nothing.
     pattern = source[len(WORKSPACE_PREFIX):]
     try:
-        layout.validate_workspace_path(_GLOB_TOKEN.sub("x", pattern))
+        layout.validate_workspace_path(glob_sample(pattern))
     except ValidationError:
         return False
     return True
+
+
+def glob_sample(pattern: str, letter: str = "x") -> str:
+    """`pattern` with each wildcard (`**`, `*`, `?`, `[...]`) read as `letter`: with "x", a name
+    the glob selects; with "", the characters that are not wildcards."""
+    return _GLOB_TOKEN.sub(letter, pattern)
 
 
 def workspace_matches(source: str, paths: list[str]) -> list[str]:
