@@ -47,9 +47,9 @@ def username_free(name: str) -> None:
     """ValidationError if `name` (already NFKC, as the login form reads it) reads like an
     existing username in any case or spelling ("MARIA", "ｍａｒｉａ", Cyrillic "mаria"), which
     the audit trail could not tell apart. Compared in Python: SQLite folds ASCII case only."""
-    key = _reads_as(name)
+    key = lookalikes.name_key(name)
     for existing in get_user_model().objects.values_list("username", flat=True).iterator():
-        if _reads_as(existing) != key:
+        if lookalikes.name_key(existing) != key:
             continue
         if existing.casefold() == name.casefold():
             raise ValidationError(_("The username %(name)s is taken. Pick another, or add "
@@ -58,10 +58,6 @@ def username_free(name: str) -> None:
         raise ValidationError(_("%(name)s reads the same as the existing username "
                                 "%(existing)s. Pick another."), code="username_lookalike",
                               params={"name": name, "existing": existing})
-
-
-def _reads_as(username: str) -> str:
-    return lookalikes.reads_as(username).casefold()
 
 
 @transaction.atomic

@@ -117,3 +117,10 @@ def folded_view(text: str) -> FoldedView:
 def reads_as(text: str) -> str:
     """The whole text folded (for comparing names: `AGENTS.md` spelled with look-alikes)."""
     return FoldedView(text).text
+
+
+@lru_cache(maxsize=65536)
+def name_key(name: str) -> str:
+    """What a name reads as, in any case: two names with the same key cannot be told apart
+    (`Notes/Runbook.md`, Cyrillic `nоtes/runbook.md`; `MARIA`, `ｍａｒｉａ`)."""
+    return reads_as(name).casefold()

@@ -28,7 +28,6 @@ import threading
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from urllib.parse import quote, unquote
 
 from django.contrib.auth import get_user_model
@@ -277,18 +276,13 @@ def workspace_name_free(*, project: Project, path: str) -> None:
     look-alike letters: `Notes/Runbook.md`, Cyrillic `nоtes/runbook.md`): a reader could not
     tell them apart, and a case-insensitive disk (a runner's sandbox) would hold only one.
     For new names from people and runners; what the bucket already holds is adopted as is."""
-    wanted = _reads_as(path)
+    wanted = lookalikes.name_key(path)
     paths = MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.WORKSPACE)
     for other in paths.values_list("path", flat=True).iterator():
-        if other != path and _reads_as(other) == wanted:
+        if other != path and lookalikes.name_key(other) == wanted:
             raise ValidationError(
                 _("%(path)s reads the same as the existing %(other)s; use that file or pick "
                   "another name."), code="path_lookalike", params={"path": path, "other": other})
-
-
-@lru_cache(maxsize=65536)
-def _reads_as(path: str) -> str:
-    return lookalikes.reads_as(path).casefold()
 
 
 # --- Writes --------------------------------------------------------------------------------------
