@@ -18,6 +18,16 @@ from projects.memory.errors import ContentRejected
 from projects.models import Membership
 
 
+def _file_text(typed: str) -> str:
+    """Text typed for a memory file: LF line ends, and the store's own check (NUL, size)."""
+    text = content.from_textarea(typed)
+    try:
+        content.encode(text)
+    except ContentRejected as exc:
+        raise ValidationError(exc.message, code=exc.code) from None
+    return text
+
+
 class EditForm(forms.Form):
     content = forms.CharField(
         label="Markdown", required=False, strip=False,
@@ -32,12 +42,7 @@ class EditForm(forms.Form):
     merging = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean_content(self) -> str:
-        text = content.from_textarea(self.cleaned_data["content"])
-        try:
-            content.encode(text)  # the store's own check: NUL, size
-        except ContentRejected as exc:
-            raise ValidationError(exc.message, code=exc.code) from None
-        return text
+        return _file_text(self.cleaned_data["content"])
 
     def clean(self):
         data = super().clean()
@@ -62,12 +67,7 @@ class ResolveForm(forms.Form):
         # The same text as the editor's, so the same rules: LF line ends (a browser sends
         # CRLF, which would make every line differ from the base and swallow the other
         # side's changes into one overlap), and no more than a file may hold.
-        text = content.from_textarea(self.cleaned_data["your_text"])
-        try:
-            content.encode(text)
-        except ContentRejected as exc:
-            raise ValidationError(exc.message, code=exc.code) from None
-        return text
+        return _file_text(self.cleaned_data["your_text"])
 
     def choices(self, data) -> dict[int, str]:
         found = {}

@@ -4,6 +4,7 @@ person's approval are decided here too. The API and the console call these funct
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -150,15 +151,11 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
     return None
 
 
-def _specificity(pattern: str) -> tuple[int, int, str]:
-    literal = len(injection.glob_sample(pattern, ""))
-    return literal, -pattern.count("**"), pattern
-
-
 def _strictness(rules: dict):
-    """Most specific first; between equally specific globs, the one asking approval."""
-    return lambda pattern: (*_specificity(pattern)[:2], bool(rules[pattern].get("approval")),
-                            pattern)
+    """The key ranking matching globs: the most characters that are not wildcards, then the
+    fewest `**`, then the one asking approval (the name breaks what ties remain)."""
+    return lambda pattern: (len(injection.glob_sample(pattern, "")), -pattern.count("**"),
+                            bool(rules[pattern].get("approval")), pattern)
 
 
 def _target(session: AgentSession, path: str) -> MemoryFile:
@@ -386,9 +383,9 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
     revisions = {(str(r.file_id), r.number): r
                  for r in Revision.objects.filter(query).select_related("file")}
     texts = store.revision_texts(session.agent.project, list(revisions.values()))
-    # "direct" exactly where the runner's S3 credentials may write (IAM wildcards).
-    writable = [re.compile(re.escape(p).replace(r"\*", ".*").replace(r"\?", "."))
-                for p in credentials.direct_write_patterns(session.agent)]
+    # "direct" exactly where the runner's S3 credentials may write (IAM's * and ?, which
+    # fnmatch reads alike; the patterns hold no brackets: credentials turn [...] into ?).
+    writable = credentials.direct_write_patterns(session.agent)
     out = []
     for path, file_id, number in refs:
         revision = revisions.get((file_id, number))
@@ -398,7 +395,8 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
         out.append({"path": path, "revision": number, "content": texts[revision.pk],
                     "writable": rule is not None, "modes": list((rule or {}).get("modes", [])),
                     "key": revision.file.key,
-                    "direct": any(p.fullmatch(revision.file.key) for p in writable)})
+                    "direct": any(fnmatch.fnmatchcase(revision.file.key, p)
+                                  for p in writable)})
     return out
 
 
