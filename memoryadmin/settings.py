@@ -6,6 +6,7 @@ MGC_ENV=production the console refuses to start without a real secret key and tu
 HTTPS protections that `manage.py check --deploy` asks for.
 """
 
+import datetime as dt
 from pathlib import Path
 
 import dj_database_url
@@ -39,6 +40,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    # Sign-in throttling: failed attempts per account and per client address (see "Sign-in").
+    "axes",
     "projects",
 ]
 
@@ -57,6 +60,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "projects.middleware.ConsoleNotFoundMiddleware",
+    "projects.middleware.NoStoreMiddleware",
+    # Last, as django-axes asks: it turns a refused sign-in into the lockout page (429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 if PRODUCTION:
@@ -126,6 +132,34 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("MGC_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# --- Sign-in -----------------------------------------------------------------------------------
+# django-axes counts failed sign-ins per account and per client address and, past the limit,
+# refuses further attempts *before* any password is hashed (its backend runs first), so a
+# flood of wrong passwords costs a couple of queries each, not a PBKDF2 run. A lockout ends
+# after the cool-off, or when an admin unlocks it (Sign-in lockouts page); both are audited.
+AUTHENTICATION_BACKENDS = [
+    "projects.governance.signin.LockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("MGC_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("MGC_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # either one reaching the limit locks
+# Attempts refused during a lockout are not recorded: each costs no write, and a flood
+# cannot push the end of the lockout further away.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not a governance record here
+AXES_SENSITIVE_PARAMETERS = ["password", "new_password1", "new_password2", "csrfmiddlewaretoken"]
+AXES_LOCKOUT_CALLABLE = "projects.views.signin.lockout_response"
+AXES_USERNAME_CALLABLE = "projects.governance.signin.attempt_username"
+AXES_CLIENT_IP_CALLABLE = "projects.governance.signin.client_ip"
+AXES_VERBOSE = False
+# Behind N reverse proxies that each append to X-Forwarded-For, the client is the N-th address
+# from the right; 0 trusts no header (REMOTE_ADDR), the right choice without a proxy.
+MGC_TRUSTED_PROXIES = env_int("MGC_TRUSTED_PROXIES", 0)
+# The set-password link's form: posts per client address and per link, per 10 minutes.
+MGC_SET_PASSWORD_RATE = env_str("MGC_SET_PASSWORD_RATE", "20/10m")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "projects:dashboard"
@@ -247,5 +281,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("MGC_LOG_LEVEL", "INFO")},
     # Django's own console handler (in debug mode) would print each line a second time.
-    "loggers": {"django": {"handlers": [], "propagate": True}},
+    "loggers": {"django": {"handlers": [], "propagate": True},
+                # Every failed sign-in at INFO is noise; lockouts are audited (and warned).
+                "axes": {"level": "WARNING"}},
 }

@@ -3,13 +3,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from projects.runners.api import API_V1, api
+from projects.views import signin
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # The one-time set-password link of an account an admin created (members page).
-    path("accounts/set-password/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+    path("accounts/set-password/<uidb64>/<token>/", signin.SetPasswordView.as_view(),
          name="password_reset_confirm"),
+    path("accounts/lockouts/", signin.lockouts, name="lockouts"),
     path("accounts/set-password/done/", auth_views.PasswordResetCompleteView.as_view(),
          name="password_reset_complete"),
     path("admin/", admin.site.urls),

@@ -5,3 +5,7 @@ class ProjectsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "projects"
     verbose_name = "Agent memory"
+
+    def ready(self):
+        # Receivers: the sign-in lockout's audit event (django-axes' signal).
+        from projects.governance import signin  # noqa: F401

@@ -3,6 +3,7 @@ anything (Django's own 404 and 405 pages included) has answered."""
 
 from django.conf import settings
 from django.http import Http404, JsonResponse
+from django.utils.cache import add_never_cache_headers
 from django.views.defaults import bad_request, page_not_found
 
 from projects.runners.api import API_ROOT
@@ -104,3 +105,21 @@ class NulCharacterMiddleware:
 def _holds_nul(data) -> bool:
     return any("\x00" in key or any("\x00" in value for value in values)
                for key, values in data.lists())
+
+
+class NoStoreMiddleware:
+    """Nothing a signed-in person sees, and no runner API answer, is kept by a browser or a
+    proxy cache: memory, profiles and prompts are personal data. Answers that already say how
+    to cache (a view's own no-store) are left as they are; static files are not touched (they
+    are served before this, or by the proxy)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if not response.has_header("Cache-Control") and (
+                is_api(request) or (user is not None and user.is_authenticated)):
+            add_never_cache_headers(response)
+        return response

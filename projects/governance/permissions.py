@@ -63,6 +63,12 @@ def project_or_404(user, slug: str) -> tuple[Project, str]:
     return project, role
 
 
+def can_manage_accounts(user) -> bool:
+    """Accounts are global (one person, many projects): sign-in lockouts are lifted by
+    superusers, the global admins."""
+    return bool(user.is_authenticated and user.is_superuser)
+
+
 def require(allowed: bool) -> None:
     """404, never 403: a refusal must not confirm that the object exists."""
     if not allowed:
