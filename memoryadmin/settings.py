@@ -155,6 +155,7 @@ AXES_LOCKOUT_CALLABLE = "projects.views.signin.lockout_response"
 AXES_USERNAME_CALLABLE = "projects.governance.signin.attempt_username"
 AXES_CLIENT_IP_CALLABLE = "projects.governance.signin.client_ip"
 AXES_VERBOSE = False
+AXES_ENABLE_ADMIN = False  # unlocking goes through the console's audited page, not Django admin
 # Behind N reverse proxies that each append to X-Forwarded-For, the client is the N-th address
 # from the right; 0 trusts no header (REMOTE_ADDR), the right choice without a proxy.
 MGC_TRUSTED_PROXIES = env_int("MGC_TRUSTED_PROXIES", 0)

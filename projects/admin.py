@@ -1,12 +1,30 @@
-"""Django admin registrations. Content edits go through the console (the store), never here:
-revisions and audit events are read-only in the admin."""
+"""Django admin registrations. Every change to a governed record goes through the console's
+services (validation, an audit event, the runners' S3 policies refreshed), whatever the way
+in: here, projects, agents, files, revisions and audit events are read-only (the console's
+pages change them), memberships go through the same audited service as the Members page,
+and changes to accounts are validated and audited like the console's own."""
 
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import UserChangeForm
 from django.core.exceptions import ValidationError
 
+from projects.audit import Actor, audit_record
 from projects.errors import explain
 from projects.governance import members
 from projects.models import Agent, AuditEvent, Membership, MemoryFile, Project, Revision
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 class MembershipInline(admin.TabularInline):
@@ -24,11 +42,13 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(_ReadOnlyAdmin):
+    """Read-only: a project's bucket and prefix are fixed once it has files and checked
+    against every other project's (Project.check_keyspace); name and description change on
+    the project's settings page, which audits them."""
+
     list_display = ["name", "slug", "id", "bucket", "key_prefix", "created_at"]
     search_fields = ["name", "slug"]
-    prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["id", "created_at"]
     inlines = [MembershipInline]
 
 
@@ -63,23 +83,14 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(_ReadOnlyAdmin):
+    """Read-only: the manifest and the hook policy change on the agent's settings page, which
+    validates them, audits the change and rewrites the runners' S3 policies."""
+
     list_display = ["name", "slug", "project", "created_at"]
     list_filter = ["project"]
     search_fields = ["name", "slug"]
-    readonly_fields = ["id", "created_at"]
     list_select_related = ["project"]
-
-
-class _ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(MemoryFile)
@@ -104,3 +115,41 @@ class AuditEventAdmin(_ReadOnlyAdmin):
     list_filter = ["action", "project"]
     search_fields = ["actor_label", "object_repr"]
     list_select_related = ["project"]
+
+
+class _AccountChangeForm(UserChangeForm):
+    def clean_username(self):
+        name = self.cleaned_data["username"]
+        if name != self.instance.get_username():
+            members.username_free(name, exclude=self.instance.pk)
+        return name
+
+
+class AccountAdmin(UserAdmin):
+    """Accounts are created on a project's Members page (look-alike names refused, a one-time
+    set-password link); here they can be changed, not added or deleted (a deleted account
+    would take its authorship with it: deactivate instead). A changed username is held to
+    the same rules, and every change is audited."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    form = _AccountChangeForm
+
+    def save_model(self, request, obj, form, change):
+        changed = sorted(set(form.changed_data) - {"password"})
+        super().save_model(request, obj, form, change)
+        if changed or "password" in form.changed_data:
+            audit_record(actor=Actor.person(request.user), action="account.change", obj=obj,
+                         details={"changed": changed,
+                                  "password": "password" in form.changed_data,
+                                  **{field: getattr(obj, field) for field in
+                                     ("is_active", "is_staff", "is_superuser")
+                                     if field in changed}})
+
+
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), AccountAdmin)

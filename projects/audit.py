@@ -33,6 +33,7 @@ ACTIONS = {
     "account.create": _("created an account"),
     "account.locked_out": _("sign-in locked out"), "account.unlock": _("unlocked sign-in"),
     "account.throttled": _("set-password form throttled"),
+    "account.change": _("changed an account"),
     "member.grant": _("added a member"), "member.role": _("changed a role"),
     "member.remove": _("removed a member"),
     "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),

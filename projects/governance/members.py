@@ -43,12 +43,13 @@ def member_set(*, by, project: Project, user, role: str) -> Membership:
     return membership
 
 
-def username_free(name: str) -> None:
+def username_free(name: str, *, exclude: int | None = None) -> None:
     """ValidationError if `name` (already NFKC, as the login form reads it) reads like an
     existing username in any case or spelling ("MARIA", "ｍａｒｉａ", Cyrillic "mаria"), which
     the audit trail could not tell apart. Compared in Python: SQLite folds ASCII case only."""
     key = lookalikes.name_key(name)
-    for existing in get_user_model().objects.values_list("username", flat=True).iterator():
+    others = get_user_model().objects.exclude(pk=exclude) if exclude else get_user_model().objects
+    for existing in others.values_list("username", flat=True).iterator():
         if lookalikes.name_key(existing) != key:
             continue
         if existing.casefold() == name.casefold():
