@@ -65,7 +65,10 @@ def _storable_text(text: str) -> str:
 # Text that PostgreSQL, pages and S3 can hold: no NUL (text and jsonb refuse it), no lone
 # surrogate (nothing can encode it). Memory contents are plain str: the store refuses what
 # it cannot hold per write, with its own message.
-Text = Annotated[str, AfterValidator(_storable_text)]
+# The schema says so too (a pattern with no NUL), so clients generated from it, and fuzzers
+# reading it, send what is accepted.
+Text = Annotated[str, AfterValidator(_storable_text),
+                 Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})]
 
 
 

@@ -15,6 +15,9 @@ from projects.models import Agent, AgentToken
 from projects.runners import credentials
 
 TOKEN_PREFIX = "mgc_"
+# What the console keeps and shows of a token to recognise it: "mgc_" and 4 characters (24
+# bits), enough to tell a project's tokens apart, too little to narrow a guess.
+SHOWN_CHARS = len(TOKEN_PREFIX) + 4
 
 
 def token_hash(raw: str) -> str:
@@ -26,7 +29,7 @@ def token_create(*, agent: Agent, name: str, created_by, expires_at: dt.datetime
     """A new bearer token; the raw value is returned once and never stored."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
-        token = AgentToken.objects.create(agent=agent, name=name[:100], prefix=raw[:12],
+        token = AgentToken.objects.create(agent=agent, name=name[:100], prefix=raw[:SHOWN_CHARS],
                                           token_hash=token_hash(raw), created_by=created_by,
                                           expires_at=expires_at)
         audit_record(actor=Actor.person(created_by), action="token.create", project=agent.project,
