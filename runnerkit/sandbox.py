@@ -57,7 +57,10 @@ class Sandbox:
             if target.exists():
                 target.chmod(stat.S_IRUSR | stat.S_IWUSR)
             data, etag = item["content"].encode("utf-8"), None
-            if self.direct is not None:  # what the bucket holds now, and its ETag
+            if self.direct is not None and item.get("direct"):
+                # What the bucket holds now, and its ETag, for a conditional write back. Only
+                # for files the credentials may replace: they may not read the rest (a
+                # profile reaches a runner only through the hook API, as listed here).
                 found = self.direct.read(listing["storage"]["bucket"], item["key"])
                 if found is not None:
                     data, etag = found

@@ -2,6 +2,10 @@
 
 Every check is a real signed request to SeaweedFS with the runner's own keys."""
 
+import json
+import urllib.parse
+import uuid
+
 import boto3
 import pytest
 from botocore.config import Config
@@ -54,7 +58,12 @@ def _code(call) -> str:
 
 
 def test_runner_credentials_reach_only_their_own_prefix(s3, project, agent, admin, runner_token,
-                                                        two_projects):
+                                                        two_projects, person):
+    other_agent = Agent.objects.create(project=project, slug="other-agent", name="Other")
+    scratch_session = uuid.uuid4()
+    s3.put(f"{layout.session_prefix(project.prefix, agent.pk, scratch_session)}x.md", b"mine")
+    other_scratch = f"{layout.session_prefix(project.prefix, other_agent.pk, uuid.uuid4())}x.md"
+    s3.put(other_scratch, b"theirs")
     credential, secret = credentials.credentials_issue(token=runner_token, by=admin)
     runner = _client(s3, credential.access_key_id, secret)
     prefix, bucket = project.prefix, s3.bucket
@@ -67,7 +76,19 @@ def test_runner_credentials_reach_only_their_own_prefix(s3, project, agent, admi
         "read own workspace": _code(get(two_projects["mine"].key)),
         "list own workspace": _code(listing(f"{prefix}workspace/")),
         "write own workspace (policy: replace, no approval)": _code(put(f"{prefix}workspace/new.md")),
-        "write session scratch": _code(put(f"{prefix}sessions/x/scratch.md")),
+        "write own session scratch": _code(put(
+            f"{layout.session_prefix(prefix, agent.pk, uuid.uuid4())}scratch.md")),
+        "read own session scratch": _code(get(
+            f"{layout.agent_sessions_prefix(prefix, agent.pk)}{scratch_session}/x.md")),
+        "write another agent's session scratch": _code(put(
+            f"{layout.session_prefix(prefix, other_agent.pk, uuid.uuid4())}scratch.md")),
+        "read another agent's session scratch": _code(get(other_scratch)),
+        "list another agent's sessions": _code(listing(
+            layout.agent_sessions_prefix(prefix, other_agent.pk))),
+        "write scratch outside any agent": _code(put(f"{prefix}sessions/x/scratch.md")),
+        "read a profile (USER.md)": _code(get(layout.user_file_key(prefix, person.pk))),
+        "list the profiles": _code(listing(layout.users_root(prefix))),
+        "write a profile": _code(put(layout.user_file_key(prefix, person.pk))),
         "write AGENTS.md (policy: append with approval)": _code(put(
             f"{prefix}agents/{agent.pk}/AGENTS.md")),
         "write SOUL.md (not in the policy)": _code(put(f"{prefix}agents/{agent.pk}/SOUL.md")),
@@ -86,7 +107,13 @@ def test_runner_credentials_reach_only_their_own_prefix(s3, project, agent, admi
     assert outcomes == {
         "read own agent file": "OK", "read own workspace": "OK", "list own workspace": "OK",
         "write own workspace (policy: replace, no approval)": "OK",
-        "write session scratch": "OK",
+        "write own session scratch": "OK", "read own session scratch": "OK",
+        "write another agent's session scratch": "AccessDenied",
+        "read another agent's session scratch": "AccessDenied",
+        "list another agent's sessions": "AccessDenied",
+        "write scratch outside any agent": "AccessDenied",
+        "read a profile (USER.md)": "AccessDenied", "list the profiles": "AccessDenied",
+        "write a profile": "AccessDenied",
         "write AGENTS.md (policy: append with approval)": "AccessDenied",
         "write SOUL.md (not in the policy)": "AccessDenied",
         "read _history/": "AccessDenied", "list _history/": "AccessDenied",
@@ -192,3 +219,51 @@ def test_admins_issue_and_delete_credentials_on_the_settings_page(client, s3, pr
     client.post(reverse("projects:credentials_revoke", args=[project.slug, agent.slug,
                                                              runner_token.pk]))
     assert RunnerCredential.objects.get().revoked_at is not None
+
+
+def test_names_the_console_refuses_are_denied_where_the_store_takes_deny(s3, agent, admin,
+                                                                         runner_token):
+    """SeaweedFS takes only Allow statements ("Only 'Allow' is possible"): the credentials are
+    issued with the policy minus its Deny statement, and the record says which was attached.
+    Stores that take Deny (AWS, MinIO, Ceph) get it."""
+    wanted = credentials.runner_policy(agent)
+    [deny] = [s for s in wanted["Statement"] if s["Effect"] == "Deny"]
+    assert deny["Action"] == ["s3:PutObject"]
+    prefix = agent.project.prefix
+    assert f"arn:aws:s3:::{agent.project.bucket_name}/{prefix}workspace/*/.*" in deny["Resource"]
+    credential, _secret = credentials.credentials_issue(token=runner_token, by=admin)
+    assert not credentials.has_deny(credential.policy)
+    assert credential.policy == credentials.runner_policy(agent, deny=False)
+    attached = s3.iam.get_user_policy(UserName=credential.iam_user,
+                                      PolicyName=credentials.POLICY_NAME)["PolicyDocument"]
+    if isinstance(attached, str):  # botocore decodes it; a plain string on older versions
+        attached = json.loads(urllib.parse.unquote(attached))
+    assert not credentials.has_deny(attached)
+
+
+def test_settings_and_isolation_pages_say_exactly_what_the_credentials_reach(
+        client, s3, project, agent, admin, runner_token):
+    agent.hook_policy = {"post": {
+        "workspace/**.md": {"modes": ["replace"], "approval": False},
+        "workspace/secret/*.md": {"modes": ["replace"], "approval": True},
+        "TOOLS.md": {"modes": ["replace"], "approval": False}}}
+    agent.save()
+    credentials.credentials_issue(token=runner_token, by=admin)
+    client.force_login(admin)
+    prefix = project.prefix
+    for url in (reverse("projects:agent_settings", args=[project.slug, agent.slug]),
+                reverse("projects:isolation", args=[project.slug])):
+        text = client.get(url).content.decode()
+        assert f"<code>{layout.agent_sessions_prefix(prefix, agent.pk)}</code>" in text
+        assert f"<code>{layout.agent_file_key(prefix, agent.pk, 'TOOLS.md')}</code>" in text
+        assert f"<del><code>{prefix}workspace/*.md</code></del>" in text
+        assert "stricter workspace/secret/*.md" in text
+        assert "profiles (USER.md reaches a runner only through the pre hook" in text
+        assert "read-only; it writes only session scratch" not in text
+    # Saving a policy whose direct glob is left out says so where it was saved.
+    response = client.post(reverse("projects:agent_settings", args=[project.slug, agent.slug]), {
+        "which": "policy_json", "policy-json-value": json.dumps(agent.hook_policy)}, follow=True)
+    notes = [str(m) for m in response.context["messages"]]
+    assert any("workspace/**.md allows a direct replace, but the stricter workspace/secret/*.md"
+               in note for note in notes), notes
+    assert any("Updated the S3 policy of 1 runner" in note for note in notes)

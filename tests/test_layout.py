@@ -1,5 +1,6 @@
 """Key layout and path validation: pure, no S3, no database."""
 
+import fnmatch
 import uuid
 
 import pytest
@@ -19,7 +20,8 @@ def test_keys_follow_the_design_layout():
     assert layout.agent_file_key(PREFIX, AID, "SOUL.md") == f"projects/{PID}/agents/{AID}/SOUL.md"
     assert layout.user_file_key(PREFIX, 7) == f"projects/{PID}/users/7/USER.md"
     assert layout.workspace_file_key(PREFIX, "a/b.md") == f"projects/{PID}/workspace/a/b.md"
-    assert layout.session_prefix(PREFIX, AID) == f"projects/{PID}/sessions/{AID}/"
+    assert layout.agent_sessions_prefix(PREFIX, AID) == f"projects/{PID}/sessions/{AID}/"
+    assert layout.session_prefix(PREFIX, AID, FID) == f"projects/{PID}/sessions/{AID}/{FID}/"
     assert layout.snapshot_key(PREFIX, FID, 3, SHA) == f"projects/{PID}/_history/{FID}/3-{SHA}.md"
 
 
@@ -160,3 +162,21 @@ def test_prefix_override_is_validated():
     for bad in ["../x/", "/abs/", "no-slash", "a//b/", "sp ace/"]:
         with pytest.raises(ValidationError):
             layout.project_prefix(PID, bad)
+
+
+def test_keys_a_deny_pattern_names_are_keys_the_layout_refuses():
+    """Every pattern in runners' Deny statements names only keys that validate_workspace_path
+    refuses (a wildcard read as a plain letter, or as nothing), and common good keys pass."""
+    root = layout.workspace_prefix(PREFIX)
+    patterns = layout.refused_workspace_patterns(PREFIX)
+    assert patterns and all(p.startswith(root) for p in patterns)
+    for pattern in patterns:
+        for fill in ("a", "", "a/b"):
+            sample = pattern.replace("*", fill).replace("?", "a")[len(root):]
+            if not sample.endswith(".md"):
+                sample += ".md"
+            with pytest.raises(ValidationError):
+                layout.validate_workspace_path(sample)
+    good = [f"{root}notes/a.md", f"{root}logs/tools.md", f"{root}MY-AGENTS.md",
+            f"{root}решения/итог.md", f"{root}a b/c.md"]
+    assert not [key for key in good for p in patterns if fnmatch.fnmatchcase(key, p)]

@@ -4,6 +4,7 @@ JSON, and a diff when re-assembling it now differs."""
 
 import hashlib
 import json
+import uuid
 
 import pytest
 from django.urls import reverse
@@ -70,7 +71,7 @@ def test_a_runner_cannot_plant_a_receipt(memory, agent, admin, s3):
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     runner = _client(s3, credential.access_key_id, secret)
     planted = layout.prompt_key(memory.prefix, "a" * 64)
-    scratch = f"{layout.sessions_root(memory.prefix)}{'0' * 8}-0000-0000-0000-{'0' * 12}/x.md"
+    scratch = f"{layout.session_prefix(memory.prefix, agent.pk, uuid.uuid4())}x.md"
     assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=scratch, Body=b"x")) == "OK"
     assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=planted, Body=b"x")) \
         == "AccessDenied"

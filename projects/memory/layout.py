@@ -3,7 +3,7 @@
     <prefix>agents/<agent_id>/{SOUL.md,AGENTS.md,TOOLS.md}
     <prefix>users/<user_id>/USER.md
     <prefix>workspace/<relative path>.md
-    <prefix>sessions/<session_id>/...
+    <prefix>sessions/<agent_id>/<session_id>/...   (a runner's scratch space)
     <prefix>_history/<file_id>/<revision number>-<sha256>.md
     <prefix>_prompts/<sha256>.txt      (the exact prompts pre hooks returned, each once)
 
@@ -194,8 +194,33 @@ def workspace_file_key(prefix: str, relative_path: str) -> str:
     return f"{workspace_prefix(prefix)}{validate_workspace_path(relative_path)}"
 
 
-def session_prefix(prefix: str, session_id: uuid.UUID) -> str:
-    return f"{sessions_root(prefix)}{_uuid(session_id)}/"
+def agent_sessions_prefix(prefix: str, agent_id: uuid.UUID) -> str:
+    """Where one agent's runners keep session scratch: under the agent's id, so that its S3
+    credentials can be confined to its own sessions (IAM cannot name sessions that do not
+    exist yet)."""
+    return f"{sessions_root(prefix)}{_uuid(agent_id)}/"
+
+
+def session_prefix(prefix: str, agent_id: uuid.UUID, session_id: uuid.UUID) -> str:
+    return f"{agent_sessions_prefix(prefix, agent_id)}{_uuid(session_id)}/"
+
+
+def refused_workspace_patterns(prefix: str) -> list[str]:
+    """Key patterns, in IAM's wildcards (`*` any run of characters, `?` one), of workspace
+    keys that `validate_workspace_path` refuses, for Deny statements in runners' S3 policies.
+
+    Only what a pattern can say: hidden names and `..`, names starting with a space, the
+    agent's and the person's own file names at any depth, and characters that are never in
+    a name (Windows-reserved punctuation, backslashes, look-alike slashes, line breaks and
+    tabs). Look-alike letters, compatibility characters, sizes and content cannot be named by
+    a key pattern: adoption refuses those (`store`, refused writes)."""
+    root = workspace_prefix(prefix)
+    patterns = [f"{root}.*", f"{root}*/.*", f"{root} *", f"{root}*/ *", f"{root}* /*"]
+    for name in sorted(_RESERVED_NAMES):
+        patterns += [f"{root}{name}", f"{root}*/{name}"]
+    never = sorted((set('<>:"|\\') | {"\t", "\n", "\r"} | _FORBIDDEN_CHARS) - {"*", "?"})
+    patterns += [f"{root}*{char}*" for char in never]
+    return patterns
 
 
 def prompt_key(prefix: str, sha256: str) -> str:
@@ -266,8 +291,14 @@ def parse_key(prefix: str, key: str) -> ParsedKey:
             if validate_workspace_path(tail) == tail:
                 return ParsedKey(kind=SCOPE_WORKSPACE, path=tail)
         elif head == "sessions":
-            session, _, _rest = tail.partition("/")
-            return ParsedKey(kind="session", session_id=uuid.UUID(session), path=_rest)
+            # sessions/<agent_id>/<session_id>/..., or the older sessions/<session_id>/...
+            first, _, rest = tail.partition("/")
+            second, _, deeper = rest.partition("/")
+            try:
+                return ParsedKey(kind="session", agent_id=uuid.UUID(first),
+                                 session_id=uuid.UUID(second), path=deeper)
+            except ValueError:
+                return ParsedKey(kind="session", session_id=uuid.UUID(first), path=rest)
         elif head == "_prompts":
             match = _PROMPT_RE.fullmatch(tail)
             if match:

@@ -60,8 +60,8 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
                     .values_list("snapshot_key", flat=True))
     agents = set(Agent.objects.filter(project=project).values_list("pk", flat=True))
     members = set(project.memberships.values_list("user_id", flat=True))
-    sessions = {str(pk) for pk in AgentSession.objects.filter(agent__project=project)
-                .values_list("pk", flat=True)}
+    sessions = {str(pk): str(agent_id) for pk, agent_id in
+                AgentSession.objects.filter(agent__project=project).values_list("pk", "agent_id")}
     prompts = set(AgentSession.objects.filter(agent__project=project)
                   .values_list("prompt_sha256", flat=True).distinct())
     out = []
@@ -96,7 +96,7 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
                                   "a stored prompt no session names: its pre hook did not "
                                   "commit; harmless, kept"))
         elif parsed.kind == "session":
-            if str(parsed.session_id) in sessions:
+            if _session_scratch(parsed, sessions):
                 out.append(status("session", OK))
             else:
                 out.append(status("foreign", ERROR, f"session {project.slug} did not run"))
@@ -111,6 +111,16 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
             out.append(status("untracked", WARNING, "no record owns it yet: reconcile (or the "
                                                     "next pre hook) adopts it"))
     return out
+
+
+def _session_scratch(parsed: layout.ParsedKey, sessions: dict[str, str]) -> bool:
+    """sessions/<agent>/<session>/... of that agent's session, or the older
+    sessions/<session>/... (a first folder that is a session's id, not an agent's)."""
+    if parsed.agent_id is not None:
+        if sessions.get(str(parsed.session_id)) == str(parsed.agent_id):
+            return True
+        return str(parsed.agent_id) in sessions  # older layout, a uuid-named subfolder
+    return str(parsed.session_id) in sessions
 
 
 def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repair]:

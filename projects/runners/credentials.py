@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import dataclass
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.exceptions import ValidationError
@@ -69,7 +70,6 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
                               code="token_revoked")
     agent = token.agent
     name = iam_user_name(token)
-    policy = runner_policy(agent)
     iam = iam_client()
     try:
         try:
@@ -80,8 +80,7 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
         for old in iam.list_access_keys(UserName=name).get("AccessKeyMetadata", []):
             iam.delete_access_key(UserName=name, AccessKeyId=old["AccessKeyId"])
         key = iam.create_access_key(UserName=name)["AccessKey"]
-        iam.put_user_policy(UserName=name, PolicyName=POLICY_NAME,
-                            PolicyDocument=json.dumps(policy))
+        policy = _put_policy(iam, name, agent)
     except (ClientError, BotoCoreError) as exc:
         raise _failed(exc) from exc
     with transaction.atomic():
@@ -128,12 +127,10 @@ def credentials_refresh(*, agent: Agent, by) -> int:
     live = list(RunnerCredential.objects.filter(agent=agent, revoked_at__isnull=True))
     if not live:
         return 0
-    policy = runner_policy(agent)
     iam = iam_client()
     try:
         for credential in live:
-            iam.put_user_policy(UserName=credential.iam_user, PolicyName=POLICY_NAME,
-                                PolicyDocument=json.dumps(policy))
+            policy = _put_policy(iam, credential.iam_user, agent)
     except (ClientError, BotoCoreError) as exc:
         raise _failed(exc) from exc
     with transaction.atomic():
@@ -171,22 +168,27 @@ def _delete_user(iam, name: str) -> None:
 # --- What a runner's credentials may do ------------------------------------------------------
 
 
-def runner_policy(agent: Agent) -> dict:
-    """What one agent's runner may do straight in the bucket: read its agent's files, the
-    project's profiles, workspace and session scratch space; write the session scratch space
-    and, where the agent's hook policy lets it replace a file without a person's approval,
-    that file. Never the `_history/` snapshots, never another project's keys.
+def runner_policy(agent: Agent, *, deny: bool = True) -> dict:
+    """What one agent's runner may do straight in the bucket, no more than the hook API gives
+    it: read its agent's files and the project's workspace; read and write scratch space
+    under its own agent's sessions; replace the files the agent's hook policy lets it
+    replace without a person's approval. Never a profile (USER.md reaches a runner only
+    through the pre hook, one person per session), never the `_history/` snapshots or the
+    kept `_prompts/`, never another agent's sessions or another project's keys, no delete.
 
     Files the hook policy allows only appends to, or only with approval, stay read-only here:
     those changes go through the post hook, where the policy and the audit trail apply. IAM's
     `*` crosses folders, so `workspace/decisions/*.md` also admits deeper files (the console
-    records whatever lands as an external revision either way)."""
+    records whatever lands as an external revision either way). With `deny`, names the
+    console refuses are denied by key pattern too (`layout.refused_workspace_patterns`);
+    stores that take no Deny statements (SeaweedFS) get the policy without them, and
+    adoption refuses such objects instead."""
     project = agent.project
     bucket, prefix = project.bucket_name, project.prefix
-    readable = [layout.agent_prefix(prefix, agent.pk), layout.users_root(prefix),
-                layout.workspace_prefix(prefix)]
+    readable = [layout.agent_prefix(prefix, agent.pk), layout.workspace_prefix(prefix)]
+    scratch = layout.agent_sessions_prefix(prefix, agent.pk)
     statements = [
-        iam.list_statement(bucket, readable + [layout.sessions_root(prefix)]),
+        iam.list_statement(bucket, readable + [scratch]),
         {
             "Sid": "ReadOwnMemory",
             "Effect": "Allow",
@@ -194,10 +196,10 @@ def runner_policy(agent: Agent) -> dict:
             "Resource": [iam.arn(bucket, p + "*") for p in readable],
         },
         {
-            "Sid": "WriteSessionScratch",
+            "Sid": "WriteOwnSessionScratch",
             "Effect": "Allow",
             "Action": ["s3:GetObject", "s3:PutObject"],
-            "Resource": iam.arn(bucket, f"{layout.sessions_root(prefix)}*"),
+            "Resource": iam.arn(bucket, f"{scratch}*"),
         },
     ]
     writable = direct_write_patterns(agent)
@@ -208,7 +210,57 @@ def runner_policy(agent: Agent) -> dict:
             "Action": ["s3:PutObject"],
             "Resource": [iam.arn(bucket, pattern) for pattern in writable],
         })
+        if deny and any(p.startswith(layout.workspace_prefix(prefix)) for p in writable):
+            statements.append({
+                "Sid": "DenyNamesTheConsoleRefuses",
+                "Effect": "Deny",
+                "Action": ["s3:PutObject"],
+                "Resource": [iam.arn(bucket, pattern)
+                             for pattern in layout.refused_workspace_patterns(prefix)],
+            })
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+@dataclass(frozen=True)
+class RunnerAccess:
+    """What an agent's runner credentials reach, in words a settings page can list."""
+
+    reads: list[str]  # key prefixes read
+    scratch: str  # the prefix of its own sessions' scratch space (read and write)
+    rules: list  # DirectRule: what it may replace in place, and what is left out
+    deny_taken: bool | None  # the store took the Deny statement (None: no live credentials)
+
+
+def runner_access(agent: Agent) -> RunnerAccess:
+    prefix = agent.project.prefix
+    live = list(RunnerCredential.objects.filter(agent=agent, revoked_at__isnull=True)
+                .values_list("policy", flat=True))
+    return RunnerAccess(
+        reads=[layout.agent_prefix(prefix, agent.pk), layout.workspace_prefix(prefix)],
+        scratch=layout.agent_sessions_prefix(prefix, agent.pk),
+        rules=direct_write_rules(agent),
+        deny_taken=all(has_deny(p) for p in live) if live else None)
+
+
+def has_deny(policy: dict) -> bool:
+    return any(statement.get("Effect") == "Deny" for statement in policy.get("Statement", []))
+
+
+def _put_policy(client, user_name: str, agent: Agent) -> dict:
+    """Attach the runner policy; a store that refuses Deny statements (SeaweedFS: "Only
+    'Allow' is possible") gets it without them. Returns the policy attached."""
+    policy = runner_policy(agent)
+    try:
+        client.put_user_policy(UserName=user_name, PolicyName=POLICY_NAME,
+                               PolicyDocument=json.dumps(policy))
+        return policy
+    except ClientError as exc:
+        if not has_deny(policy) or _error_code(exc) != "MalformedPolicyDocument":
+            raise
+    policy = runner_policy(agent, deny=False)
+    client.put_user_policy(UserName=user_name, PolicyName=POLICY_NAME,
+                           PolicyDocument=json.dumps(policy))
+    return policy
 
 
 def direct_write_allowed(target: str, rule: dict | None) -> bool:
@@ -220,29 +272,47 @@ def direct_write_allowed(target: str, rule: dict | None) -> bool:
             and not rule.get("approval"))
 
 
-def direct_write_patterns(agent: Agent) -> list[str]:
-    """Key patterns (IAM wildcards) of the files this agent may replace without approval.
+@dataclass(frozen=True)
+class DirectRule:
+    """One hook-policy rule that allows a direct replace, as the runner's S3 policy reads it."""
 
-    A glob is left out when a stricter rule governs some of its files (the most specific
-    rule wins in the hooks, `hooks.policy_rule`): IAM cannot express "all but those" on
-    every store (SeaweedFS refuses Deny), so those files go through the hook instead."""
+    target: str  # the rule's path or glob, e.g. "workspace/notes/*.md"
+    pattern: str  # the key pattern in IAM's wildcards
+    left_out_for: tuple[str, ...] = ()  # stricter rules that overlap it: then not granted
+
+    @property
+    def granted(self) -> bool:
+        return not self.left_out_for
+
+
+def direct_write_rules(agent: Agent) -> list[DirectRule]:
+    """Every rule that allows a direct replace, with its key pattern, and whether the runner's
+    credentials get it. A glob is left out when a stricter rule governs some of its files (the
+    most specific rule wins in the hooks, `hooks.policy_rule`): IAM cannot express "all but
+    those" on every store (SeaweedFS refuses Deny), so those files go through the hook
+    instead; the settings page says so."""
     prefix = agent.project.prefix
-    patterns = []
     rules = (agent.hook_policy or {}).get("post", {})
     stricter = [target for target, rule in rules.items()
                 if target.startswith("workspace/") and not direct_write_allowed(target, rule)]
+    found = []
     for target, rule in sorted(rules.items()):
         if not direct_write_allowed(target, rule):
             continue
-        if target.startswith("workspace/") and any(
-                _overlaps(target, other) for other in stricter):
-            continue
         if target in layout.AGENT_FILES:
-            patterns.append(layout.agent_file_key(prefix, agent.pk, target))
-        else:  # workspace/<glob>.md: ** and * both become IAM's *, [...] becomes ?
-            glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
-            patterns.append(layout.workspace_prefix(prefix) + re.sub(r"[*]+", "*", glob))
-    return patterns
+            found.append(DirectRule(target, layout.agent_file_key(prefix, agent.pk, target)))
+            continue
+        # workspace/<glob>.md: ** and * both become IAM's *, [...] becomes ?
+        glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
+        pattern = layout.workspace_prefix(prefix) + re.sub(r"[*]+", "*", glob)
+        overlapping = tuple(other for other in stricter if _overlaps(target, other))
+        found.append(DirectRule(target, pattern, overlapping))
+    return found
+
+
+def direct_write_patterns(agent: Agent) -> list[str]:
+    """Key patterns (IAM wildcards) of the files this agent's runner may replace in place."""
+    return [rule.pattern for rule in direct_write_rules(agent) if rule.granted]
 
 
 def _overlaps(glob: str, other: str) -> bool:

@@ -331,6 +331,8 @@ def isolation_page(request, slug):
                                 content_type="application/json; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}-policy.json"'
         return response
+    for agent in agents:
+        agent.access = credentials.runner_access(agent)
     return render(request, "projects/isolation.html", {
         "project": project, "role": role, "agents": agents,
         "bucket": isolation.bucket_of(project),
