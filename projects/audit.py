@@ -21,6 +21,8 @@ ACTIONS = {
     "file.delete": _("deleted a file"), "file.save_recovered": _("finished a half-done save"),
     "file.external_change": _("change found in storage"),
     "file.external_delete": _("deletion found in storage"),
+    "file.external_refused": _("write in storage refused"),
+    "file.refused_delete": _("deleted a refused write"),
     "proposal.create": _("agent proposed a change"), "proposal.approve": _("approved a proposal"),
     "proposal.reject": _("rejected a proposal"),
     "token.create": _("created a runner token"), "token.revoke": _("revoked a runner token"),

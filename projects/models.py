@@ -196,6 +196,11 @@ class MemoryFile(models.Model):
         help_text="ETag of the head object as the console wrote it; a different one in S3 "
                   "means someone wrote to the bucket directly.",
     )
+    refused_etag = models.CharField(
+        max_length=100, blank=True,
+        help_text="ETag of an object at the file's key that the console refused to adopt (see "
+                  "RefusedWrite); the head stays the recorded revision until it is replaced.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the file was created.")
 
     class Meta:
@@ -283,6 +288,67 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.file} r{self.number}"
+
+
+class RefusedWrite(models.Model):
+    """An object found in the bucket that breaks the console's own rules for a memory file (too
+    large, not UTF-8 text, a NUL, a name the layout refuses): never adopted, injected or served
+    raw. The file's recorded head stays its head; admins see it and can delete it."""
+
+    class Reason(models.TextChoices):
+        TOO_LARGE = "too_large", _("over the size limit")
+        NOT_TEXT = "not_text", _("not UTF-8 text")
+        BINARY = "binary", _("holds NUL bytes")
+        NAME = "name", _("a name the console refuses")
+
+    class State(models.TextChoices):
+        PRESENT = "present", _("in storage")
+        REPLACED = "replaced", _("replaced by a later write")
+        DELETED = "deleted", _("deleted")
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="refused_writes",
+                                help_text="The project whose prefix holds it.")
+    file = models.ForeignKey(MemoryFile, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="refused_writes",
+                             help_text="The file whose key it is at; empty for a refused name.")
+    key = models.CharField(max_length=1024, help_text="Its S3 key.")
+    etag = models.CharField(max_length=100, help_text="Its ETag when found.")
+    version_id = models.CharField(max_length=200, blank=True,
+                                  help_text="Its version, when the bucket keeps versions.")
+    size = models.BigIntegerField(help_text="Its size in bytes.")
+    reason = models.CharField(max_length=20, choices=Reason.choices,
+                              help_text="Which rule it breaks.")
+    detail = models.JSONField(default=dict, blank=True,
+                              help_text="The rule's figures: limit, position of a bad byte.")
+    writer_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The agent whose runner provably wrote it (signed metadata), if any.")
+    writer_session = models.CharField(max_length=64, blank=True,
+                                      help_text="The session its signed metadata names.")
+    writer_label = models.CharField(max_length=200, help_text="Who wrote it, as shown.")
+    found_at = models.DateTimeField(auto_now_add=True, help_text="When the console found it.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PRESENT,
+                             db_index=True, help_text="Whether it is still in storage.")
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+",
+                                    help_text="The admin who deleted it.")
+    resolved_at = models.DateTimeField(null=True, blank=True,
+                                       help_text="When it was deleted or replaced.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "key", "etag"],
+                                    name="one_refusal_per_object"),
+        ]
+        ordering = ["-found_at"]
+
+    def __str__(self) -> str:
+        return f"refused write at {self.key}"
+
+    @property
+    def relative_key(self) -> str:
+        """The key under the project's prefix, as people read it (workspace/..., agents/...)."""
+        return self.key.removeprefix(self.project.prefix)
 
 
 class AuditEvent(models.Model):

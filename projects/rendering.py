@@ -11,6 +11,9 @@ import markdown
 import nh3
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+
+from projects.memory.content import within_limit
 
 _TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5",
@@ -34,8 +37,13 @@ def sanitize_html(html: str) -> str:
 
 def render_markdown(text: str) -> str:
     """Render a memory file for people, marked safe: nh3 has cleaned it, so templates must not
-    escape it again (escaped, the preview would show tags as text)."""
+    escape it again (escaped, the preview would show tags as text). At most a memory file's
+    worth of text is rendered; the rest is left out, and the page says so."""
+    text, cut = within_limit(text)
     html = markdown.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
+    if cut:
+        html += "<p><em>" + escape(_("The rest is not shown: this text is larger than a memory "
+                                     "file may be.")) + "</em></p>"
     return mark_safe(sanitize_html(html))  # noqa: S308 - sanitized by nh3 just above
 
 

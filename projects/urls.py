@@ -47,6 +47,8 @@ urlpatterns = [
          name="flag_resolve"),
     path("p/<slug:slug>/workspace/", browse.workspace, name="workspace"),
     path("p/<slug:slug>/workspace/new/", browse.workspace_new, name="workspace_new"),
+    path("p/<slug:slug>/refused/<int:refused_id>/delete/", files.refused_delete,
+         name="refused_delete"),
     path("p/<slug:slug>/workspace/new/edit/", files.file_new, name="file_new"),
     path("p/<slug:slug>/open/", browse.file_open, name="file_open"),
     path("p/<slug:slug>/f/<uuid:file_id>/", files.file_detail, name="file_detail"),

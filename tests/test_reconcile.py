@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from projects.memory import layout, reconcile, store
-from projects.models import MemoryFile, Revision
+from projects.models import MemoryFile, RefusedWrite, Revision
 
 pytestmark = pytest.mark.django_db
 
@@ -28,11 +28,21 @@ def test_external_delete_becomes_a_tombstone(s3, workspace_file):
     assert head.is_deletion and head.author_kind == "external"
 
 
-def test_non_utf8_external_content_is_kept_and_marked(s3, workspace_file):
+def test_non_utf8_external_content_is_refused_and_the_head_stays(s3, workspace_file):
+    """A save would refuse bytes that are not UTF-8; adoption refuses them too (it used to
+    adopt them marked not_utf8): recorded as a refused write, the head unchanged."""
+    head = workspace_file.head
     s3.put(workspace_file.key, b"caf\xe9\n")
     reconcile.reconcile(project=workspace_file.project)
-    revision = Revision.objects.get(file=workspace_file, number=2)
-    assert s3.get(revision.snapshot_key) == b"caf\xe9\n"
+    file = MemoryFile.objects.get(pk=workspace_file.pk)
+    assert file.head == head and not Revision.objects.filter(file=file, number=2).exists()
+    refused = RefusedWrite.objects.get(file=file)
+    assert (refused.reason, refused.size, refused.writer_label) == ("not_text", 5, "external")
+    assert refused.detail == {"position": 3} and file.refused_etag == refused.etag
+    assert store.file_read(file).text == store.revision_read(head)
+    kinds = {item.key: item.kind for item in reconcile.classify(file.project, s3.client.list_objects_v2(
+        Bucket=s3.bucket, Prefix=file.project.prefix)["Contents"])}
+    assert kinds[file.key] == "refused"
 
 
 def test_new_files_written_by_a_sandbox_are_adopted(s3, project, agent, person):

@@ -52,6 +52,7 @@ KIND_LABELS = {
     "orphan_snapshot": _("snapshot awaiting reconcile"),
     "untracked": _("new file awaiting adoption"),
     "orphan_prompt": _("kept prompt without its session"),
+    "refused": _("write the console refused"),
 }
 
 

@@ -67,3 +67,16 @@ def sha256(data: bytes) -> str:
 def appended(text: str, addition: str) -> str:
     """`addition` added at the end of `text`, on a line of its own."""
     return text + ("" if not text or text.endswith("\n") else "\n") + addition
+
+
+def within_limit(text: str) -> tuple[str, bool]:
+    """At most a memory file's worth of `text` (MGC_MAX_FILE_BYTES of UTF-8), and whether it
+    was cut: what a page renders or diffs, so a file larger than a save allows (adopted
+    before adoption refused them) never makes a page of tens of megabytes."""
+    limit = settings.MGC_MAX_FILE_BYTES
+    if len(text) <= limit // 4:  # four bytes per character at most: surely within
+        return text, False
+    data = text.encode("utf-8", errors="surrogatepass")
+    if len(data) <= limit:
+        return text, False
+    return data[:limit].decode("utf-8", errors="ignore"), True

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from projects.memory.content import within_limit
+
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 
 
@@ -71,8 +73,9 @@ def _word_diff(old: str, new: str) -> tuple[SafeString, SafeString]:
 
 def diff_texts(old: str, new: str, *, context: int = 3) -> Diff:
     """Line diff of two texts with word highlights; unchanged runs beyond `context` lines
-    around a change are folded into one 'skip' row."""
-    old_lines, new_lines = old.splitlines(), new.splitlines()
+    around a change are folded into one 'skip' row. Each text is taken up to a memory file's
+    size (content.within_limit)."""
+    old_lines, new_lines = within_limit(old)[0].splitlines(), within_limit(new)[0].splitlines()
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     rows: list[Row] = []
     unified: list[UnifiedLine] = []

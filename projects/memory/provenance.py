@@ -36,9 +36,14 @@ class Claim:
     session: str
 
 
-def verified_writer(*, project_id, key: str, data: bytes, metadata: dict[str, str]
-                    ) -> Claim | None:
-    """The agent (and session) that provably wrote `data` at `key`, or None."""
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def verified_writer(*, project_id, key: str, metadata: dict[str, str], data: bytes | None = None,
+                    body_sha256: str | None = None) -> Claim | None:
+    """The agent (and session) that provably wrote `data` (or the body with `body_sha256`) at
+    `key`, or None."""
     agent_id, session, given = (metadata.get(META_AGENT, ""), metadata.get(META_SESSION, ""),
                                 metadata.get(META_PROOF, ""))
     if not (agent_id and given):
@@ -54,7 +59,7 @@ def verified_writer(*, project_id, key: str, data: bytes, metadata: dict[str, st
         return None
     if session and not AgentSession.objects.filter(pk=session, agent=agent).exists():
         return None
-    body_sha = hashlib.sha256(data).hexdigest()
+    body_sha = body_sha256 if body_sha256 is not None else sha256_hex(data or b"")
     now = timezone.now()
     live = (AgentToken.objects.filter(agent=agent, revoked_at__isnull=True)
             .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))

@@ -10,6 +10,8 @@ key:
   still runs; reconcile deletes it after a grace period;
 - `untracked` (warning): a memory file with a valid owner but no record yet (a sandbox wrote
   it); reconcile, or the next pre hook, adopts it;
+- `refused` (warning): an object the console refused to adopt (too large, not text, a name
+  it refuses): never injected; admins delete it (see `refusals`);
 - `foreign` (error): of an agent, member, file or session this project does not have;
 - `outside_layout` (error): not a key the layout builds.
 """
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from projects.memory import layout, store
+from projects.memory import layout, refusals, store
 from projects.memory.storage import storage_for
 from projects.models import Agent, AgentSession, MemoryFile, Project, Revision
 
@@ -43,7 +45,7 @@ class KeyStatus:
 class Repair:
     """What reconcile did (or left alone and reports) about one key."""
 
-    kind: str  # adopted | orphan_snapshot | untracked_adopted | outside_layout | foreign
+    kind: str  # adopted | orphan_snapshot | untracked_adopted | refused | outside_layout | foreign
     key: str
     detail: str = ""
 
@@ -64,6 +66,7 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
                 AgentSession.objects.filter(agent__project=project).values_list("pk", "agent_id")}
     prompts = set(AgentSession.objects.filter(agent__project=project)
                   .values_list("prompt_sha256", flat=True).distinct())
+    refused = refusals.present_keys(project)
     out = []
     for obj in objects:
         key = obj["Key"]
@@ -75,7 +78,10 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
         def status(kind: str, severity: str, detail: str = "") -> KeyStatus:
             return KeyStatus(key, kind, severity, detail, parsed, age)  # noqa: B023
 
-        if parsed.kind is None:
+        if (key, obj.get("ETag", "")) in refused:
+            out.append(status("refused", WARNING, "a write the console refused to adopt: "
+                                                  "admins delete it on the workspace page"))
+        elif parsed.kind is None:
             out.append(status("outside_layout", ERROR, f"in {project.slug}'s prefix, not a "
                                                        f"layout key"))
         elif parsed.kind == "history":
@@ -158,6 +164,10 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repa
                 path=parsed.path,
             )
             store.adopt(record)
+        elif item.kind == "outside_layout" and refusals.name_refused(project.prefix, item.key):
+            if store.refuse_name(project, item.key) is not None:
+                repairs.append(Repair("refused", item.key, "a name the console refuses: "
+                                                           "recorded as a refused write"))
         elif item.severity == ERROR:
             repairs.append(Repair(item.kind, item.key, item.detail))
     return repairs

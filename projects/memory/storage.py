@@ -8,6 +8,7 @@ IfNoneMatch with the storage's own client, as the store's lost-update protection
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import xml.etree.ElementTree as ET
@@ -45,6 +46,12 @@ class StoredObject:
     body: bytes
     etag: str
     metadata: dict[str, str]
+    size: int = -1  # the object's whole size; more than len(body) when the read was bounded
+    version_id: str = ""
+
+    @property
+    def whole(self) -> bool:
+        return self.size == len(self.body)
 
 
 def _error_code(exc: ClientError) -> str:
@@ -97,21 +104,66 @@ class MemoryStorage(S3Storage):
 
     # --- Objects ---------------------------------------------------------------------------
 
-    def read(self, key: str, if_match: str = "") -> StoredObject | None:
-        """The object, or None if it is missing (or no longer has ETag `if_match`)."""
+    def read(self, key: str, if_match: str = "", max_bytes: int | None = None
+             ) -> StoredObject | None:
+        """The object, or None if it is missing (or no longer has ETag `if_match`). With
+        `max_bytes`, at most that many bytes and one more are fetched (a Range request): an
+        object anyone could have written is never read whole into memory; `size` says how
+        large it really is."""
         params = {"Bucket": self.bucket_name, "Key": key}
         if if_match:
             params["IfMatch"] = if_match
+        if max_bytes is not None:
+            params["Range"] = f"bytes=0-{max_bytes}"
         try:
             response = self.client.get_object(**params)
-            return StoredObject(response["Body"].read(), response["ETag"],
-                                response.get("Metadata", {}))
+            body = response["Body"].read()
+            size = len(body)
+            if "ContentRange" in response:  # "bytes 0-262144/20971520"
+                size = int(response["ContentRange"].rpartition("/")[2])
+            return StoredObject(body, response["ETag"], response.get("Metadata", {}), size,
+                                response.get("VersionId", "") or "")
         except ClientError as exc:
             if _is_missing(exc) or (if_match and _is_precondition_failed(exc)):
+                return None
+            if max_bytes is not None and _status(exc) == 416:  # an empty object has no byte 0
+                return self.read(key, if_match=if_match)
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+
+    def sha256_of(self, key: str, etag: str, max_bytes: int) -> str | None:
+        """sha256 of the object at `key` if it still has `etag` and holds at most `max_bytes`,
+        read in chunks (never whole in memory); None otherwise."""
+        digest = hashlib.sha256()
+        try:
+            response = self.client.get_object(Bucket=self.bucket_name, Key=key, IfMatch=etag)
+            if response.get("ContentLength", 0) > max_bytes:
+                response["Body"].close()
+                return None
+            for chunk in response["Body"].iter_chunks(1 << 20):
+                digest.update(chunk)
+        except ClientError as exc:
+            if _is_missing(exc) or _is_precondition_failed(exc):
                 return None
             raise _failed(exc) from exc
         except BotoCoreError as exc:
             raise _failed(exc) from exc
+        return digest.hexdigest()
+
+    def describe(self, key: str) -> StoredObject | None:
+        """An object's ETag, size, version and metadata without its body (HEAD); None if missing."""
+        try:
+            response = self.client.head_object(Bucket=self.bucket_name, Key=key)
+        except ClientError as exc:
+            if _is_missing(exc):
+                return None
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+        return StoredObject(b"", response["ETag"], response.get("Metadata", {}),
+                            int(response.get("ContentLength", 0)),
+                            response.get("VersionId", "") or "")
 
     def metadata(self, key: str) -> dict[str, str] | None:
         """An object's user metadata (HEAD), None if it is missing."""

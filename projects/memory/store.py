@@ -30,20 +30,22 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.paginator import Page, Paginator
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import indexing, layout, lookalikes, provenance, scanning
+from projects.memory import indexing, layout, lookalikes, provenance, refusals, scanning
 from projects.memory.content import appended, decode, encode, sha256
 from projects.memory.errors import FileDeleted, SaveConflict, StorageUnavailable
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
-from projects.models import Agent, Lock, MemoryFile, Project, Revision
+from projects.models import Agent, Lock, MemoryFile, Project, RefusedWrite, Revision
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +57,14 @@ _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mgc-s3")
 
 
 def object_read(project: Project, key: str) -> bytes | None:
-    """An object as it stands in the bucket now (None if missing), for export."""
-    found = storage_for(project).read(key)
-    return found.body if found else None
+    """An object as it stands in the bucket now, for export: None if it is missing or larger
+    than a memory file may be (it is never read whole: see refusals)."""
+    found = storage_for(project).read(key, max_bytes=_limit())
+    return found.body if found is not None and found.size <= _limit() else None
+
+
+def _limit() -> int:
+    return settings.MGC_MAX_FILE_BYTES
 
 
 def list_objects(project: Project, prefix: str) -> list[dict]:
@@ -170,11 +177,15 @@ def file_read(file: MemoryFile) -> FileContent:
     if head is None or head.is_deletion:
         return FileContent(file=file, revision=head, text="")
     storage = storage_for(file.project)
-    found = storage.read(file.key, if_match=file.head_etag) if file.head_etag else None
-    if found is not None:
-        return FileContent(file=file, revision=head, text=decode(found.body))
+    if file.head_etag and not file.refused_etag:
+        found = storage.read(file.key, if_match=file.head_etag)
+        if found is not None:
+            return FileContent(file=file, revision=head, text=decode(found.body))
+    # What the key holds is not the recorded head (a direct write not adopted yet, or one the
+    # console refused: then `file.refused_etag` says so and the page shows it as refused).
     data = _read_snapshot(storage, head)
-    return FileContent(file=file, revision=head, text=decode(data), drifted=True)
+    return FileContent(file=file, revision=head, text=decode(data),
+                       drifted=not file.refused_etag)
 
 
 def _read_snapshot(storage: MemoryStorage, revision: Revision) -> bytes:
@@ -345,6 +356,8 @@ def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: 
         elif (restored_from is None and head is not None and not head.is_deletion
               and sha256(data) == head.sha256):
             if _adopt_s3_state(storage, locked) is None:
+                if locked.refused_etag:  # a refused write sits at the key: put the head back
+                    _put_head_back(storage, locked)
                 revision = head
             else:
                 conflict_reason = "external_change"
@@ -442,12 +455,12 @@ def _remove_settled(storage: MemoryStorage, locked: MemoryFile) -> None:
     except StorageUnavailable as exc:
         lost = exc
     try:
-        found = storage.read(locked.key)
+        found = storage.describe(locked.key)
     except StorageUnavailable:
         raise lost from None
     if found is None:
         return
-    if found.etag == locked.head_etag:
+    if found.etag == _expected_etag(locked):
         raise StorageUnavailable.nothing_changed() from None
     raise lost
 
@@ -490,13 +503,13 @@ def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, 
     except PreconditionFailed:
         pass  # an earlier attempt's snapshot of the same bytes: it may be needed to finish
         #       that attempt (its metadata names its author), so it is kept as it is
-    creating = head is None or head.is_deletion
+    expected = _expected_etag(locked)
     try:
-        etag = storage.write(locked.key, data, metadata=metadata, if_none_match=creating,
-                             if_match="" if creating else locked.head_etag, ambiguous="unknown")
+        etag = storage.write(locked.key, data, metadata=metadata, if_none_match=not expected,
+                             if_match=expected, ambiguous="unknown")
     except PreconditionFailed:
         # A 412: someone else's write, or this very save's (an answer lost, then retried).
-        found = storage.read(locked.key)
+        found = storage.read(locked.key, max_bytes=_limit())
         if found is not None and found.body == data and _same_save(found.metadata, metadata):
             etag = found.etag
         else:
@@ -517,17 +530,26 @@ def _settle(storage: MemoryStorage, locked: MemoryFile, data: bytes, metadata: d
     """The head PUT got no answer: read the head to learn what happened. Our bytes: success.
     The head we knew: nothing was written. Someone else's: _HeadChanged. No answer: unknown."""
     try:
-        found = storage.read(locked.key)
+        found = storage.read(locked.key, max_bytes=_limit())
     except StorageUnavailable:
         raise lost from None
     if found is not None and found.body == data and _same_save(found.metadata, metadata):
         return found.etag
     if found is None or found.body != data:
         _forget_snapshot(storage, snap)
-    live = locked.head is not None and not locked.head.is_deletion
-    if (found is None and not live) or (found is not None and found.etag == locked.head_etag):
+    expected = _expected_etag(locked)
+    if (found is None and not expected) or (found is not None and found.etag == expected):
         raise StorageUnavailable.nothing_changed() from None
     raise _HeadChanged()
+
+
+def _expected_etag(locked: MemoryFile) -> str:
+    """The ETag a write to the file's key is conditioned on: the refused object's when one is
+    there (a save replaces it), else the recorded head's; '' when the key should be empty."""
+    if locked.refused_etag:
+        return locked.refused_etag
+    live = locked.head is not None and not locked.head.is_deletion
+    return locked.head_etag if live else ""
 
 
 def _forget_snapshot(storage: MemoryStorage, snap: str) -> None:
@@ -556,7 +578,8 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
     )
     locked.head = revision
     locked.head_etag = etag
-    locked.save(update_fields=["head", "head_etag"])
+    refusals.replaced(locked)  # a refused object that was at the key is gone now
+    locked.save(update_fields=["head", "head_etag", "refused_etag"])
     text = decode(data) if data else ""
     indexing.index_revision(locked, revision, text)
     if not is_deletion:
@@ -580,15 +603,30 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
     """
     head = locked.head
     head_live = head is not None and not head.is_deletion
-    found = storage.read(locked.key)
+    found = storage.read(locked.key, max_bytes=_limit())
     if found is None:
         if not head_live:
+            if locked.refused_etag:  # the refused object went (someone with bucket access)
+                refusals.replaced(locked)
+                locked.save(update_fields=["refused_etag"])
             return None
         return _record(locked, number=head.number + 1, sha=sha256(b""), size=0,
                        actor=Actor.external(), message="Deleted directly in storage",
                        snapshot_key="", etag="", is_deletion=True, action="file.external_delete")
     data, etag = found.body, found.etag
-    if head_live and etag == locked.head_etag:
+    if (head_live and etag == locked.head_etag) or etag == locked.refused_etag:
+        return None  # the recorded head, or a write already refused
+    refusal = refusals.refusal_of(found)
+    if refusal is not None:  # what a save would refuse is not adopted either
+        refusals.record(storage, project=locked.project, key=locked.key, found=found,
+                        reason=refusal[0], detail=refusal[1], file=locked)
+        return None
+    if head_live and sha256(data) == head.sha256:
+        # The head's own bytes, written again (the head put back, or the same text copied
+        # in): the head it is, at its new ETag; no revision for no change.
+        locked.head_etag = etag
+        refusals.replaced(locked)
+        locked.save(update_fields=["head_etag", "refused_etag"])
         return None
     number = head.number + 1 if head else 1
     sha = sha256(data)
@@ -612,10 +650,6 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
         message, restored_from = "Changed directly in storage", None
         action = "file.external_change"
         storage.write(snap, data, metadata=_write_metadata(actor, message, None, None))
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            details["not_utf8"] = True
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from, action=action,
                    details=details, data=data)
@@ -721,15 +755,23 @@ class CatchUp:
         adopted: list[Revision] = []
         for key, record in records.items():
             live = record.head is not None and not record.head.is_deletion
+            if key in listed and listed[key] == record.refused_etag and record.refused_etag:
+                continue  # a write refused already: the head stays, nothing to read again
             if (key in listed and (not live or listed[key] != record.head_etag)) or \
                     (key not in listed and live):
                 self.changed = True
                 adopted += _found(adopt(record))
+        refused = None
         for key in sorted(set(listed) - set(records)):
             parsed = layout.parse_key(project.prefix, key)
             if parsed.kind not in (layout.SCOPE_AGENT, layout.SCOPE_USER,
                                    layout.SCOPE_WORKSPACE):
-                continue  # not a memory file (e.g. a non-.md object): check_isolation reports it
+                if refusals.name_refused(project.prefix, key):
+                    if refused is None:
+                        refused = refusals.present_keys(project)
+                    if (key, listed[key]) not in refused:
+                        refuse_name(project, key)
+                continue  # not a memory file: check_isolation reports what else it is
             self.changed = True
             record = file_ensure(project=project, scope=parsed.kind,
                                  agent=agent if parsed.kind == layout.SCOPE_AGENT else None,
@@ -756,3 +798,61 @@ def bucket_catch_up_start(*, project: Project, agent: Agent, user=None, workspac
 
 def _found(revision: Revision | None) -> list[Revision]:
     return [revision] if revision is not None else []
+
+
+# --- Refused writes -------------------------------------------------------------------------------
+
+
+def refuse_name(project: Project, key: str) -> RefusedWrite | None:
+    """Record an object whose name the console refuses (found by a catch-up or reconcile)."""
+    storage = storage_for(project)
+    found = storage.describe(key)
+    if found is None:
+        return None
+    return refusals.record(storage, project=project, key=key, found=found,
+                           reason=RefusedWrite.Reason.NAME)
+
+
+def _put_head_back(storage: MemoryStorage, locked: MemoryFile) -> None:
+    """Write the recorded head's bytes over a refused object at the file's key (conditional on
+    the refused object's ETag), so the key holds the head again. Under the row lock."""
+    head = locked.head
+    data = _read_snapshot(storage, head)
+    try:
+        etag = storage.write(locked.key, data, metadata=storage.metadata(head.snapshot_key) or {},
+                             if_match=locked.refused_etag, ambiguous="unknown")
+    except PreconditionFailed:
+        raise StorageUnavailable.nothing_changed() from None  # changed again: try again
+    locked.head_etag = etag
+    refusals.replaced(locked)
+    locked.save(update_fields=["head_etag", "refused_etag"])
+
+
+def refused_write_delete(*, refused: RefusedWrite, by) -> None:
+    """Take a refused write out of storage (an admin's decision, audited). At a file's key the
+    recorded head is written back over it (or the key emptied when the file has no content);
+    a refused name is deleted. If the bucket keeps versions, the refused version is deleted
+    too, so its bytes are gone. Safe to repeat."""
+    project = refused.project
+    storage = storage_for(project)
+    with transaction.atomic():
+        locked = _lock(refused.file) if refused.file_id else None
+        if locked is not None and locked.refused_etag == refused.etag:
+            if locked.head is not None and not locked.head.is_deletion:
+                _put_head_back(storage, locked)
+            else:
+                storage.remove(refused.key)
+                refusals.replaced(locked)
+                locked.save(update_fields=["refused_etag"])
+        elif locked is None:
+            current = storage.describe(refused.key)
+            if current is not None and current.etag == refused.etag:
+                storage.remove(refused.key)
+        if refused.version_id and refused.version_id != "null":
+            storage.remove(refused.key, refused.version_id)
+        RefusedWrite.objects.filter(pk=refused.pk).update(
+            state=RefusedWrite.State.DELETED, resolved_by=by, resolved_at=timezone.now())
+        audit_record(actor=Actor.person(by), action="file.refused_delete", project=project,
+                     obj=locked if locked is not None else refused,
+                     details={"key": refused.key, "reason": refused.reason, "size": refused.size,
+                              "written_by": refused.writer_label})

@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from projects.memory import store
+from projects.memory.content import within_limit
 from projects.models import Agent, MemoryFile, Revision
 from projects.runners import injection
 from projects.runners.tokenizer import get_tokenizer
@@ -60,8 +61,10 @@ def context_files(*, agent: Agent, user, manifest: injection.Manifest,
     revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
     texts = store.revision_texts(agent.project, list(revisions.values()))
     return {
-        tag: [injection.SourceFile(path=f.source_path, text=texts[r.pk], revision=r.number,
-                                   file_id=str(f.pk)) for f, r in pairs]
+        # A revision larger than a file may be (adopted before adoption refused them) is cut
+        # to the limit first: the section's cap would cut it anyway, after counting it all.
+        tag: [injection.SourceFile(path=f.source_path, text=within_limit(texts[r.pk])[0],
+                                   revision=r.number, file_id=str(f.pk)) for f, r in pairs]
         for tag, pairs in by_source.items()
     }
 

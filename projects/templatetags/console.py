@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy as _
 
 from projects import audit
 from projects.governance import isolation, permissions
+from projects.memory import refusals
 from projects.memory.scanning import LABELS
 from projects.models import Membership
 
@@ -94,3 +95,9 @@ def can(role: str | None, capability: str) -> bool:
 def json_line(value) -> str:
     """A JSON value on one line, for details columns (escaped by the template as usual)."""
     return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True) if value else ""
+
+
+@register.filter
+def refused_reason(refused) -> str:
+    """Why the console refused a write it found in storage, in the reader's language."""
+    return refusals.explain(refused)

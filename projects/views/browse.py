@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from projects.forms import NewWorkspaceFileForm
 from projects.governance import permissions, prompts, review, setup
-from projects.memory import layout, store, tree
+from projects.memory import layout, refusals, store, tree
 from projects.models import Agent, Membership, MemoryFile
 from projects.views import paging
 
@@ -132,6 +132,7 @@ def _workspace_page(request, project, role, folder: str, form, status: int = 200
         "project": project, "role": role, "folder": here.path, "crumbs": here.crumbs,
         "subfolders": sorted(here.subfolders), "page": page, "form": form,
         "can_create": permissions.can_manage(role),
+        "refused": refusals.present(project), "can_delete": permissions.can_manage(role),
     }, status=status)
 
 

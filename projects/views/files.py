@@ -12,6 +12,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django.views.defaults import bad_request
@@ -22,8 +24,9 @@ from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
 from projects.memory import errors, layout, merging, scanning, store
+from projects.memory.content import within_limit
 from projects.memory.diffing import diff_texts
-from projects.models import MemoryFile, Revision
+from projects.models import MemoryFile, RefusedWrite, Revision
 from projects.rendering import render_markdown
 
 
@@ -68,6 +71,9 @@ def file_detail(request, slug, file_id):
     if permissions.can_review(role) or permissions.can_manage(role):
         context["open_flags"] = (file.flags.filter(resolved_at__isnull=True)
                                  .select_related("revision", "created_by"))
+        context["refused"] = list(file.refused_writes.filter(state=RefusedWrite.State.PRESENT)
+                                  .select_related("project"))
+        context["can_delete_refused"] = permissions.can_manage(role)
     context["recent"] = store.file_history(file, 1, per_page=5)
     context["delete_form"] = DeleteForm(initial={"base_revision": file.head.number if file.head else 0})
     return render(request, "projects/file_detail.html", context, status=status)
@@ -137,6 +143,13 @@ def file_edit(request, slug, file_id):
         return render(request, "projects/file_edit.html", context, status=503)
     head = file.head
     base = head.number if head else None
+    if within_limit(content.text)[1]:
+        # Larger than a save allows (adopted before adoption refused such objects): a page of
+        # tens of megabytes that could not be saved either. Restore a smaller revision.
+        context["error"] = _("This revision is larger than a memory file may be, so it cannot "
+                             "be edited here. Restore an earlier revision from the history, or "
+                             "delete the file.")
+        return render(request, "projects/file_edit.html", context, status=409)
     form = EditForm(initial={"content": content.text, "base_revision": base})
     context.update(form=form, opened_revision=base, content=content,
                    preview_html=render_markdown(content.text))
@@ -368,3 +381,25 @@ def file_delete(request, slug, file_id):
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
     messages.success(request, _("Deleted. The history is kept and any revision can be restored."))
     return redirect("projects:file_detail", slug=slug, file_id=file.pk)
+
+
+@login_required
+@require_POST
+def refused_delete(request, slug, refused_id):
+    """Delete a write the console refused from storage (admins); back to where it was listed."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    refused = get_object_or_404(RefusedWrite.objects.select_related("project", "file"),
+                                pk=refused_id, project=project)
+    try:
+        store.refused_write_delete(refused=refused, by=request.user)
+    except errors.StoreError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Deleted the refused write at %(key)s from storage.")
+                         % {"key": refused.relative_key})
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}) or \
+            not target.startswith("/"):
+        target = reverse("projects:workspace", args=[project.slug])
+    return redirect(target)

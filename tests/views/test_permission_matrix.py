@@ -16,7 +16,7 @@ from django.urls import get_resolver, reverse
 from projects.audit import Actor
 from projects.governance import review
 from projects.memory import store
-from projects.models import Agent, AgentSession, Membership, Proposal
+from projects.models import Agent, AgentSession, Membership, Proposal, RefusedWrite
 from projects.runners import bearer
 
 pytestmark = pytest.mark.django_db
@@ -73,12 +73,15 @@ def world(s3, make_project, make_user) -> World:
                                             mode="append", content="be loud")
     flag = review.flag_create(by=people[COMPLIANCE], file=notes.file, number=1,
                                   comment="check")
+    refused = RefusedWrite.objects.create(project=project, key=f"{project.prefix}workspace/.x.md",
+                                          etag='"0"', size=1, reason="name",
+                                          writer_label="external")
     ids = {"slug": project.slug, "agent": agent.slug, "soul": soul.file_id, "mine": mine.file_id,
            "theirs": theirs.file_id, "notes": notes.file_id, "token": token.pk,
            "own_session": own_session.pk, "ivan_session": ivan_session.pk,
            "proposal": proposal.pk, "ivan_proposal": ivan_proposal.pk,
            "soul_proposal": soul_proposal.pk, "flag": flag.pk, "ivan": ivan.pk,
-           "ivan_membership": Membership.objects.get(user=ivan).pk}
+           "ivan_membership": Membership.objects.get(user=ivan).pk, "refused": refused.pk}
     return World(project, other, people, ids)
 
 
@@ -153,6 +156,7 @@ ROWS = [
     ("file_restore", "post", {"slug": "slug", "file_id": "soul", "number": 1}, {}, MANAGE),
     ("file_delete", "post", {"slug": "slug", "file_id": "notes"}, {}, MANAGE),
     ("file_delete", "post", {"slug": "slug", "file_id": "mine"}, {}, set()),  # only workspace
+    ("refused_delete", "post", {"slug": "slug", "refused_id": "refused"}, {}, MANAGE),
 ]
 
 
