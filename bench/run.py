@@ -188,6 +188,7 @@ def main() -> None:
             ("pre hook and its floors", lambda: _bench_pre(table, world, n)),
             ("gunicorn", lambda: _under_gunicorn(table, world, env, seaweed, quick,
                                                        tmp / "gunicorn.log")),
+            ("refused direct write", lambda: _bench_refused_write(table, world, n)),
             ("growth with files", lambda: _bench_growth_files(
                 table, world, (1, 10) if quick else (1, 10, 100, 1_000), 5 if quick else 20)),
             ("growth with history", lambda: _bench_growth_sessions(
@@ -403,8 +404,15 @@ def _under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool,
                                  seconds=3 if quick else 15)
         _bench_memory(table, world, port, gunicorn, seaweed, done=done,
                       total=400 if quick else 10_000)
+        _bench_login_flood(table, world, port, seconds=3 if quick else 10, throttled=True)
     finally:
         _stop(gunicorn)
+    if not quick:  # the reference: the same flood against a console whose sign-in is open
+        gunicorn, port = _start_gunicorn({**env, "BENCH_SIGNIN_UNTHROTTLED": "1"}, log)
+        try:
+            _bench_login_flood(table, world, port, seconds=10, throttled=False)
+        finally:
+            _stop(gunicorn)
 
 
 def _stop(process) -> None:
@@ -456,6 +464,73 @@ def _load(port: int, path: str, token: str, *, seconds: float | None = None,
     result["seconds"] = time.monotonic() - began
     result["rps"] = result["ok"] / result["seconds"]
     return result
+
+
+def _flood(port: int, stop: threading.Event, result: dict, clients: int = CLIENTS) -> None:
+    """Anonymous clients posting wrong passwords for random usernames as fast as they are
+    answered, each with the login page's CSRF cookie and token, as a scripted attack does."""
+    import random
+
+    lock = threading.Lock()
+
+    def one() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", "/accounts/login/")
+        page = conn.getresponse()
+        html = page.read().decode()
+        cookie = page.getheader("Set-Cookie", "").split(";", 1)[0]
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+        while not stop.is_set():
+            body = (f"csrfmiddlewaretoken={token}&username=intruder{random.randrange(10**6)}"
+                    f"&password=wrong{random.randrange(10**6)}")
+            status = 0
+            try:
+                conn.request("POST", "/accounts/login/", body, {
+                    "Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie,
+                    "Referer": f"http://127.0.0.1:{port}/accounts/login/"})
+                response = conn.getresponse()
+                response.read()
+                status = response.status
+            except OSError:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            with lock:
+                result[status] = result.get(status, 0) + 1
+
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    stop.wait()
+    for thread in threads:
+        thread.join(70)
+
+
+def _bench_login_flood(table: Table, world: dict, port: int, *, seconds: float,
+                       throttled: bool) -> None:
+    """Pre hooks a second while anonymous clients flood the sign-in page with wrong passwords,
+    against the same server's pre hooks alone. Sign-in refuses a flooding address before any
+    password is hashed (django-axes); the reference run shows the console without that."""
+    token = world["token"]
+    alone = _load(port, "/api/v1/hooks/pre", token, seconds=seconds, clients=8)
+    stop, flood = threading.Event(), {}
+    flooder = threading.Thread(target=_flood, args=(port, stop, flood), daemon=True)
+    flooder.start()
+    time.sleep(1)  # the flood under way (and, throttled, its address locked out)
+    began = sum(flood.values())
+    during = _load(port, "/api/v1/hooks/pre", token, seconds=seconds, clients=8)
+    attempts = sum(flood.values()) - began
+    stop.set()
+    flooder.join(80)
+    ratio = during["rps"] / alone["rps"]
+    label = ("sign-in throttled (django-axes)" if throttled
+             else "sign-in not throttled (reference: the console before it)")
+    table.add(f"pre hook throughput during a wrong-password flood ({CLIENTS} clients), {label}",
+              f"{during['rps']:.1f} req/s, {during['errors']} errors; {ms(during['latencies'])}"
+              f"; flood {attempts / during['seconds']:.1f} attempts/s, answers "
+              f"{dict(sorted(flood.items()))}",
+              f"the same server without the flood: {alone['rps']:.1f} req/s",
+              ratio, ">= 0.5x" if throttled else "", (ratio >= 0.5) if throttled else None)
+    if during["errors"] and throttled:
+        table.wrong.append(f"pre hooks during the login flood: answers {during['statuses']}")
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -538,6 +613,38 @@ def _bench_memory(table: Table, world: dict, port: int, gunicorn, seaweed, *, do
     table.add("S3 server memory (RSS, weed mini, GOMEMLIMIT 256MiB)",
               f"{_rss_kb(seaweed.process.pid) / 1024:.0f} MB",
               f"after warm-up: {s3_before / 1024:.0f} MB", None, "", None)
+
+
+# --- A direct write the console refuses -------------------------------------------------------------
+
+
+def _bench_refused_write(table: Table, world: dict, n: int) -> None:
+    """Warm pre hooks of an agent before and after 20 MiB land in its workspace straight in the
+    bucket (as a runner's S3 credentials can write it): the first hook after finds it, reads
+    at most a file's worth and records it as refused; later ones list it and skip it."""
+    from projects.memory import layout, store
+    from projects.models import Membership, Project, RefusedWrite
+
+    project = Project.objects.create(slug="refused", name="Refused")
+    Membership.objects.create(user=world["employee"], project=project, role="employee")
+    agent, token = _agent_with_token(world, project, "analyst")
+    for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4)):
+        store.file_create(project=project, scope="agent", agent=agent, path=name,
+                          content=text_of(kb), actor=world["actor"])
+    store.file_create(project=project, scope="workspace", path="notes/a.md", content=text_of(2),
+                      actor=world["actor"])
+    pre, _ = _hook_client(token)
+    before = timed(pre, n)
+    storage = store.storage_for(project)
+    storage.client.put_object(Bucket=storage.bucket_name, Body=b"x" * (20 * 1024 * 1024),
+                              Key=layout.workspace_file_key(project.prefix, "huge-20mb.md"))
+    first = timed(pre, 1, warmup=0)
+    after = timed(pre, n, warmup=0)
+    assert RefusedWrite.objects.filter(project=project, reason="too_large").count() == 1
+    ratio = p50(after) / p50(before)
+    table.add("pre hook (warm) after a 20 MiB direct write to its workspace", ms(after)
+              + f"; the first after it (finds and records it): {first[0]:.1f} ms",
+              "the same hook before the write: " + ms(before), ratio, "<= 1.2x", ratio <= 1.2)
 
 
 # --- Growth ----------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "projects.middleware.SigninShortcutMiddleware",
     "projects.middleware.ApiJsonErrorsMiddleware",
     "projects.middleware.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -156,6 +157,10 @@ AXES_USERNAME_CALLABLE = "projects.governance.signin.attempt_username"
 AXES_CLIENT_IP_CALLABLE = "projects.governance.signin.client_ip"
 AXES_VERBOSE = False
 AXES_ENABLE_ADMIN = False  # unlocking goes through the console's audited page, not Django admin
+# Password checks allowed per time window, across the deployment (counted in the shared cache;
+# per process without Redis). Past it sign-ins are refused as "busy" before hashing: each
+# check is a PBKDF2 run of about half a second of CPU. "1/2s": one check every two seconds.
+MGC_LOGIN_CHECK_RATE = env_str("MGC_LOGIN_CHECK_RATE", "1/2s")
 # Behind N reverse proxies that each append to X-Forwarded-For, the client is the N-th address
 # from the right; 0 trusts no header (REMOTE_ADDR), the right choice without a proxy.
 MGC_TRUSTED_PROXIES = env_int("MGC_TRUSTED_PROXIES", 0)

@@ -25,6 +25,7 @@ from axes.signals import user_locked_out
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.db.models import Max, Sum
 from django.dispatch import receiver
 from django.utils import timezone
@@ -36,15 +37,30 @@ logger = logging.getLogger(__name__)
 
 
 class LockoutBackend(AxesStandaloneBackend):
-    """django-axes' check, first in AUTHENTICATION_BACKENDS: a locked account or address is
-    refused before Django's password check runs. A sign-in with no request (a management
-    command, the test client's login()) has no address to count and is left to the next
-    backend, where axes' own backend would raise."""
+    """First in AUTHENTICATION_BACKENDS, before Django's password check runs:
+
+    - django-axes' check: a locked account or address is refused;
+    - then a budget of password checks (MGC_LOGIN_CHECK_RATE, counted in the shared cache):
+      past it, a sign-in is refused as "busy" without hashing and without counting as a
+      failure. Lockouts stop a flood from one address after a few attempts, but
+      the attempts of many addresses (or of one address's first burst, which all pass the
+      lockout check before any failure is recorded) would each cost a PBKDF2 run: this keeps
+      their sum from starving the runner API of CPU.
+
+    A sign-in with no request (a management command, the test client's login()) has no
+    address to count and is left to the next backend, where axes' own backend would raise."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if request is None:
             return None
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        super().authenticate(request, username=username, password=password, **kwargs)
+        if over_rate("signin-checks", settings.MGC_LOGIN_CHECK_RATE):
+            # Refused like a lockout (django-axes records no failure for it, and its
+            # middleware answers 429), but the page says "busy", not "locked".
+            request.axes_locked_out = True
+            request.mgc_signin_busy = True
+            raise PermissionDenied("Too many sign-ins at once.")
+        return None
 
 
 def client_ip(request) -> str | None:
@@ -75,10 +91,36 @@ def attempt_username(request, credentials: dict | None) -> str | None:
     return lookalikes.name_key(unicodedata.normalize("NFKC", str(raw)))[:255]
 
 
+# While an address is locked out, the sign-in page's POSTs from it are refused at the door
+# (projects.middleware.SigninShortcutMiddleware), before sessions, CSRF or a query: a flood
+# from one address then costs a cache lookup a request. The flag lives a few seconds and is
+# set again by each refusal, so an admin's unlock reaches every process (without Redis each
+# has its own cache) within that time.
+ADDRESS_FLAG_SECONDS = 10
+
+
+def address_locked(ip: str | None) -> bool:
+    return bool(ip) and cache.get(f"mgc:signin-locked:{ip}") is not None
+
+
+def _flag_address(ip: str | None) -> None:
+    """Flag the address if its own failures locked it (not an account tried from it)."""
+    if not ip:
+        return
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    failures = (AccessAttempt.objects.filter(ip_address=ip, attempt_time__gte=since)
+                .aggregate(total=Sum("failures_since_start"))["total"] or 0)
+    if failures >= settings.AXES_FAILURE_LIMIT:
+        cache.set(f"mgc:signin-locked:{ip}", 1, timeout=ADDRESS_FLAG_SECONDS)
+
+
 @receiver(user_locked_out)
 def _audit_lockout(sender, request, username, ip_address, **kwargs):
     """One audit event when a lockout begins. axes also signals every attempt refused during
     a lockout; those carry no failure count (they are not recorded either) and are left out."""
+    if getattr(request, "mgc_signin_busy", False):
+        return  # refused for the budget of checks a second, not locked
+    _flag_address(ip_address)
     if getattr(request, "axes_failures_since_start", None) is None:
         return
     account = _account(username)
@@ -135,6 +177,8 @@ def lockout_lift(*, by, kind: str, value: str) -> int:
     if kind not in ("username", "ip_address"):
         raise ValueError(kind)
     removed = AxesProxyHandler.reset_attempts(**{kind: value})
+    if kind == "ip_address":
+        cache.delete(f"mgc:signin-locked:{value}")
     audit_record(actor=Actor.person(by), action="account.unlock", obj=_account(value)
                  if kind == "username" else None,
                  details={kind: value, "records": removed})

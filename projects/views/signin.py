@@ -18,6 +18,8 @@ from projects.governance import permissions, signin
 def lockout_response(request, original_response=None, credentials=None):
     """django-axes' lockout answer (AXES_LOCKOUT_CALLABLE): a page that says why and for how
     long, 429. The password was not checked."""
+    if getattr(request, "mgc_signin_busy", False):
+        return render(request, "registration/throttled.html", {"busy": True}, status=429)
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
     return render(request, "registration/locked_out.html",
                   {"failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": minutes},

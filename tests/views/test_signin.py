@@ -3,6 +3,7 @@ password is hashed, audited, lifted by an admin; the set-password link's form he
 
 import pytest
 from django.contrib.auth.hashers import MD5PasswordHasher
+from django.core.cache import cache
 from django.test import override_settings
 from django.urls import reverse
 
@@ -28,6 +29,7 @@ class CountingHasher(MD5PasswordHasher):
 
 @pytest.fixture(autouse=True)
 def counting_hasher():
+    cache.clear()  # lockout flags and rate counters of earlier tests
     with override_settings(PASSWORD_HASHERS=["tests.views.test_signin.CountingHasher"],
                            AXES_FAILURE_LIMIT=LIMIT):
         CountingHasher.runs = 0
@@ -128,3 +130,26 @@ def test_behind_a_proxy_the_client_address_is_the_one_the_proxy_saw(client, make
     response = client.post(reverse("login"), {"username": "maria", "password": "pw-maria"},
                            REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.51")
     assert response.status_code == 302
+
+
+def test_past_the_checks_a_second_a_sign_in_is_busy_not_hashed_and_not_a_failure(
+        client, make_user, counting_hasher, monkeypatch):
+    """Many addresses at once (or one address's first burst) each pass the lockout check; the
+    budget of password checks a second bounds what they cost together."""
+    from axes.models import AccessAttempt
+
+    from projects.governance import signin
+
+    make_user("maria")
+    counting_hasher.runs = 0
+    monkeypatch.setattr(signin.time, "time", lambda: 1_800_000_000.5)  # one window throughout
+    with override_settings(MGC_LOGIN_CHECK_RATE="2/1s"):
+        answers = [_login(client, f"intruder{n}", "wrong", ip=f"198.51.100.{n}")
+                   for n in range(1, 6)]
+        assert [a.status_code for a in answers] == [200, 200, 429, 429, 429]
+        assert "not a failed sign-in" in answers[2].content.decode()
+        assert counting_hasher.runs == 2
+        assert AccessAttempt.objects.count() == 2  # the busy ones are not failures
+        # In the next second there is room again: the right password works.
+        monkeypatch.setattr(signin.time, "time", lambda: 1_800_000_001.5)
+        assert _login(client, "maria", "pw-maria", ip="198.51.100.9").status_code == 302
