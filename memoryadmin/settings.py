@@ -39,6 +39,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    # Single sign-on through OpenID Connect (python-social-auth; projects/sso/ says why).
+    "social_django",
     "projects",
 ]
 
@@ -54,6 +56,10 @@ MIDDLEWARE = [
     "projects.middleware.NulCharacterMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A signed-in person the identity provider no longer vouches for is signed out here.
+    "projects.sso.session.ProviderSessionMiddleware",
+    # Sign-in failures (a forged token, a provider that is down...) as a page that says so.
+    "projects.sso.errors.SignInErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "projects.middleware.ConsoleNotFoundMiddleware",
@@ -77,6 +83,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "projects.sso.context.sign_in",
             ],
             # {% translate %} in every template without a {% load i18n %} to forget.
             "builtins": ["django.templatetags.i18n"],
@@ -130,6 +137,64 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "projects:dashboard"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Single sign-on (OpenID Connect) -------------------------------------------------------
+# On when an issuer is set: its discovery document (<issuer>/.well-known/openid-configuration)
+# names every endpoint and the signing keys. docs/DEPLOY.md shows Keycloak and Entra ID.
+MGC_OIDC_ISSUER = env_str("MGC_OIDC_ISSUER").rstrip("/")
+MGC_OIDC_ENABLED = bool(MGC_OIDC_ISSUER)
+MGC_OIDC_CLIENT_ID = env_str("MGC_OIDC_CLIENT_ID")
+MGC_OIDC_CLIENT_SECRET = env_str("MGC_OIDC_CLIENT_SECRET")
+if MGC_OIDC_ENABLED and not (MGC_OIDC_CLIENT_ID and MGC_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured("MGC_OIDC_ISSUER needs MGC_OIDC_CLIENT_ID and MGC_OIDC_CLIENT_SECRET")
+# Shown on the login page's button: "Sign in with <name>".
+MGC_OIDC_PROVIDER_NAME = env_str("MGC_OIDC_PROVIDER_NAME", "single sign-on")
+MGC_OIDC_SCOPES = env_str("MGC_OIDC_SCOPES", "openid profile email").replace(",", " ").split()
+# Which claim names the account at its first sign-in, and which one lists the groups.
+MGC_OIDC_USERNAME_CLAIM = env_str("MGC_OIDC_USERNAME_CLAIM", "preferred_username")
+MGC_OIDC_GROUPS_CLAIM = env_str("MGC_OIDC_GROUPS_CLAIM", "groups")
+# How often a signed-in person's session is confirmed with the provider (a refresh-token
+# grant); 0 confirms on every request. docs/DEPLOY.md: offboarding.
+MGC_OIDC_RECHECK_SECONDS = env_int("MGC_OIDC_RECHECK_SECONDS", 60)
+MGC_OIDC_TIMEOUT = env_float("MGC_OIDC_TIMEOUT", 5.0)
+# Passwords kept in the console: "on" (anyone with one), "breakglass" (only the accounts in
+# MGC_BREAKGLASS_USERS, for when the provider is down), "off".
+MGC_LOCAL_LOGIN = env_str("MGC_LOCAL_LOGIN", "on")
+if MGC_LOCAL_LOGIN not in {"on", "breakglass", "off"}:
+    raise ImproperlyConfigured("MGC_LOCAL_LOGIN must be on, breakglass or off")
+MGC_BREAKGLASS_USERS = env_list("MGC_BREAKGLASS_USERS", [])
+if MGC_LOCAL_LOGIN != "on" and not MGC_OIDC_ENABLED:
+    raise ImproperlyConfigured("MGC_LOCAL_LOGIN=%s needs single sign-on (MGC_OIDC_ISSUER)" % MGC_LOCAL_LOGIN)
+
+# The password backend first: sessions made without a backend named (tests' force_login) use it.
+AUTHENTICATION_BACKENDS = [
+    "projects.sso.backend.LocalPasswordBackend",
+    "projects.sso.backend.ConsoleOpenIdConnect",
+]
+SOCIAL_AUTH_URL_NAMESPACE = "social"
+SOCIAL_AUTH_OIDC_OIDC_ENDPOINT = MGC_OIDC_ISSUER
+SOCIAL_AUTH_OIDC_KEY = MGC_OIDC_CLIENT_ID
+SOCIAL_AUTH_OIDC_SECRET = MGC_OIDC_CLIENT_SECRET
+SOCIAL_AUTH_OIDC_USE_PKCE = True
+SOCIAL_AUTH_OIDC_SCOPE = MGC_OIDC_SCOPES
+SOCIAL_AUTH_OIDC_IGNORE_DEFAULT_SCOPE = True
+SOCIAL_AUTH_OIDC_USERNAME_KEY = MGC_OIDC_USERNAME_CLAIM
+SOCIAL_AUTH_OIDC_GROUPS_KEY = MGC_OIDC_GROUPS_CLAIM
+# No groups claim at all reads as no groups (Entra ID and Keycloak leave it out when empty).
+SOCIAL_AUTH_OIDC_GROUPS_MISSING_AS_EMPTY = True
+SOCIAL_AUTH_REQUESTS_TIMEOUT = MGC_OIDC_TIMEOUT
+# Failures become the console's error page (projects/sso/errors.py), in debug mode too.
+SOCIAL_AUTH_RAISE_EXCEPTIONS = False
+SOCIAL_AUTH_PIPELINE = (
+    "social_core.pipeline.social_auth.social_details",
+    "social_core.pipeline.social_auth.social_uid",
+    "social_core.pipeline.social_auth.auth_allowed",
+    "social_core.pipeline.social_auth.social_user",
+    "projects.sso.pipeline.account",
+    "social_core.pipeline.social_auth.load_extra_data",
+    "projects.sso.pipeline.memberships",
+    "projects.sso.pipeline.keep_tokens",
+)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

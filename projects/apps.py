@@ -5,3 +5,7 @@ class ProjectsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "projects"
     verbose_name = "Agent memory"
+
+    def ready(self):
+        # Stores each provider sign-in's tokens in the session Django makes at login.
+        from projects.sso import session  # noqa: F401

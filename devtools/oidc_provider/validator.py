@@ -9,6 +9,7 @@ import base64
 import json
 import time
 
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from jwcrypto import jwk, jwt
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
@@ -76,3 +77,10 @@ class TestProviderValidator(OAuth2Validator):
         token_out = jwt.JWT(header=json.dumps(header), claims=json.dumps(claims))
         token_out.make_signed_token(key)
         return token_out.serialize()
+
+
+class QuickPBKDF2(PBKDF2PasswordHasher):
+    """Few rounds: this provider holds demo and test passwords only."""
+
+    algorithm = "pbkdf2_quick"
+    iterations = 1000

@@ -47,6 +47,8 @@ def user_put(username: str, *, password: str | None = None, groups: list[str] | 
 
 @control
 def users(request, body):
+    if body.get("rename_from"):
+        User.objects.filter(username=body["rename_from"]).update(username=body["username"])
     user = user_put(body["username"], password=body.get("password"), groups=body.get("groups"),
                     email=body.get("email", ""), first_name=body.get("first_name", ""),
                     last_name=body.get("last_name", ""), is_active=body.get("is_active", True))
