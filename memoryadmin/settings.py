@@ -12,7 +12,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from memoryadmin.env import env_bool, env_float, env_int, env_list, env_str
+from memoryadmin.env import env_bool, env_float, env_int, env_list, env_str, oidc_origin
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -290,6 +290,10 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
     "form-action": [CSP.SELF],
 }
+if MGC_OIDC_ENABLED:
+    # "Sign in with ..." and "Log out" are forms whose answer redirects to the provider;
+    # browsers hold redirects after a form to form-action too.
+    SECURE_CSP["form-action"].append(oidc_origin(MGC_OIDC_ISSUER))
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

@@ -361,5 +361,8 @@ def sso(identity_provider, settings):
     settings.MGC_OIDC_CLIENT_ID = settings.SOCIAL_AUTH_OIDC_KEY = identity_provider.client_id
     settings.MGC_OIDC_CLIENT_SECRET = settings.SOCIAL_AUTH_OIDC_SECRET = identity_provider.client_secret
     settings.MGC_OIDC_PROVIDER_NAME = "Test IdP"
+    csp = copy.deepcopy(settings.SECURE_CSP)
+    csp["form-action"].append(identity_provider.base)
+    settings.SECURE_CSP = csp
     identity_provider.misbehave()
     return identity_provider
