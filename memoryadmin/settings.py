@@ -148,7 +148,7 @@ MGC_OIDC_CLIENT_SECRET = env_str("MGC_OIDC_CLIENT_SECRET")
 if MGC_OIDC_ENABLED and not (MGC_OIDC_CLIENT_ID and MGC_OIDC_CLIENT_SECRET):
     raise ImproperlyConfigured("MGC_OIDC_ISSUER needs MGC_OIDC_CLIENT_ID and MGC_OIDC_CLIENT_SECRET")
 # Shown on the login page's button: "Sign in with <name>".
-MGC_OIDC_PROVIDER_NAME = env_str("MGC_OIDC_PROVIDER_NAME", "single sign-on")
+MGC_OIDC_PROVIDER_NAME = env_str("MGC_OIDC_PROVIDER_NAME", "SSO")
 MGC_OIDC_SCOPES = env_str("MGC_OIDC_SCOPES", "openid profile email").replace(",", " ").split()
 # Which claim names the account at its first sign-in, and which one lists the groups.
 MGC_OIDC_USERNAME_CLAIM = env_str("MGC_OIDC_USERNAME_CLAIM", "preferred_username")
