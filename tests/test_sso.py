@@ -419,3 +419,24 @@ class TestProviderDown:
         waiting = signed_in.get("/")
         assert waiting.status_code == 503 and "cannot confirm your sign-in" in waiting.content.decode()
         assert "_auth_user_id" in signed_in.session
+
+
+def test_group_mapping_command_sets_lists_and_deletes(make_project):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    make_project(slug="incidents")
+    out = StringIO()
+    call_command("group_mapping", "--set", "sre=incidents:employee", "--set", "sre=incidents:admin",
+                 stdout=out)
+    assert GroupMapping.objects.get().role == "admin"
+    listing = StringIO()
+    call_command("group_mapping", stdout=listing)
+    assert listing.getvalue() == "sre\tincidents\tadmin\n"
+    with pytest.raises(CommandError, match="expected GROUP=PROJECT:ROLE"):
+        call_command("group_mapping", "--set", "sre=incidents:boss")
+    call_command("group_mapping", "--delete", "sre=incidents", stdout=out)
+    assert not GroupMapping.objects.exists()
+    assert AuditEvent.objects.filter(action__startswith="mapping.").count() == 3

@@ -1,6 +1,11 @@
 """python -m devtools.oidc_provider serve --dir D --port P --client-id C --client-secret S \
     --redirect-uri URI [--post-logout-uri URI] [--user name:password:group1,group2 ...]
 
+The client secret comes from MGC_IDP_CLIENT_SECRET, users also from MGC_IDP_USERS.
+
+    python -m devtools.oidc_provider disable --dir D alice   # offboarding, seen from the console
+    python -m devtools.oidc_provider enable --dir D alice
+
 Sets the folder up (secret key, RS256 signing key, database, the console as a client, the
 users named), then serves with gunicorn on 127.0.0.1:P until stopped."""
 
@@ -50,9 +55,26 @@ def _setup(args) -> None:
     app.post_logout_redirect_uris = " ".join(args.post_logout_uri)
     app.skip_authorization = True  # a corporate app is pre-approved: no consent page
     app.save()
-    for spec in args.user:
-        name, password, groups = (spec.split(":", 2) + [""])[:3]
+    # Users from --user and from MGC_IDP_USERS (";"-separated, so passwords stay off argv).
+    specs = args.user + [s for s in os.environ.get("MGC_IDP_USERS", "").split(";") if s.strip()]
+    for spec in specs:
+        name, rest = spec.strip().split(":", 1)
+        password, groups = rest.rsplit(":", 1) if ":" in rest else (rest, "")
         user_put(name, password=password, groups=[g for g in groups.split(",") if g])
+
+
+def _set_active(data: Path, username: str, active: bool) -> int:
+    """Straight in the provider's database (works while it runs: SQLite, one row)."""
+    import django
+
+    os.environ["MGC_IDP_DIR"] = str(data)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "devtools.oidc_provider.settings"
+    django.setup()
+    from django.contrib.auth.models import User
+
+    changed = User.objects.filter(username=username).update(is_active=active)
+    print(f"{username}: {'enabled' if active else 'disabled'}" if changed else f"no user {username}")
+    return 0 if changed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,8 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--redirect-uri", action="append", default=[])
     serve.add_argument("--post-logout-uri", action="append", default=[])
     serve.add_argument("--user", action="append", default=[],
-                       help="name:password:group1,group2 (password from here: demo and tests only)")
+                       help="name:password:group1,group2 (or in MGC_IDP_USERS, ;-separated)")
+    for name, helptext in (("disable", "disable a user (the console signs them out)"),
+                           ("enable", "enable a user again")):
+        command = sub.add_parser(name, help=helptext)
+        command.add_argument("--dir", required=True, type=Path)
+        command.add_argument("username")
     args = parser.parse_args(argv)
+    if args.command in ("disable", "enable"):
+        return _set_active(args.dir.resolve(), args.username, args.command == "enable")
     if not args.client_secret:
         parser.error("--client-secret or MGC_IDP_CLIENT_SECRET is required")
 
