@@ -440,3 +440,13 @@ def test_group_mapping_command_sets_lists_and_deletes(make_project):
     call_command("group_mapping", "--delete", "sre=incidents", stdout=out)
     assert not GroupMapping.objects.exists()
     assert AuditEvent.objects.filter(action__startswith="mapping.").count() == 3
+
+
+def test_a_forged_id_token_on_re_check_ends_the_session(client, sso, settings, person_at_provider):
+    settings.MGC_OIDC_RECHECK_SECONDS = 0
+    visit = person_at_provider()
+    sign_in(client, visit)
+    sso.misbehave(forge=True)
+    assert client.get("/").status_code == 302
+    assert "_auth_user_id" not in client.session
+    assert AuditEvent.objects.get(action="session.ended").details["reason"] == "invalid_signature"

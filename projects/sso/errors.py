@@ -39,8 +39,8 @@ def explain(exc) -> tuple[str, str]:
             "console (or reads the same as one). No account was created and nothing was "
             "linked: ask an administrator to rename one of them."
         ) % {"provider": provider, "name": context.get("username", "")},
-        "identity_in_use": _("This identity belongs to an account linked through another "
-                             "identity provider. Nobody was signed in."),
+        "identity_in_use": _("This identity is linked to another account than the one "
+                             "signed in here. Nobody was signed in: log out and start again."),
         "authentication_disallowed": _("Your account in the console is deactivated. Ask an "
                                        "administrator if you need it back."),
         "state_mismatch": _("This sign-in answer does not belong to the sign-in started in this "

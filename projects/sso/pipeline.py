@@ -10,6 +10,7 @@ import time
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 from social_core.exceptions import AuthAssociationError, AuthPolicyError, AuthResponseError
 from social_django.models import UserSocialAuth
 
@@ -28,7 +29,9 @@ def account(backend, uid, details, social=None, *args, **kwargs):
     if social is not None:
         known = (social.extra_data or {}).get(CONTEXT, {}).get("iss")
         if known and known != claims.get("iss"):
-            raise AuthAssociationError(backend, code="identity_in_use", stage="pipeline")
+            raise AuthAssociationError(backend, code="identity_in_use", stage="pipeline", context={
+                "message": _("This identity's account was linked through another identity "
+                             "provider (%(issuer)s). Nobody was signed in.") % {"issuer": known}})
         if not social.user.is_active:
             raise AuthPolicyError(backend, code="authentication_disallowed", stage="pipeline",
                                   context={"username": social.user.get_username()})

@@ -83,8 +83,10 @@ class ProviderSessionMiddleware:
         backend = provider_backend(request)
         try:
             answer = backend.refresh_token(data["refresh_token"])
+            groups = None
             if backend.id_token is not None:
                 backend.validate_refresh_id_token_claims(data["context"], backend.id_token)
+                groups = backend.get_user_groups(answer)
         except (AuthProviderError, AuthConfigurationError) as exc:
             log.warning("cannot re-confirm a session with the identity provider: %s (%s)",
                         exc.code, exc.detail)
@@ -98,9 +100,8 @@ class ProviderSessionMiddleware:
         data.update(refresh_token=answer.get("refresh_token") or data["refresh_token"],
                     id_token=answer.get("id_token") or data["id_token"], checked_at=time.time())
         request.session[KEY] = data
-        if backend.id_token is not None:
-            groups = backend.get_user_groups(answer)
-            group_service.memberships_follow_groups(user=request.user, groups=groups or [])
+        if groups is not None:  # a fresh ID token: memberships follow its groups
+            group_service.memberships_follow_groups(user=request.user, groups=groups)
         return None
 
     def _end(self, request, reason: str):
