@@ -450,3 +450,17 @@ def test_a_forged_id_token_on_re_check_ends_the_session(client, sso, settings, p
     assert client.get("/").status_code == 302
     assert "_auth_user_id" not in client.session
     assert AuditEvent.objects.get(action="session.ended").details["reason"] == "invalid_signature"
+
+
+def test_leaving_a_group_never_leaves_a_project_without_an_admin(make_project, make_user, caplog):
+    from projects.governance import groups
+
+    project = make_project(slug="incidents")
+    groups.mapping_save(by=None, project=project, group="leads", role="admin")
+    lead = make_user("lead")
+    groups.memberships_follow_groups(user=lead, groups=["leads"])
+    assert Membership.objects.get(user=lead).role == "admin"
+    changes = groups.memberships_follow_groups(user=lead, groups=[])
+    assert changes == [{"project": "incidents", "kept": "last_admin"}]
+    assert Membership.objects.get(user=lead).role == "admin"
+    assert "kept a membership in incidents" in caplog.text
