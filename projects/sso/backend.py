@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from social_core.backends.open_id_connect import OpenIdConnectAuth
@@ -23,8 +25,6 @@ class ConsoleOpenIdConnect(OpenIdConnectAuth):
 
     def end_session_url(self, *, id_token: str, return_to: str) -> str | None:
         """RP-initiated logout at the provider, when its discovery document offers it."""
-        from urllib.parse import urlencode
-
         endpoint = self.oidc_config().get("end_session_endpoint")
         if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
             return None
