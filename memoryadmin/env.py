@@ -52,3 +52,11 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def oidc_origin(url: str) -> str:
+    """scheme://host[:port] of a URL (the identity provider's, for the CSP's form-action)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

@@ -13,7 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from memoryadmin.env import env_bool, env_float, env_int, env_list, env_str
+from memoryadmin.env import env_bool, env_float, env_int, env_list, env_str, oidc_origin
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     # Sign-in throttling: failed attempts per account and per client address (see "Sign-in").
     "axes",
+    # Single sign-on through OpenID Connect (python-social-auth; projects/sso/ says why).
+    "social_django",
     "projects",
 ]
 
@@ -58,6 +60,10 @@ MIDDLEWARE = [
     "projects.middleware.NulCharacterMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A signed-in person the identity provider no longer vouches for is signed out here.
+    "projects.sso.session.ProviderSessionMiddleware",
+    # Sign-in failures (a forged token, a provider that is down...) as a page that says so.
+    "projects.sso.errors.SignInErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "projects.middleware.ConsoleNotFoundMiddleware",
@@ -84,6 +90,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "projects.sso.context.sign_in",
             ],
             # {% translate %} in every template without a {% load i18n %} to forget.
             "builtins": ["django.templatetags.i18n"],
@@ -139,10 +146,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # refuses further attempts *before* any password is hashed (its backend runs first), so a
 # flood of wrong passwords costs a couple of queries each, not a PBKDF2 run. A lockout ends
 # after the cool-off, or when an admin unlocks it (Sign-in lockouts page); both are audited.
-AUTHENTICATION_BACKENDS = [
-    "projects.governance.signin.LockoutBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
+# (AUTHENTICATION_BACKENDS, with the lockout's backend first, is under "Single sign-on".)
 AXES_FAILURE_LIMIT = env_int("MGC_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("MGC_LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # either one reaching the limit locks
@@ -170,6 +174,68 @@ MGC_SET_PASSWORD_RATE = env_str("MGC_SET_PASSWORD_RATE", "20/10m")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "projects:dashboard"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Single sign-on (OpenID Connect) -------------------------------------------------------
+# On when an issuer is set: its discovery document (<issuer>/.well-known/openid-configuration)
+# names every endpoint and the signing keys. docs/DEPLOY.md shows Keycloak and Entra ID.
+MGC_OIDC_ISSUER = env_str("MGC_OIDC_ISSUER").rstrip("/")
+MGC_OIDC_ENABLED = bool(MGC_OIDC_ISSUER)
+MGC_OIDC_CLIENT_ID = env_str("MGC_OIDC_CLIENT_ID")
+MGC_OIDC_CLIENT_SECRET = env_str("MGC_OIDC_CLIENT_SECRET")
+if MGC_OIDC_ENABLED and not (MGC_OIDC_CLIENT_ID and MGC_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured("MGC_OIDC_ISSUER needs MGC_OIDC_CLIENT_ID and MGC_OIDC_CLIENT_SECRET")
+# Shown on the login page's button: "Sign in with <name>".
+MGC_OIDC_PROVIDER_NAME = env_str("MGC_OIDC_PROVIDER_NAME", "SSO")
+MGC_OIDC_SCOPES = env_str("MGC_OIDC_SCOPES", "openid profile email").replace(",", " ").split()
+# Which claim names the account at its first sign-in, and which one lists the groups.
+MGC_OIDC_USERNAME_CLAIM = env_str("MGC_OIDC_USERNAME_CLAIM", "preferred_username")
+MGC_OIDC_GROUPS_CLAIM = env_str("MGC_OIDC_GROUPS_CLAIM", "groups")
+# How often a signed-in person's session is confirmed with the provider (a refresh-token
+# grant); 0 confirms on every request. docs/DEPLOY.md: offboarding.
+MGC_OIDC_RECHECK_SECONDS = env_int("MGC_OIDC_RECHECK_SECONDS", 60)
+MGC_OIDC_TIMEOUT = env_float("MGC_OIDC_TIMEOUT", 5.0)
+# Passwords kept in the console: "on" (anyone with one), "breakglass" (only the accounts in
+# MGC_BREAKGLASS_USERS, for when the provider is down), "off".
+MGC_LOCAL_LOGIN = env_str("MGC_LOCAL_LOGIN", "on")
+if MGC_LOCAL_LOGIN not in {"on", "breakglass", "off"}:
+    raise ImproperlyConfigured("MGC_LOCAL_LOGIN must be on, breakglass or off")
+MGC_BREAKGLASS_USERS = env_list("MGC_BREAKGLASS_USERS", [])
+if MGC_LOCAL_LOGIN != "on" and not MGC_OIDC_ENABLED:
+    raise ImproperlyConfigured("MGC_LOCAL_LOGIN=%s needs single sign-on (MGC_OIDC_ISSUER)" % MGC_LOCAL_LOGIN)
+
+# The lockout first (django-axes: a locked account or address, or a sign-in past the budget of
+# password checks, is refused before any password is hashed; it acts on password sign-ins
+# only), then the password backend: sessions made without a backend named (tests'
+# force_login) use the first backend that has get_user, which is it.
+AUTHENTICATION_BACKENDS = [
+    "projects.governance.signin.LockoutBackend",
+    "projects.sso.backend.LocalPasswordBackend",
+    "projects.sso.backend.ConsoleOpenIdConnect",
+]
+SOCIAL_AUTH_URL_NAMESPACE = "social"
+SOCIAL_AUTH_OIDC_OIDC_ENDPOINT = MGC_OIDC_ISSUER
+SOCIAL_AUTH_OIDC_KEY = MGC_OIDC_CLIENT_ID
+SOCIAL_AUTH_OIDC_SECRET = MGC_OIDC_CLIENT_SECRET
+SOCIAL_AUTH_OIDC_USE_PKCE = True
+SOCIAL_AUTH_OIDC_SCOPE = MGC_OIDC_SCOPES
+SOCIAL_AUTH_OIDC_IGNORE_DEFAULT_SCOPE = True
+SOCIAL_AUTH_OIDC_USERNAME_KEY = MGC_OIDC_USERNAME_CLAIM
+SOCIAL_AUTH_OIDC_GROUPS_KEY = MGC_OIDC_GROUPS_CLAIM
+# No groups claim at all reads as no groups (Entra ID and Keycloak leave it out when empty).
+SOCIAL_AUTH_OIDC_GROUPS_MISSING_AS_EMPTY = True
+SOCIAL_AUTH_REQUESTS_TIMEOUT = MGC_OIDC_TIMEOUT
+# Failures become the console's error page (projects/sso/errors.py), in debug mode too.
+SOCIAL_AUTH_RAISE_EXCEPTIONS = False
+SOCIAL_AUTH_PIPELINE = (
+    "social_core.pipeline.social_auth.social_details",
+    "social_core.pipeline.social_auth.social_uid",
+    "social_core.pipeline.social_auth.auth_allowed",
+    "social_core.pipeline.social_auth.social_user",
+    "projects.sso.pipeline.account",
+    "social_core.pipeline.social_auth.load_extra_data",
+    "projects.sso.pipeline.memberships",
+    "projects.sso.pipeline.keep_tokens",
+)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -265,6 +331,10 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
     "form-action": [CSP.SELF],
 }
+if MGC_OIDC_ENABLED:
+    # "Sign in with ..." and "Log out" are forms whose answer redirects to the provider;
+    # browsers hold redirects after a form to form-action too.
+    SECURE_CSP["form-action"].append(oidc_origin(MGC_OIDC_ISSUER))
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

@@ -3,11 +3,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from projects.runners.api import API_V1, api
+from projects.sso import views as sso_views
 from projects.views import signin
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Also ends the identity provider's session when the sign-in came from it.
+    path("accounts/logout/", sso_views.logout, name="logout"),
+    path("sso/", include("projects.sso.urls")),  # single sign-on: begin, the provider's answer
     # The one-time set-password link of an account an admin created (members page).
     path("accounts/set-password/<uidb64>/<token>/", signin.SetPasswordView.as_view(),
          name="password_reset_confirm"),

@@ -60,6 +60,7 @@ class MembershipAdmin(admin.ModelAdmin):
     list_select_related = ["user", "project"]
     autocomplete_fields = ["user"]
     actions = None  # bulk delete would skip the audit trail
+    exclude = ["source", "mapping"]  # a membership saved here is a hand-made one
 
     def get_readonly_fields(self, request, obj=None):
         return ["user", "project"] if obj else []

@@ -9,3 +9,6 @@ class ProjectsConfig(AppConfig):
     def ready(self):
         # Receivers: the sign-in lockout's audit event (django-axes' signal).
         from projects.governance import signin  # noqa: F401
+
+        # Stores each provider sign-in's tokens in the session Django makes at login.
+        from projects.sso import session  # noqa: F401

@@ -116,8 +116,22 @@ class Membership(models.Model):
         Project, on_delete=models.CASCADE, related_name="memberships",
         help_text="The project the person works in.",
     )
+    class Source(models.TextChoices):
+        MANUAL = "manual", _("Granted by hand")
+        GROUP = "group", _("From a provider group")
+
     role = models.CharField(max_length=20, choices=Role.choices, help_text="What the person may do.")
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the membership was granted.")
+    source = models.CharField(
+        max_length=10, choices=Source.choices, default=Source.MANUAL,
+        help_text="manual: an admin granted it and only an admin changes it; group: a group "
+                  "mapping granted it and it follows the person's groups at each sign-in.",
+    )
+    mapping = models.ForeignKey(
+        "GroupMapping", null=True, blank=True, on_delete=models.SET_NULL, related_name="memberships",
+        help_text="The group mapping behind a group membership; empty once that mapping is deleted "
+                  "(the next sign-in then removes the membership).",
+    )
 
     class Meta:
         constraints = [
@@ -127,6 +141,38 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} as {self.role}"
+
+
+class GroupMapping(models.Model):
+    """A group of the identity provider that grants a role in a project ("group `sre` ->
+    project incident-analysis, employee"). People get, change and lose the memberships a
+    mapping grants as their groups change, at each sign-in."""
+
+    group = models.CharField(
+        max_length=255,
+        help_text="The group as the provider names it in the groups claim (Keycloak: the group "
+                  "name or path; Entra ID: the group's object id). Compared exactly.",
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="group_mappings",
+        help_text="The project the group's members join.",
+    )
+    role = models.CharField(max_length=20, choices=Membership.Role.choices,
+                            help_text="The role they get there.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the mapping was made.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+", help_text="The admin who made it.",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["group", "project"], name="one_mapping_per_group_and_project"),
+        ]
+        ordering = ["project__name", "group"]
+
+    def __str__(self) -> str:
+        return f"group {self.group} -> {self.project.slug} as {self.role}"
 
 
 class Agent(models.Model):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from projects.views import browse, dashboard, files, governance, runs
+from projects.views import browse, dashboard, files, governance, groups, runs
 
 app_name = "projects"
 
@@ -34,6 +34,7 @@ urlpatterns = [
     path("p/<slug:slug>/members/new-account/", governance.member_invite, name="member_invite"),
     path("p/<slug:slug>/members/<int:membership_id>/", governance.member_change,
          name="member_change"),
+    path("p/<slug:slug>/groups/", groups.group_mappings, name="group_mappings"),
     path("p/<slug:slug>/people/<int:user_id>/erase/", governance.profile_erase,
          name="profile_erase"),
     path("p/<slug:slug>/search/", governance.search, name="search"),

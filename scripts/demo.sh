@@ -14,6 +14,14 @@ web_port() {
 S3_PORT="$(python -m devtools.ports "${MGC_DEMO_S3_PORT:-9000}" ${MGC_DEMO_S3_PORT:+--exact} \
   --name "the S3 server" --variable MGC_DEMO_S3_PORT)"
 WEB_PORT="$(web_port "${MGC_DEMO_PORT:-8000}")"
+# Single sign-on: a demo identity provider of its own (devtools/oidc_provider), unless
+# MGC_DEMO_SSO=0 or the environment names a real one (MGC_OIDC_ISSUER).
+DEMO_SSO=0
+if [ "${MGC_DEMO_SSO:-1}" = "1" ] && [ -z "${MGC_OIDC_ISSUER:-}" ]; then
+  DEMO_SSO=1
+  IDP_PORT="$(python -m devtools.ports "${MGC_DEMO_IDP_PORT:-9100}" ${MGC_DEMO_IDP_PORT:+--exact} \
+    --name "the identity provider" --variable MGC_DEMO_IDP_PORT)"
+fi
 DEMO="${MGC_DEMO_DIR:-$PWD/.demo}"
 mkdir -p "$DEMO"
 chmod 700 "$DEMO"
@@ -28,6 +36,9 @@ with open(sys.argv[1], "w") as out:
     out.write(f"MGC_DEMO_PASSWORD={secrets.token_urlsafe(12)}\n")
 PY
   chmod 600 "$DEMO/secrets.env"
+fi
+if ! grep -q "^MGC_DEMO_IDP_SECRET=" "$DEMO/secrets.env"; then  # demos made before SSO
+  python -c 'import secrets; print(f"MGC_DEMO_IDP_SECRET={secrets.token_urlsafe(30)}")' >>"$DEMO/secrets.env"
 fi
 set -a
 # shellcheck disable=SC1091
@@ -71,12 +82,45 @@ grep "^runner token" "$DEMO/seed.txt" 2>/dev/null || true
 echo "S3: $MGC_S3_ENDPOINT_URL, bucket $MGC_S3_BUCKET, key $MGC_S3_ACCESS_KEY_ID (unsigned requests get 403)"
 # Starting S3, migrating and seeding took a while: the port may have been taken meanwhile.
 WEB_PORT="$(web_port "$WEB_PORT")"
+IDP_PID=""
+if [ "$DEMO_SSO" = "1" ]; then
+  # Its client is the console at this very port; users and secret through the environment.
+  export MGC_OIDC_ISSUER="http://127.0.0.1:$IDP_PORT/o" MGC_OIDC_CLIENT_ID=memory-console \
+    MGC_OIDC_CLIENT_SECRET="$MGC_DEMO_IDP_SECRET" MGC_OIDC_PROVIDER_NAME="${MGC_OIDC_PROVIDER_NAME:-Demo IdP}"
+  MGC_IDP_CLIENT_SECRET="$MGC_DEMO_IDP_SECRET" \
+  MGC_IDP_USERS="alice:$MGC_DEMO_PASSWORD:sre;boris:$MGC_DEMO_PASSWORD:compliance-team" \
+    python -m devtools.oidc_provider serve --dir "$DEMO/idp" --port "$IDP_PORT" \
+      --client-id memory-console --redirect-uri "http://127.0.0.1:$WEB_PORT/sso/complete/oidc/" \
+      --post-logout-uri "http://127.0.0.1:$WEB_PORT/accounts/login/" >"$DEMO/idp.log" 2>&1 &
+  IDP_PID=$!
+  trap 'kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
+  python manage.py group_mapping --set sre=incident-analysis:employee \
+    --set compliance-team=incident-analysis:compliance --set compliance-team=tenders:compliance >/dev/null
+  python - "$MGC_OIDC_ISSUER" "$IDP_PID" <<'PY' || { cat "$DEMO/idp.log" >&2; exit 1; }
+import os, sys, time, urllib.request
+issuer, pid = sys.argv[1], int(sys.argv[2])
+for _ in range(600):
+    try:
+        urllib.request.urlopen(issuer + "/.well-known/openid-configuration", timeout=2).read()
+        sys.exit(0)
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            sys.exit("the identity provider exited")
+        time.sleep(0.1)
+sys.exit("the identity provider did not answer")
+PY
+  echo "Single sign-on: $MGC_OIDC_ISSUER (Demo IdP, data in $DEMO/idp); \"Sign in with Demo IdP\" as"
+  echo "  alice (group sre: employee in incident-analysis) or boris (group compliance-team: compliance),"
+  echo "  password as above. Offboarding: python -m devtools.oidc_provider disable --dir $DEMO/idp alice"
+fi
 # The URL is printed once the console answers there, not before; if the server cannot listen
 # on the port after all, the script stops and this watcher with it, printing nothing.
 python -m devtools.ports announce "$WEB_PORT" \
   "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" &
 ANNOUNCE_PID=$!
-trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
+trap 'kill $ANNOUNCE_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 # The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI
 # application serves the static files itself.

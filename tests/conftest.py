@@ -344,3 +344,34 @@ def token(agent, make_user) -> str:
 
 def pretty(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+# --- Single sign-on: a real OpenID Connect provider in its own process -----------------------
+
+@pytest.fixture(scope="session")
+def identity_provider(tmp_path_factory):
+    """devtools/oidc_provider (django-oauth-toolkit) on a free port, for the whole session;
+    the console's test client calls back at http://testserver."""
+    from devtools.oidc_provider.server import OidcProvider
+    from devtools.seaweed import free_ports
+
+    provider = OidcProvider(tmp_path_factory.mktemp("idp"), free_ports(1)[0],
+                            redirect_uris=["http://testserver/sso/complete/oidc/"],
+                            post_logout_uris=["http://testserver/accounts/login/"]).start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture
+def sso(identity_provider, settings):
+    """Single sign-on on, pointed at the test provider, which behaves (switches off)."""
+    settings.MGC_OIDC_ENABLED = True
+    settings.MGC_OIDC_ISSUER = settings.SOCIAL_AUTH_OIDC_OIDC_ENDPOINT = identity_provider.issuer
+    settings.MGC_OIDC_CLIENT_ID = settings.SOCIAL_AUTH_OIDC_KEY = identity_provider.client_id
+    settings.MGC_OIDC_CLIENT_SECRET = settings.SOCIAL_AUTH_OIDC_SECRET = identity_provider.client_secret
+    settings.MGC_OIDC_PROVIDER_NAME = "Test IdP"
+    csp = copy.deepcopy(settings.SECURE_CSP)
+    csp["form-action"].append(identity_provider.base)
+    settings.SECURE_CSP = csp
+    identity_provider.misbehave()
+    return identity_provider

@@ -17,29 +17,36 @@ from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
 from projects.memory import lookalikes
-from projects.models import Lock, Membership, Project
+from projects.models import GroupMapping, Lock, Membership, Project
 
 
 @transaction.atomic
-def member_set(*, by, project: Project, user, role: str) -> Membership:
-    """Grant a role or change it; audited as a permission change."""
+def member_set(*, by, project: Project, user, role: str, mapping: GroupMapping | None = None,
+               actor: Actor | None = None) -> Membership:
+    """Grant a role or change it; audited as a permission change. With `mapping` the
+    membership is the group mapping's (it follows the person's groups, and the audit event
+    names the mapping); without, it is a hand-made one, which sign-ins leave alone."""
     if role not in Membership.Role.values:
         raise ValidationError(_("Unknown role %(role)s."), code="role", params={"role": role})
     _hold_members(project)
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     before = membership.role if membership else None
-    if before == role:
+    source = Membership.Source.GROUP if mapping is not None else Membership.Source.MANUAL
+    if before == role and (mapping is None or membership.mapping_id == mapping.pk):
         return membership
-    if before == Membership.Role.ADMIN:
+    if before == Membership.Role.ADMIN and role != before:
         _keep_an_admin(project, leaving=user)
     if membership is None:
-        membership = Membership.objects.create(project=project, user=user, role=role)
+        membership = Membership.objects.create(project=project, user=user, role=role,
+                                               source=source, mapping=mapping)
     else:
-        membership.role = role
-        membership.save(update_fields=["role"])
-    audit_record(actor=Actor.person(by), action="member.grant" if before is None else "member.role",
-                 project=project, obj=membership,
-                 details={"user": user.get_username(), "from": before, "to": role})
+        membership.role, membership.source, membership.mapping = role, source, mapping
+        membership.save(update_fields=["role", "source", "mapping"])
+    details = {"user": user.get_username(), "from": before, "to": role}
+    if mapping is not None:
+        details.update(mapping=str(mapping), mapping_id=mapping.pk)
+    audit_record(actor=actor or Actor.person(by), action="member.grant" if before is None else "member.role",
+                 project=project, obj=membership, details=details)
     return membership
 
 
@@ -109,13 +116,17 @@ def invite_send(*, user, link: str, project: Project, by) -> bool:
 
 
 @transaction.atomic
-def member_remove(*, by, membership: Membership) -> None:
+def member_remove(*, by, membership: Membership, actor: Actor | None = None) -> None:
+    """Remove a membership; a group membership's event names the mapping that granted it."""
     _hold_members(membership.project)
     if membership.role == Membership.Role.ADMIN:
         _keep_an_admin(membership.project, leaving=membership.user)
-    audit_record(actor=Actor.person(by), action="member.remove", project=membership.project,
-                 obj=membership, details={"user": membership.user.get_username(),
-                                          "role": membership.role})
+    details = {"user": membership.user.get_username(), "role": membership.role}
+    if membership.source == Membership.Source.GROUP:
+        details.update(mapping=str(membership.mapping) if membership.mapping else "(deleted mapping)",
+                       mapping_id=membership.mapping_id)
+    audit_record(actor=actor or Actor.person(by), action="member.remove", project=membership.project,
+                 obj=membership, details=details)
     membership.delete()
 
 

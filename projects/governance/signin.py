@@ -48,10 +48,12 @@ class LockoutBackend(AxesStandaloneBackend):
       their sum from starving the runner API of CPU.
 
     A sign-in with no request (a management command, the test client's login()) has no
-    address to count and is left to the next backend, where axes' own backend would raise."""
+    address to count and is left to the next backend, where axes' own backend would raise.
+    Only password sign-ins are counted: the identity provider's answer (single sign-on) has
+    its own checks and costs no hash."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
-        if request is None:
+        if request is None or password is None:
             return None
         super().authenticate(request, username=username, password=password, **kwargs)
         if over_rate("signin-checks", settings.MGC_LOGIN_CHECK_RATE):

@@ -261,7 +261,7 @@ def member_invite(request, slug):
 
 def _members_page(request, project, role, *, form=None, account_form=None, invite=None,
                   status: int = 200):
-    memberships = (Membership.objects.filter(project=project).select_related("user")
+    memberships = (Membership.objects.filter(project=project).select_related("user", "mapping")
                    .order_by("user__username"))
     page = paging.page_of(memberships, paging.AUDIT, request)
     response = render(request, "projects/members.html", {

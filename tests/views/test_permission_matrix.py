@@ -120,6 +120,8 @@ ROWS = [
     ("member_invite", "post", {"slug": "slug"}, {"account-username": ""}, MANAGE),
     ("member_change", "post", {"slug": "slug", "membership_id": "ivan_membership"},
      {"role": "employee"}, MANAGE),
+    ("group_mappings", "get", {"slug": "slug"}, None, MANAGE),
+    ("group_mappings", "post", {"slug": "slug"}, {"group": "", "role": "admin"}, MANAGE),
     ("profile_erase", "get", {"slug": "slug", "user_id": "ivan"}, None, MANAGE),
     ("isolation", "get", {"slug": "slug"}, None, MANAGE),
     ("project_export", "get", {"slug": "slug"}, None, REVIEW),

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0011_session_receipts'),
+        ('projects', '0012_group_mappings'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
