@@ -327,7 +327,7 @@ def proposal_list(request, slug):
     proposals = (Proposal.objects.filter(permissions.visible_proposals(request.user, role),
                                          project=project, status=status)
                  .select_related("file", "file__head", "file__agent", "file__user", "agent",
-                                 "session", "decided_by").order_by("-created_at"))
+                                 "session", "decided_by", "revision").order_by("-created_at"))
     page = paging.page_of(proposals, paging.REVIEW, request)
     items = []
     for proposal in page:
