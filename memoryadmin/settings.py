@@ -54,6 +54,7 @@ MIDDLEWARE = [
     "projects.middleware.NulCharacterMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "projects.middleware.SessionEndedMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "projects.middleware.ConsoleNotFoundMiddleware",

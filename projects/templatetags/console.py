@@ -5,7 +5,7 @@ from django import template
 from django.core.exceptions import DisallowedHost
 from django.utils.translation import gettext_lazy as _
 
-from projects import audit
+from projects import audit, drafts
 from projects.governance import isolation, permissions
 from projects.memory.scanning import LABELS
 from projects.models import Membership
@@ -94,3 +94,17 @@ def can(role: str | None, capability: str) -> bool:
 def json_line(value) -> str:
     """A JSON value on one line, for details columns (escaped by the template as usual)."""
     return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True) if value else ""
+
+
+@register.simple_tag
+def draft_key(kind: str, *parts) -> str:
+    """`<form data-draft="{% draft_key 'edit' file.pk %}">`: the name of the form's draft in
+    the browser (projects/drafts.py; the view calls drafts.saved with the same parts)."""
+    return drafts.key(kind, *parts)
+
+
+@register.simple_tag(takes_context=True)
+def drafts_saved(context) -> str:
+    """The drafts the server has taken since the last page, as a JSON list for <body>."""
+    request = context.get("request")
+    return json.dumps(drafts.take_saved(request) if request is not None else [])

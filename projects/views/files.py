@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django.views.defaults import bad_request
 
+from projects import drafts
 from projects.audit import Actor
 from projects.errors import explain
 from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
@@ -104,6 +105,7 @@ def file_edit(request, slug, file_id):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
+                drafts.saved(request, "edit", file.pk)
                 if revision.number == data["base_revision"]:  # the head's own text: no revision
                     messages.info(request, _("Nothing changed since revision %(number)s, so no "
                                              "revision was made.") % {"number": revision.number})
@@ -169,7 +171,10 @@ def file_new(request, slug):
             except ValidationError as exc:  # a look-alike name was made meanwhile
                 form.add_error(None, exc)
             else:
-                return file_edit(request, slug, file.pk)
+                response = file_edit(request, slug, file.pk)
+                if response.status_code == 302:  # saved: the new file's draft is taken too
+                    drafts.saved(request, "new", project.pk, path)
+                return response
         status = 400
     else:
         if existing is not None and existing.head is not None:
@@ -341,6 +346,7 @@ def file_restore(request, slug, file_id, number):
     except (errors.StoreError, ValidationError) as exc:
         messages.error(request, explain(exc))
         return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
+    drafts.saved(request, "restore", file.pk, number)
     messages.success(request, _("Restored revision %(old)s as revision %(new)s.")
                      % {"old": number, "new": revision.number})
     return redirect("projects:file_detail", slug=slug, file_id=file.pk)
@@ -366,5 +372,6 @@ def file_delete(request, slug, file_id):
     except errors.StoreError as exc:
         messages.error(request, exc.message)
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
+    drafts.saved(request, "delete", file.pk)
     messages.success(request, _("Deleted. The history is kept and any revision can be restored."))
     return redirect("projects:file_detail", slug=slug, file_id=file.pk)

@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
+from projects import drafts
 from projects.audit import ACTIONS
 from projects.errors import explain
 from projects.forms import (
@@ -171,6 +172,9 @@ def flag_create(request, slug, file_id):
     except ValidationError as exc:
         messages.error(request, explain(exc))
     else:
+        # The review queue's form and a revision page's form keep drafts of their own.
+        drafts.saved(request, "flag", file.pk)
+        drafts.saved(request, "flag", file.pk, request.POST.get("number"))
         messages.success(request, _("Flagged %(path)s.") % {"path": file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
 
@@ -223,6 +227,7 @@ def members(request, slug):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
+                drafts.saved(request, "member-add", project.pk)
                 messages.success(request, _("%(name)s is now %(role)s in %(project)s.") % {
                     "name": form.cleaned_data["user"].get_username(),
                     "role": Membership.Role(form.cleaned_data["role"]).label, "project": project.name})
@@ -248,6 +253,7 @@ def member_invite(request, slug):
         except ValidationError as exc:
             form.add_error("username" if exc.code == "username_taken" else None, exc)
         else:
+            drafts.saved(request, "account", project.pk)
             user = membership.user
             link = request.build_absolute_uri(membership_service.invite_path(user))
             emailed = membership_service.invite_send(user=user, link=link, project=project,
@@ -384,6 +390,7 @@ def profile_erase(request, slug, user_id):
                 form.add_error(None, _("%(problem)s Some objects may be gone already; run the "
                                        "erasure again to finish it.") % {"problem": exc.message})
             else:
+                drafts.saved(request, "erase", project.pk, person.pk)
                 messages.success(request, _(
                     "Erased %(name)s's profile: %(revisions)s, %(objects)s. The audit trail keeps "
                     "who, when and why.") % {
@@ -413,6 +420,7 @@ def project_new(request):
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
+            drafts.saved(request, "project-new")
             messages.success(request, _("Created %(name)s. Add members and agents next.")
                              % {"name": project.name})
             return redirect("projects:project_detail", slug=project.slug)
@@ -428,6 +436,7 @@ def project_settings(request, slug):
                                                       "description": project.description})
     if request.method == "POST" and form.is_valid():
         setup.project_update(by=request.user, project=project, **form.cleaned_data)
+        drafts.saved(request, "project", project.pk)
         messages.success(request, _("Saved the project's settings."))
         return redirect("projects:project_detail", slug=slug)
     return render(request, "projects/project_form.html", {
@@ -445,6 +454,7 @@ def agent_new(request, slug):
         except ValidationError as exc:
             form.add_error("slug", exc)
         else:
+            drafts.saved(request, "agent-new", project.pk)
             messages.success(request, _("Created %(name)s. Write its SOUL.md, then give its runner "
                                         "a token under Settings.") % {"name": agent.name})
             return redirect("projects:agent_detail", slug=slug, agent_slug=agent.slug)

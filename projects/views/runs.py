@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from projects import agent_forms
+from projects import agent_forms, drafts
 from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
 from projects.governance import permissions
@@ -141,6 +141,7 @@ def agent_settings(request, slug, agent_slug):
                 else:
                     form.add_error("value", exc)
             else:
+                drafts.saved(request, which, agent.pk)
                 messages.success(request, _("Saved the injection manifest.")
                                  if setting == "manifest" else _("Saved the hook policy."))
                 if setting == "policy":
@@ -357,14 +358,17 @@ def proposal_decide(request, slug, proposal_id):
         .select_related("file"), pk=proposal_id, project=project)
     permissions.require(permissions.can_decide_proposal(request.user, role, proposal))
     note = request.POST.get("note", "").replace("\x00", "\ufffd")[:500]  # storable anywhere
+    decided = False
     try:
         if request.POST.get("decision") == "approve":
             revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
             messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
                              % {"file": proposal.file, "number": revision.number})
+            decided = True
         elif request.POST.get("decision") == "reject":
             hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
             messages.success(request, _("Rejected. Nothing was written."))
+            decided = True
         else:
             messages.error(request, _("Choose approve or reject."))
     except hooks.HookError as exc:
@@ -375,4 +379,6 @@ def proposal_decide(request, slug, proposal_id):
                        % {"summary": exc.summary})
     except errors.StoreError as exc:
         messages.error(request, exc.message)
+    if decided:
+        drafts.saved(request, "decide", proposal.pk)
     return redirect("projects:proposal_list", slug=slug)
