@@ -34,6 +34,7 @@ ACTIONS = {
     "member.grant": _("added a member"), "member.role": _("changed a role"),
     "member.remove": _("removed a member"),
     "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),
+    "review.reply": _("answered a flag"),
     "profile.erase": _("erased a profile"), "audit.export": _("exported the audit trail"),
     "read.file": _("read a file"), "read.history": _("read a history"), "read.revision": _("read a revision"),
     "read.download": _("downloaded a revision"), "read.diff": _("read a diff"),

@@ -1,7 +1,7 @@
 """Request guards for the runner API: they act before a view parses anything, and after
 anything (Django's own 404 and 405 pages included) has answered."""
 
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
@@ -126,7 +126,11 @@ class SessionEndedMiddleware:
                 or request.user.is_authenticated:
             return response
         login = resolve_url(settings.LOGIN_URL)
-        if urlsplit(response["Location"]).path != login or request.path == login:
+        location = urlsplit(response["Location"])
+        # login_required's redirect names the page to come back to; others (the language
+        # switch on the login page) do not.
+        if location.path != login or "next" not in parse_qs(location.query) \
+                or request.path == login:
             return response
         referer = urlsplit(request.META.get("HTTP_REFERER", ""))
         back = request.path

@@ -549,12 +549,31 @@ class Flag(models.Model):
                                     on_delete=models.SET_NULL, related_name="+",
                                     help_text="Who resolved it.")
     resolved_at = models.DateTimeField(null=True, blank=True, help_text="When it was resolved.")
+    resolution_note = models.TextField(blank=True,
+                                       help_text="How it was resolved, said by who resolved it.")
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"flag on {self.file} r{self.revision.number if self.revision_id else '?'}"
+
+
+class FlagReply(models.Model):
+    """One message in a flag's thread: the flagged revision's author answering, or a reviewer."""
+
+    flag = models.ForeignKey(Flag, on_delete=models.CASCADE, related_name="replies",
+                             help_text="The flag answered.")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                               related_name="+", help_text="Who wrote it.")
+    text = models.TextField(help_text="What they said.")
+    created_at = models.DateTimeField(default=timezone.now, help_text="When.")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"reply to flag {self.flag_id}"
 
 
 class IsolationCheck(models.Model):

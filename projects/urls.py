@@ -43,6 +43,8 @@ urlpatterns = [
     path("p/<slug:slug>/review/<uuid:file_id>/", governance.review_file, name="review_file"),
     path("p/<slug:slug>/review/<uuid:file_id>/mark/", governance.review_mark, name="review_mark"),
     path("p/<slug:slug>/review/<uuid:file_id>/flag/", governance.flag_create, name="flag_create"),
+    path("p/<slug:slug>/flags/<int:flag_id>/", governance.flag_detail, name="flag_detail"),
+    path("p/<slug:slug>/flags/<int:flag_id>/reply/", governance.flag_reply, name="flag_reply"),
     path("p/<slug:slug>/flags/<int:flag_id>/resolve/", governance.flag_resolve,
          name="flag_resolve"),
     path("p/<slug:slug>/workspace/", browse.workspace, name="workspace"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, OuterRef, Subquery
 
 from projects.governance import permissions, prompts
-from projects.governance.review import review_counts
+from projects.governance.review import flags_on_work_of, review_counts
 from projects.models import (
     Agent,
     AgentSession,
@@ -34,7 +34,9 @@ def dashboard(user) -> dict:
     managed = [p for pk, p in projects.items() if permissions.can_manage(roles[pk])]
     reviewed = [p for pk, p in projects.items() if permissions.can_review(roles[pk])]
     data: dict = {"projects": [(p, roles[p.pk]) for p in projects.values()],
-                  "total_projects": permissions.visible_projects(user).count()}
+                  "total_projects": permissions.visible_projects(user).count(),
+                  # Flags on what this person wrote: theirs to answer, whatever their role.
+                  "my_flags": flags_on_work_of(user, list(projects))}
     if managed:
         ids = [p.pk for p in managed]
         agents = dict(Agent.objects.filter(project__in=ids).values("project")

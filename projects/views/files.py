@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Count
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
@@ -66,9 +67,12 @@ def file_detail(request, slug, file_id):
     else:
         audit_read(user=request.user, role=role, action="read.file", project=project, obj=file,
                    details={"revision": file.head.number if file.head else None})
-    if permissions.can_review(role) or permissions.can_manage(role):
-        context["open_flags"] = (file.flags.filter(resolved_at__isnull=True)
-                                 .select_related("revision", "created_by"))
+    # Reviewers see every open flag; the author of a flagged revision sees those on their work.
+    open_flags = file.flags.filter(resolved_at__isnull=True)
+    if not permissions.can_review(role):
+        open_flags = open_flags.filter(revision__author_user=request.user)
+    context["open_flags"] = list(open_flags.select_related("revision", "created_by")
+                                 .annotate(reply_count=Count("replies")))
     context["recent"] = store.file_history(file, 1, per_page=5)
     context["delete_form"] = DeleteForm(initial={"base_revision": file.head.number if file.head else 0})
     return render(request, "projects/file_detail.html", context, status=status)

@@ -179,14 +179,57 @@ def flag_create(request, slug, file_id):
     return redirect(_back(request, "projects:review_queue", slug))
 
 
+def _flag_or_404(request, slug, flag_id):
+    """The flag, for a reviewer of its project or the author of the flagged revision."""
+    project, role = permissions.project_or_404(request.user, slug)
+    flag = (Flag.objects.select_related("file", "file__agent", "file__user", "file__project",
+                                        "revision", "created_by", "resolved_by")
+            .filter(project=project, pk=flag_id).first())
+    if flag is None or not permissions.can_see_flag(request.user, role, flag):
+        raise Http404("No such flag.")
+    return project, role, flag
+
+
+@login_required
+def flag_detail(request, slug, flag_id, *, reply_error: str = "", resolve_error: str = "",
+                status: int = 200):
+    """A flag with its thread: the author of the flagged revision answers here, a reviewer
+    resolves it (a note is required, and the button asks first)."""
+    project, role, flag = _flag_or_404(request, slug, flag_id)
+    return render(request, "projects/flag_detail.html", {
+        "project": project, "role": role, "flag": flag, "file": flag.file,
+        "replies": flag.replies.select_related("author"),
+        "can_resolve": permissions.can_resolve_flag(role),
+        "is_author": flag.revision.author_user_id == request.user.pk,
+        "reply_error": reply_error, "resolve_error": resolve_error,
+        "reply_text": request.POST.get("text", "") if reply_error else "",
+        "resolve_note": request.POST.get("note", "") if resolve_error else "",
+    }, status=status)
+
+
+@login_required
+@require_POST
+def flag_reply(request, slug, flag_id):
+    project, role, flag = _flag_or_404(request, slug, flag_id)
+    try:
+        review.flag_reply(by=request.user, flag=flag, text=request.POST.get("text", ""))
+    except ValidationError as exc:
+        return flag_detail(request, slug, flag_id, reply_error=explain(exc), status=400)
+    drafts.saved(request, "reply", flag.pk)
+    messages.success(request, _("Your answer is in the flag's thread."))
+    return redirect("projects:flag_detail", slug=slug, flag_id=flag.pk)
+
+
 @login_required
 @require_POST
 def flag_resolve(request, slug, flag_id):
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_review(role))
-    flag = get_object_or_404(Flag.objects.select_related("file", "revision"), project=project,
-                             pk=flag_id)
-    review.flag_resolve(by=request.user, flag=flag)
+    project, role, flag = _flag_or_404(request, slug, flag_id)
+    permissions.require(permissions.can_resolve_flag(role))
+    try:
+        review.flag_resolve(by=request.user, flag=flag, note=request.POST.get("note", ""))
+    except ValidationError as exc:  # nothing resolved; the page asks for the note again
+        return flag_detail(request, slug, flag_id, resolve_error=explain(exc), status=400)
+    drafts.saved(request, "resolve", flag.pk)
     messages.success(request, _("Resolved the flag on %(path)s.")
                      % {"path": flag.file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))

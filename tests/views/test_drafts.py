@@ -77,3 +77,8 @@ def test_every_form_a_person_types_into_keeps_a_draft(client, admin, project, ag
     for url, names in pages.items():
         found = re.findall(r'data-draft="([^"]+)"', client.get(url).content.decode())
         assert set(names) <= set(found), (url, found)
+
+
+def test_the_language_switch_on_the_login_page_is_not_a_lost_session(client):
+    response = client.post(reverse("set_language"), {"language": "ru", "next": reverse("login")})
+    assert response["Location"] == reverse("login")
