@@ -90,7 +90,10 @@ def audit_record(
     obj: object | None = None,
     details: dict | None = None,
 ) -> AuditEvent:
-    """Append one event to the hash chain; call inside the transaction of the change."""
+    """Append one event to the hash chain; call inside the transaction of the change. An object
+    whose label is the console's words (`audit_label()`) keeps a code with parameters beside
+    its English text, so the trail reads in each reader's language."""
+    code, params = obj.audit_label() if hasattr(obj, "audit_label") else ("", {})
     with transaction.atomic():
         chain = _chain_head()
         event = AuditEvent(
@@ -103,6 +106,8 @@ def audit_record(
             object_type=type(obj).__name__.lower() if obj is not None else "",
             object_id=str(getattr(obj, "pk", "") or ""),
             object_repr=str(obj)[:300] if obj is not None else "",
+            repr_code=code,
+            repr_params=json.loads(json.dumps(params, default=str)),
             details=json.loads(json.dumps(details or {}, default=str)),
             seq=chain.last_seq + 1,
             prev_hash=chain.last_hash,
@@ -132,6 +137,8 @@ def event_hash(event: AuditEvent) -> str:
         "project": str(event.project_id or ""), "type": event.object_type,
         "object": event.object_id, "repr": event.object_repr, "details": event.details,
     }
+    if event.repr_code:  # events older than the codes hash as they always did
+        fields["repr_code"], fields["repr_params"] = event.repr_code, event.repr_params
     canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -16,6 +16,7 @@ from projects.governance import members as membership_service
 from projects.memory import content, layout, merging
 from projects.memory.errors import ContentRejected
 from projects.models import Membership
+from projects.runners import context as prompt_context
 
 
 def _file_text(typed: str) -> str:
@@ -153,7 +154,7 @@ class TokenForm(forms.Form):
                                          max_value=3650, help_text=_("Empty: does not expire."))
 
 
-_MOMENT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
+_MOMENT_FORMATS = prompt_context.MOMENT_FORMATS  # as the pages show dates, in either language
 
 
 class AuditFilterForm(forms.Form):

@@ -27,6 +27,7 @@ from projects.memory import errors, layout, merging, scanning, store
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, Revision
 from projects.rendering import render_markdown
+from projects.system_text import actor_shown
 
 
 def _file_or_404(request, slug, file_id, *, edit: bool = False):
@@ -201,7 +202,7 @@ def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs
     base_text = store.revision_read(base_revision) if base_revision else ""
     head_number = head.number if head else None
     theirs_label = (_("revision %(number)s, by %(author)s") % {
-        "number": head_number, "author": head.author_label} if head else _("storage"))
+        "number": head_number, "author": head.author_shown} if head else _("storage"))
     result = merging.merge(base_text, theirs, yours, choices=choices, theirs_label=theirs_label,
                            yours_label=_("your text"))
     changes = (Revision.objects.filter(file=file, number__gt=base or 0)
@@ -212,7 +213,8 @@ def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs
     return {
         "form": form, "opened_revision": head_number, "preview_html": render_markdown(result.text),
         "merge": result, "merge_summary": summary, "merge_head": head,
-        "merge_changers": [(label, Revision.AuthorKind(kind).label) for label, kind in changers],
+        "merge_changers": [(actor_shown(label), Revision.AuthorKind(kind).label)
+                           for label, kind in changers],
         "merge_diff": diff_texts(theirs, result.text),
         "resolve_form": ResolveForm(initial=(initial := {
             "merge_base": base, "merge_head": head_number, "your_text": yours,
@@ -279,9 +281,10 @@ def revision_detail(request, slug, file_id, number):
     context.update(
         revision=revision, text=text, html=render_markdown(text),
         raw=request.GET.get("view") == "raw",
-        restore_form=RestoreForm(initial={
-            "base_revision": file.head.number if file.head else 0,
-            "message": _("Restore revision %(number)s") % {"number": revision.number}}),
+        # No message typed: the store records "Restore revision N" as a code, which every
+        # reader then sees in their own language.
+        restore_form=RestoreForm(initial={"base_revision": file.head.number if file.head else 0}),
+        restore_default=_("Restore revision %(number)s") % {"number": revision.number},
         is_head=file.head_id == revision.pk,
     )
     return render(request, "projects/revision_detail.html", context)
