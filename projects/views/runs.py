@@ -46,23 +46,31 @@ def simulate(request, slug):
     if not permissions.sees_everyone(role):
         members = members.filter(user=request.user)  # "what does the agent know about me"
     members = list(members)
-    # What one may not see answers 404, never a silent substitute: an unknown agent, or an
-    # employee asking for anyone but themselves.
-    wanted_agent = request.GET.get("agent")
+    # An unknown agent or person is said so in words, never quietly replaced (an employee
+    # asking for anyone else gets the same words whether that person exists or not).
+    wanted_agent = request.GET.get("agent", "").strip()
+    wanted_user = request.GET.get("user", "").strip()
     agent = next((a for a in agents if a.slug == wanted_agent), None)
+    user, problem = None, ""
     if agent is None and wanted_agent:
-        raise Http404("No such agent.")
-    if agent is None and agents:
+        problem = _("This project has no agent called %(name)s.") % {"name": wanted_agent}
+    elif agent is None and agents:
         agent = agents[0]
-    user = None
-    if request.GET.get("user"):
-        user = next((m.user for m in members if str(m.user_id) == request.GET["user"]), None)
+    if wanted_user:  # a username, or a member's id (links made before usernames)
+        user = next((m.user for m in members if m.user.get_username() == wanted_user), None) \
+            or next((m.user for m in members if str(m.user_id) == wanted_user), None)
         if user is None:
-            raise Http404("No such member.")
+            problem = problem or (
+                _("No member of this project is called %(name)s.") % {"name": wanted_user}
+                if permissions.sees_everyone(role)
+                else _("You can see only what agents are told about you."))
     elif not permissions.sees_everyone(role):
         user = request.user
     context = {"project": project, "role": role, "agents": agents, "members": members,
                "agent": agent, "selected_user": user, "at_raw": request.GET.get("at", "")}
+    if problem:
+        context["error"] = problem
+        return render(request, "projects/simulate.html", context, status=400)
     if agent is None:
         return render(request, "projects/simulate.html", context)
     try:
@@ -298,8 +306,11 @@ def session_detail(request, slug, session_id):
     file_ids = {f["file_id"] for s in session.receipt for f in s["files"] if f.get("file_id")}
     known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids)
                 .values_list("pk", flat=True))
+    raw = permissions.sees_everyone(role)  # the runner's JSON is for admins and reviewers
     context = {"project": project, "role": role, "session": session, "known": known,
-               "events": [(e, json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True))
+               "events": [(e, _event_lines(e),
+                           json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True)
+                           if raw else None)
                           for e in session.events.all()],
                "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")}
     try:
@@ -317,6 +328,42 @@ def session_detail(request, slug, session_id):
             context["reassembly_diff"] = diff_texts(context["stored_prompt"], again.prompt)
     audit_read(user=request.user, role=role, action="read.session", project=project, obj=session)
     return render(request, "projects/session_detail.html", context)
+
+
+def _event_lines(event) -> list[str]:
+    """A hook's event as sentences a person reads (the JSON stays one click away for staff)."""
+    payload = event.payload or {}
+    if event.kind == "pre":
+        lines = [ngettext("Assembled a prompt of %(count)s token.",
+                          "Assembled a prompt of %(count)s tokens.",
+                          payload.get("total_tokens") or 0)
+                 % {"count": payload.get("total_tokens") or 0}]
+        if payload.get("bucket_checked") is False:
+            lines.append(_("Storage could not be listed: the prompt came from the console's "
+                           "records."))
+        return lines
+    if event.kind == "tool":
+        return [_("Tool %(name)s: %(summary)s") % {"name": payload.get("name", "?"),
+                                                   "summary": payload.get("summary") or "–"}]
+    if event.kind == "error":
+        return [_("Error: %(message)s") % {"message": payload.get("message") or "–"}]
+    lines = [_("Summary: %(summary)s") % {"summary": payload["summary"]}] \
+        if payload.get("summary") else []
+    for result in payload.get("results", []):
+        status, path = result.get("status"), result.get("path", "?")
+        if status == "written" and result.get("unchanged"):
+            lines.append(_("%(path)s: unchanged") % {"path": path})
+        elif status == "written":
+            lines.append(_("%(path)s: written as revision %(number)s")
+                         % {"path": path, "number": result.get("revision")})
+        elif status == "proposed":
+            lines.append(_("%(path)s: proposed, waiting for approval") % {"path": path})
+        elif status == "conflict":
+            lines.append(_("%(path)s: not written, the file had changed") % {"path": path})
+        else:
+            lines.append(_("%(path)s: refused (%(reason)s)")
+                         % {"path": path, "reason": result.get("message", status)})
+    return lines
 
 
 @login_required

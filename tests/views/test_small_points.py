@@ -1,0 +1,63 @@
+"""The smaller points of a person's day, each as they would expect it: their profile one click
+from the dashboard, no storage keys or raw runner JSON for employees, sessions that say when
+they ended."""
+
+import pytest
+from django.urls import reverse
+
+from projects.audit import Actor
+from projects.memory import store
+from projects.runners import hooks
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def profile(s3, project, person):
+    return store.file_create(project=project, scope="user", user=person, path="USER.md",
+                             content="# Maria\n", actor=Actor.person(person)).file
+
+
+def test_the_employee_dashboard_has_edit_my_profile(client, person, profile, project,
+                                                    make_project):
+    from projects.models import Membership
+
+    other = make_project(slug="tenders", name="Tenders")
+    Membership.objects.create(user=person, project=other, role="employee")
+    client.force_login(person)
+    page = client.get(reverse("projects:dashboard")).content.decode()
+    assert "Edit my profile" in page
+    assert reverse("projects:file_edit", args=[project.slug, profile.pk]) in page
+    # No profile yet in the other project: a button writes one.
+    assert "Write my profile" in page and reverse("projects:file_open", args=[other.slug]) in page
+
+
+def test_employees_see_no_storage_keys_and_no_raw_runner_json(client, s3, person, reviewer,
+                                                              profile, project, agent):
+    session, _ = hooks.hook_pre(agent=agent, user=person)
+    hooks.hook_event(session=session, kind="tool",
+                     payload={"name": "grafana", "summary": "latency p99", "secret": "x"})
+    hooks.hook_post(session=session, writes=[], summary="done")
+    client.force_login(person)
+    file_page = client.get(reverse("projects:file_detail", args=[project.slug, profile.pk]))
+    assert profile.key not in file_page.content.decode()
+    assert project.prefix not in client.get(reverse("projects:project_detail",
+                                                    args=[project.slug])).content.decode()
+    session_page = client.get(reverse("projects:session_detail", args=[project.slug, session.pk]))
+    html = session_page.content.decode()
+    assert "Tool grafana: latency p99" in html and "Summary: done" in html
+    assert '"secret"' not in html and "pre class=\"payload\"" not in html
+    client.force_login(reviewer)  # staff keep the storage key and the JSON, one click away
+    assert profile.key in client.get(reverse("projects:file_detail",
+                                             args=[project.slug, profile.pk])).content.decode()
+    staff = client.get(reverse("projects:session_detail", args=[project.slug, session.pk]))
+    assert '&quot;secret&quot;' in staff.content.decode()
+
+
+def test_the_session_list_says_the_day_a_session_ended(client, s3, person, admin, project, agent):
+    session, _ = hooks.hook_pre(agent=agent, user=person)
+    hooks.hook_post(session=session, writes=[])
+    session.refresh_from_db()
+    client.force_login(admin)
+    page = client.get(reverse("projects:session_list", args=[project.slug])).content.decode()
+    assert session.ended_at.strftime("%Y-%m-%d %H:%M") in page
