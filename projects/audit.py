@@ -31,6 +31,7 @@ ACTIONS = {
     "project.create": _("created a project"), "project.update": _("changed project settings"),
     "project.export": _("exported project memory"),
     "account.create": _("created an account"),
+    "account.invite": _("made a new set-password link"),
     "member.grant": _("added a member"), "member.role": _("changed a role"),
     "member.remove": _("removed a member"),
     "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),

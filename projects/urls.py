@@ -34,6 +34,8 @@ urlpatterns = [
     path("p/<slug:slug>/members/new-account/", governance.member_invite, name="member_invite"),
     path("p/<slug:slug>/members/<int:membership_id>/", governance.member_change,
          name="member_change"),
+    path("p/<slug:slug>/members/<int:membership_id>/set-password-link/",
+         governance.member_reinvite, name="member_reinvite"),
     path("p/<slug:slug>/people/<int:user_id>/erase/", governance.profile_erase,
          name="profile_erase"),
     path("p/<slug:slug>/search/", governance.search, name="search"),

@@ -261,19 +261,38 @@ def members(request, slug):
     permissions.require(permissions.can_manage(role))
     form = MemberForm(request.POST or None)
     status = 200
+    confirm = None
     if request.method == "POST":
         if form.is_valid():
+            user, wanted = form.cleaned_data["user"], form.cleaned_data["role"]
+            existing = Membership.objects.filter(project=project, user=user).first()
+            names = {"name": user.get_username(), "project": project.name,
+                     "role": Membership.Role(wanted).label}
+            if existing is not None and existing.role == wanted:
+                drafts.saved(request, "member-add", project.pk)
+                messages.info(request, _("%(name)s is already %(role)s in %(project)s; nothing "
+                                         "changed.") % names)
+                return redirect("projects:members", slug=slug)
+            if existing is not None and request.POST.get("confirm_role") != wanted:
+                # Already a member: "Add" would change the role. Ask, saying from what to what.
+                confirm = {"user": user, "before": Membership.Role(existing.role).label,
+                           "after": Membership.Role(wanted).label, "role": wanted}
+                return _members_page(request, project, role, form=form, confirm=confirm,
+                                     status=409)
             try:
-                membership_service.member_set(by=request.user, project=project,
-                                      user=form.cleaned_data["user"],
-                                      role=form.cleaned_data["role"])
+                membership_service.member_set(by=request.user, project=project, user=user,
+                                              role=wanted)
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
                 drafts.saved(request, "member-add", project.pk)
-                messages.success(request, _("%(name)s is now %(role)s in %(project)s.") % {
-                    "name": form.cleaned_data["user"].get_username(),
-                    "role": Membership.Role(form.cleaned_data["role"]).label, "project": project.name})
+                if existing is None:
+                    messages.success(request, _("%(name)s is now %(role)s in %(project)s.")
+                                     % names)
+                else:
+                    messages.success(request, _("Changed %(name)s's role from %(before)s to "
+                                                "%(role)s.")
+                                     % {**names, "before": Membership.Role(existing.role).label})
                 return redirect("projects:members", slug=slug)
         status = 400
     return _members_page(request, project, role, form=form, status=status)
@@ -309,14 +328,14 @@ def member_invite(request, slug):
 
 
 def _members_page(request, project, role, *, form=None, account_form=None, invite=None,
-                  status: int = 200):
+                  confirm=None, status: int = 200):
     memberships = (Membership.objects.filter(project=project).select_related("user")
                    .order_by("user__username"))
     page = paging.page_of(memberships, paging.AUDIT, request)
     response = render(request, "projects/members.html", {
         "project": project, "role": role, "page": page, "form": form or MemberForm(),
         "account_form": account_form or AccountForm(prefix="account"), "invite": invite,
-        "roles": Membership.Role.choices}, status=status)
+        "confirm": confirm, "roles": Membership.Role.choices}, status=status)
     if invite:
         response["Cache-Control"] = "no-store"  # the link must not outlive this page
     return response
@@ -335,15 +354,50 @@ def member_change(request, slug, membership_id):
             messages.success(request, _("Removed %(name)s from the project.")
                              % {"name": membership.user.get_username()})
         else:
+            before = membership.role
+            wanted = request.POST.get("role", "")
             membership_service.member_set(by=request.user, project=project, user=membership.user,
-                                  role=request.POST.get("role", ""))
-            messages.success(request, _("Changed %(name)s's role.")
-                             % {"name": membership.user.get_username()})
+                                  role=wanted)
+            if before == wanted:
+                messages.info(request, _("%(name)s is already %(role)s; nothing changed.")
+                              % {"name": membership.user.get_username(),
+                                 "role": Membership.Role(wanted).label})
+            else:
+                messages.success(request, _("Changed %(name)s's role from %(before)s to "
+                                            "%(role)s.")
+                                 % {"name": membership.user.get_username(),
+                                    "before": Membership.Role(before).label,
+                                    "role": Membership.Role(wanted).label})
     except ValidationError as exc:
         messages.error(request, explain(exc))
     if not permissions.can_manage(permissions.role_in(request.user, project)):
         return redirect("projects:dashboard")  # removed or demoted themselves: not theirs now
     return redirect("projects:members", slug=slug)
+
+
+@login_required
+@require_POST
+def member_reinvite(request, slug, membership_id):
+    """A new set-password link for a member who never chose a password (the first link
+    expired or was lost); shown once, e-mailed when there is an address, audited."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    membership = get_object_or_404(Membership.objects.select_related("user"), project=project,
+                                   pk=membership_id)
+    user = membership.user
+    if not membership_service.can_reinvite(by=request.user, user=user):
+        messages.error(request, _("%(name)s has chosen a password already; they reset it "
+                                  "themselves, or a superuser does.")
+                       % {"name": user.get_username()})
+        return redirect("projects:members", slug=slug)
+    link = request.build_absolute_uri(membership_service.invite_path(user))
+    membership_service.invite_renew(by=request.user, project=project, user=user)
+    emailed = membership_service.invite_send(user=user, link=link, project=project,
+                                             by=request.user)
+    invite = {"user": user, "link": link, "emailed": emailed, "renewed": True,
+              "role": Membership.Role(membership.role).label,
+              "days": max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)}
+    return _members_page(request, project, role, invite=invite)
 
 
 # --- Isolation, export, erasure -------------------------------------------------------------------

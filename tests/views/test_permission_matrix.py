@@ -119,6 +119,7 @@ ROWS = [
     ("people", "get", {"slug": "slug"}, None, ALL),
     ("members", "get", {"slug": "slug"}, None, MANAGE),
     ("member_invite", "post", {"slug": "slug"}, {"account-username": ""}, MANAGE),
+    ("member_reinvite", "post", {"slug": "slug", "membership_id": "ivan_membership"}, {}, MANAGE),
     ("member_change", "post", {"slug": "slug", "membership_id": "ivan_membership"},
      {"role": "employee"}, MANAGE),
     ("profile_erase", "get", {"slug": "slug", "user_id": "ivan"}, None, MANAGE),

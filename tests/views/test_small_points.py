@@ -2,6 +2,8 @@
 from the dashboard, no storage keys or raw runner JSON for employees, sessions that say when
 they ended."""
 
+from html import unescape
+
 import pytest
 from django.urls import reverse
 
@@ -61,3 +63,58 @@ def test_the_session_list_says_the_day_a_session_ended(client, s3, person, admin
     client.force_login(admin)
     page = client.get(reverse("projects:session_list", args=[project.slug])).content.decode()
     assert session.ended_at.strftime("%Y-%m-%d %H:%M") in page
+
+
+def test_add_member_on_an_existing_member_asks_and_says_from_what_to_what(client, admin,
+                                                                         person, project):
+    from projects.models import AuditEvent, Membership
+
+    client.force_login(admin)
+    url = reverse("projects:members", args=[project.slug])
+    asked = client.post(url, {"username": person.username, "role": "compliance"})
+    assert asked.status_code == 409
+    html = asked.content.decode()
+    assert "maria is already a member, as Employee. Change their role to Compliance?" in html
+    assert Membership.objects.get(user=person).role == "employee"  # nothing changed yet
+    done = client.post(url, {"username": person.username, "role": "compliance",
+                             "confirm_role": "compliance"}, follow=True)
+    assert "Changed maria's role from Employee to Compliance." in unescape(done.content.decode())
+    assert Membership.objects.get(user=person).role == "compliance"
+    same = client.post(url, {"username": person.username, "role": "compliance"}, follow=True)
+    assert "maria is already Compliance" in same.content.decode()
+    assert AuditEvent.objects.filter(action="member.role").count() == 1
+    change = client.post(reverse("projects:member_change",
+                                 args=[project.slug, Membership.objects.get(user=person).pk]),
+                         {"role": "employee"}, follow=True)
+    assert "Changed maria's role from Compliance to Employee." in unescape(change.content.decode())
+
+
+def test_an_admin_sends_a_new_set_password_link_to_who_never_chose_one(client, admin, project,
+                                                                       person, mailoutbox,
+                                                                       settings):
+    from django.contrib.auth import get_user_model
+
+    from projects.governance import members
+    from projects.models import AuditEvent, Membership
+
+    settings.MGC_SENDS_EMAIL = True
+    newcomer = members.account_create(by=admin, project=project, username="nina",
+                                      role="employee", email="nina@example.com")
+    client.force_login(admin)
+    page = client.get(reverse("projects:members", args=[project.slug])).content.decode()
+    reinvite = reverse("projects:member_reinvite", args=[project.slug, newcomer.pk])
+    assert reinvite in page  # nina never chose a password
+    mine = Membership.objects.get(user=person)
+    assert reverse("projects:member_reinvite", args=[project.slug, mine.pk]) not in page
+    answer = client.post(reinvite)
+    html = answer.content.decode()
+    assert answer.status_code == 200 and "A new set-password link for nina" in html
+    assert answer["Cache-Control"] == "no-store"
+    link = html.split('id="invite-link">', 1)[1].split("<", 1)[0]
+    assert "/accounts/set-password/" in link and link in mailoutbox[-1].body
+    assert AuditEvent.objects.get(action="account.invite").details["user"] == "nina"
+    # Maria has a password: no link for her (it would let this admin take her account over).
+    refused = client.post(reverse("projects:member_reinvite", args=[project.slug, mine.pk]),
+                          follow=True)
+    assert "has chosen a password already" in refused.content.decode()
+    assert get_user_model().objects.get(username="nina").has_usable_password() is False
