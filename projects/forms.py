@@ -41,12 +41,22 @@ class EditForm(forms.Form):
     base_revision = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
     # Set when the text came out of a three-way merge: its conflict markers must be gone.
     merging = forms.BooleanField(required=False, widget=forms.HiddenInput)
+    # Set by "Save it empty": an empty text is saved only when the person said so.
+    allow_empty = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean_content(self) -> str:
         return _file_text(self.cleaned_data["content"])
 
+    @property
+    def asks_empty(self) -> bool:
+        return self.is_bound and self.has_error("content", "empty_text")
+
     def clean(self):
         data = super().clean()
+        if "content" in data and not data["content"].strip() and not data.get("allow_empty"):
+            self.add_error("content", ValidationError(
+                _("The text is empty: agents would read nothing from this file. Save it empty "
+                  "anyway, or write something first."), code="empty_text"))
         if data.get("merging") and merging.unresolved_markers(data.get("content", "")):
             self.add_error("content", ValidationError(
                 _("The text still holds conflict markers (<<<<<<<, =======, >>>>>>>): choose "

@@ -118,3 +118,17 @@ def test_an_admin_sends_a_new_set_password_link_to_who_never_chose_one(client, a
                           follow=True)
     assert "has chosen a password already" in refused.content.decode()
     assert get_user_model().objects.get(username="nina").has_usable_password() is False
+
+
+def test_an_empty_file_is_saved_only_when_the_person_says_so(client, admin, project, s3):
+    from projects.models import MemoryFile
+
+    client.force_login(admin)
+    url = reverse("projects:file_new", args=[project.slug]) + "?path=notes/empty.md"
+    asked = client.post(url, {"content": "  \n", "message": ""})
+    assert asked.status_code == 400 and 'id="save-empty"' in asked.content.decode()
+    assert not MemoryFile.objects.filter(path="notes/empty.md").exists()  # nothing made yet
+    saved = client.post(url, {"content": "", "message": "", "allow_empty": "1"})
+    assert saved.status_code == 302
+    file = MemoryFile.objects.select_related("head").get(path="notes/empty.md")
+    assert file.head.number == 1 and file.head.size == 0
