@@ -63,6 +63,9 @@ def audit_log(request):
     if export in ("csv", "jsonl") and status == 200:
         return _export(request, events, export, filters)
     page = paging.page_of(events, paging.AUDIT, request)
+    links = trail.object_links(page.object_list)
+    for event in page.object_list:
+        event.link = links.get(event.pk)
     return render(request, "projects/audit_log.html",
                   {"form": form, "page": page, "filtered": any(filters.values())}, status=status)
 

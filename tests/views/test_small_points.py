@@ -132,3 +132,15 @@ def test_an_empty_file_is_saved_only_when_the_person_says_so(client, admin, proj
     assert saved.status_code == 302
     file = MemoryFile.objects.select_related("head").get(path="notes/empty.md")
     assert file.head.number == 1 and file.head.size == 0
+
+
+def test_the_audit_object_is_a_link_and_details_read_as_words(client, admin, profile, project,
+                                                              person):
+    store.file_save(file=profile, content="# Maria\n- tea\n", actor=Actor.person(person),
+                    base_revision=1, message="tea")
+    client.force_login(admin)
+    page = client.get(reverse("projects:audit_log")).content.decode()
+    file_url = reverse("projects:file_detail", args=[project.slug, profile.pk])
+    assert f'<a href="{file_url}">users/maria/USER.md</a>' in page
+    assert "<dt>revision</dt><dd>2</dd>" in page and "<dt>message</dt><dd>tea</dd>" in page
+    assert '{"message"' not in page and "&quot;message&quot;" not in page
