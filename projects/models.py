@@ -56,6 +56,9 @@ class Project(models.Model):
         help_text="Own key prefix (ending with '/'); empty uses projects/<id>/.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the project was created.")
+    archived_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Archived: hidden from lists, its agents' pre hooks refused; reversible.")
 
     class Meta:
         ordering = ["name"]
@@ -154,6 +157,9 @@ class Agent(models.Model):
         help_text="What post/tool/error hooks may write: files, modes, approval.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the agent was created.")
+    archived_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Archived: hidden from lists, its pre hook refused; reversible.")
 
     class Meta:
         constraints = [

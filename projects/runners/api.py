@@ -134,7 +134,8 @@ def _not_found(request, exc):
 
 # How each refusal answers: the one table from domain errors to HTTP statuses.
 _STATUS_BY_CODE = {"policy_denied": 403, "not_pending": 409, "iam_unavailable": 503,
-                   "profile_erased": 409, "manifest_invalid": 409}
+                   "profile_erased": 409, "manifest_invalid": 409, "agent_archived": 409,
+                   "project_archived": 409}
 _STATUS_BY_CLASS = ((errors.StorageUnavailable, 503), (errors.StoreError, 409),
                     (hooks.HookError, 400))
 

@@ -55,6 +55,12 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
 
     If S3 cannot be listed the prompt is assembled from what the console recorded, and the
     receipt and answer say the bucket was not checked (`bucket_checked: false`)."""
+    if agent.project.archived_at is not None:
+        raise HookError("project_archived", "This agent's project is archived: its agents get "
+                                            "no prompt until an admin brings it back.")
+    if agent.archived_at is not None:
+        raise HookError("agent_archived", "This agent is archived: it gets no prompt until an "
+                                          "admin brings it back (agent settings).")
     try:
         manifest = injection.parse_manifest(agent.manifest)
     except ValidationError as exc:  # edited in the database, or by an older console

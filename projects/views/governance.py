@@ -532,6 +532,14 @@ def project_new(request):
 def project_settings(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_manage(role))
+    if request.method == "POST" and request.POST.get("archive") in ("1", "0"):
+        archived = request.POST["archive"] == "1"
+        setup.archive_set(by=request.user, target=project, archived=archived)
+        messages.success(request, _("Archived %(name)s: it is hidden from lists and its agents "
+                                    "get no prompt. Bring it back here at any time.")
+                         % {"name": project.name} if archived
+                         else _("%(name)s is back.") % {"name": project.name})
+        return redirect("projects:project_detail", slug=slug)
     form = ProjectForm(request.POST or None, initial={"name": project.name,
                                                       "description": project.description})
     if request.method == "POST" and form.is_valid():

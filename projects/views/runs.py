@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from projects import agent_forms, drafts
 from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
-from projects.governance import permissions
+from projects.governance import permissions, setup
 from projects.governance.trail import audit_read, audit_reads
 from projects.memory import errors, receipts, store
 from projects.memory.content import appended
@@ -120,6 +120,14 @@ def agent_settings(request, slug, agent_slug):
                                            initial={"value": agent.hook_policy})}
     status = 200
     preview = None
+    if request.method == "POST" and request.POST.get("which") == "archive":
+        archived = request.POST.get("archive") == "1"
+        setup.archive_set(by=request.user, target=agent, archived=archived)
+        messages.success(request, _("Archived %(name)s: it is hidden from lists and its pre hook "
+                                    "is refused. Bring it back here at any time.")
+                         % {"name": agent.name} if archived
+                         else _("%(name)s is back.") % {"name": agent.name})
+        return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
     if request.method == "POST":
         which = request.POST.get("which")
         if which not in page:

@@ -144,3 +144,38 @@ def test_the_audit_object_is_a_link_and_details_read_as_words(client, admin, pro
     assert f'<a href="{file_url}">users/maria/USER.md</a>' in page
     assert "<dt>revision</dt><dd>2</dd>" in page and "<dt>message</dt><dd>tea</dd>" in page
     assert '{"message"' not in page and "&quot;message&quot;" not in page
+
+
+def test_projects_and_agents_are_archived_hidden_refused_and_brought_back(client, admin, project,
+                                                                         agent, person, s3):
+    import json as _json
+
+    from projects.models import AuditEvent
+    from projects.runners import bearer
+
+    _, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
+    pre = lambda: client.post("/api/v1/hooks/pre", data=_json.dumps({"user": person.username}),  # noqa: E731
+                              content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    client.force_login(admin)
+    settings_url = reverse("projects:agent_settings", args=[project.slug, agent.slug])
+    client.post(settings_url, {"which": "archive", "archive": "1"})
+    detail = client.get(reverse("projects:project_detail", args=[project.slug])).content.decode()
+    assert reverse("projects:agent_detail", args=[project.slug, agent.slug]) + '"' not in detail
+    assert "1 archived agent" in detail
+    refused = pre()
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "agent_archived"
+    client.post(settings_url, {"which": "archive", "archive": "0"})
+    assert pre().status_code == 200
+    project_settings = reverse("projects:project_settings", args=[project.slug])
+    client.post(project_settings, {"archive": "1"})
+    listed = client.get(reverse("projects:project_list")).content.decode()
+    assert f'href="{reverse("projects:project_detail", args=[project.slug])}"' not in listed
+    assert "1 archived project" in listed
+    assert f'href="{reverse("projects:project_detail", args=[project.slug])}"' not in \
+        client.get(reverse("projects:dashboard")).content.decode()
+    assert pre().json()["error"]["code"] == "project_archived"
+    client.post(project_settings, {"archive": "0"})
+    assert pre().status_code == 200
+    assert [e.action for e in AuditEvent.objects.filter(action__contains="archive")
+            .order_by("seq")] == ["agent.archive", "agent.unarchive", "project.archive",
+                                  "project.unarchive"]
