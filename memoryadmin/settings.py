@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "projects.sso.session.ProviderSessionMiddleware",
     # Sign-in failures (a forged token, a provider that is down...) as a page that says so.
     "projects.sso.errors.SignInErrorMiddleware",
+    "projects.middleware.SessionEndedMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "projects.middleware.ConsoleNotFoundMiddleware",

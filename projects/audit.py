@@ -30,18 +30,23 @@ ACTIONS = {
     "credentials.revoke": _("revoked a runner's S3 credentials"),
     "credentials.policy": _("updated runners' S3 policies"),
     "agent.create": _("created an agent"), "agent.settings": _("changed agent settings"),
+    "agent.archive": _("archived an agent"), "agent.unarchive": _("brought an agent back"),
+    "project.archive": _("archived a project"),
+    "project.unarchive": _("brought a project back"),
     "project.create": _("created a project"), "project.update": _("changed project settings"),
     "project.export": _("exported project memory"),
     "account.create": _("created an account"),
     "account.locked_out": _("sign-in locked out"), "account.unlock": _("unlocked sign-in"),
     "account.throttled": _("set-password form throttled"),
     "account.change": _("changed an account"),
+    "account.invite": _("made a new set-password link"),
     "member.grant": _("added a member"), "member.role": _("changed a role"),
     "member.remove": _("removed a member"),
     "mapping.create": _("mapped a provider group to a role"),
     "mapping.update": _("changed a group mapping"), "mapping.delete": _("deleted a group mapping"),
     "session.ended": _("identity provider ended a sign-in"),
     "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),
+    "review.reply": _("answered a flag"),
     "profile.erase": _("erased a profile"), "audit.export": _("exported the audit trail"),
     "read.file": _("read a file"), "read.history": _("read a history"), "read.revision": _("read a revision"),
     "read.download": _("downloaded a revision"), "read.diff": _("read a diff"),
@@ -97,7 +102,10 @@ def audit_record(
     obj: object | None = None,
     details: dict | None = None,
 ) -> AuditEvent:
-    """Append one event to the hash chain; call inside the transaction of the change."""
+    """Append one event to the hash chain; call inside the transaction of the change. An object
+    whose label is the console's words (`audit_label()`) keeps a code with parameters beside
+    its English text, so the trail reads in each reader's language."""
+    code, params = obj.audit_label() if hasattr(obj, "audit_label") else ("", {})
     with transaction.atomic():
         chain = _chain_head()
         event = AuditEvent(
@@ -110,6 +118,8 @@ def audit_record(
             object_type=type(obj).__name__.lower() if obj is not None else "",
             object_id=str(getattr(obj, "pk", "") or ""),
             object_repr=str(obj)[:300] if obj is not None else "",
+            repr_code=code,
+            repr_params=json.loads(json.dumps(params, default=str)),
             details=json.loads(json.dumps(details or {}, default=str)),
             seq=chain.last_seq + 1,
             prev_hash=chain.last_hash,
@@ -139,6 +149,8 @@ def event_hash(event: AuditEvent) -> str:
         "project": str(event.project_id or ""), "type": event.object_type,
         "object": event.object_id, "repr": event.object_repr, "details": event.details,
     }
+    if event.repr_code:  # events older than the codes hash as they always did
+        fields["repr_code"], fields["repr_params"] = event.repr_code, event.repr_params
     canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

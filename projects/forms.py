@@ -16,6 +16,7 @@ from projects.governance import members as membership_service
 from projects.memory import content, layout, merging
 from projects.memory.errors import ContentRejected
 from projects.models import Membership
+from projects.runners import context as prompt_context
 
 
 def _file_text(typed: str) -> str:
@@ -40,12 +41,22 @@ class EditForm(forms.Form):
     base_revision = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
     # Set when the text came out of a three-way merge: its conflict markers must be gone.
     merging = forms.BooleanField(required=False, widget=forms.HiddenInput)
+    # Set by "Save it empty": an empty text is saved only when the person said so.
+    allow_empty = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean_content(self) -> str:
         return _file_text(self.cleaned_data["content"])
 
+    @property
+    def asks_empty(self) -> bool:
+        return self.is_bound and self.has_error("content", "empty_text")
+
     def clean(self):
         data = super().clean()
+        if "content" in data and not data["content"].strip() and not data.get("allow_empty"):
+            self.add_error("content", ValidationError(
+                _("The text is empty: agents would read nothing from this file. Save it empty "
+                  "anyway, or write something first."), code="empty_text"))
         if data.get("merging") and merging.unresolved_markers(data.get("content", "")):
             self.add_error("content", ValidationError(
                 _("The text still holds conflict markers (<<<<<<<, =======, >>>>>>>): choose "
@@ -153,7 +164,7 @@ class TokenForm(forms.Form):
                                          max_value=3650, help_text=_("Empty: does not expire."))
 
 
-_MOMENT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
+_MOMENT_FORMATS = prompt_context.MOMENT_FORMATS  # as the pages show dates, in either language
 
 
 class AuditFilterForm(forms.Form):

@@ -1,7 +1,10 @@
 """Request guards for the runner API: they act before a view parses anything, and after
 anything (Django's own 404 and 405 pages included) has answered."""
 
+from urllib.parse import parse_qs, urlencode, urlsplit
+
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import resolve_url
 from django.utils import translation
@@ -110,6 +113,40 @@ class NulCharacterMiddleware:
 def _holds_nul(data) -> bool:
     return any("\x00" in key or any("\x00" in value for value in values)
                for key, values in data.lists())
+
+
+class SessionEndedMiddleware:
+    """A form sent after the person's session ended (it expired, or they logged out in another
+    tab) is sent on to the login page by login_required, and its body is gone. Then the login
+    page says so (`ended=1`), and after logging in the person comes back to the page the form
+    was on (a same-site Referer), not to the URL it posted to (which may take POST only). What
+    they typed is still in their browser (static/js/drafts.js) and is offered back there."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.method != "POST" or response.status_code != 302 or is_api(request) \
+                or request.user.is_authenticated:
+            return response
+        login = resolve_url(settings.LOGIN_URL)
+        location = urlsplit(response["Location"])
+        # login_required's redirect names the page to come back to; others (the language
+        # switch on the login page) do not.
+        if location.path != login or "next" not in parse_qs(location.query) \
+                or request.path == login:
+            return response
+        referer = urlsplit(request.META.get("HTTP_REFERER", ""))
+        back = request.path
+        try:
+            host = request.get_host()
+        except DisallowedHost:
+            host = None
+        if host and referer.netloc == host and referer.path.startswith("/"):
+            back = referer.path + (f"?{referer.query}" if referer.query else "")
+        response["Location"] = f"{login}?{urlencode({'next': back, 'ended': '1'})}"
+        return response
 
 
 class NoStoreMiddleware:

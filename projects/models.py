@@ -8,6 +8,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from projects import system_text
 from projects.memory import layout
 
 
@@ -55,6 +56,9 @@ class Project(models.Model):
         help_text="Own key prefix (ending with '/'); empty uses projects/<id>/.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the project was created.")
+    archived_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Archived: hidden from lists, its agents' pre hooks refused; reversible.")
 
     class Meta:
         ordering = ["name"]
@@ -142,6 +146,10 @@ class Membership(models.Model):
     def __str__(self) -> str:
         return f"{self.user} in {self.project} as {self.role}"
 
+    def audit_label(self) -> tuple[str, dict]:
+        return "membership", {"user": self.user.get_username(), "project": self.project.name,
+                              "role": self.role}
+
 
 class GroupMapping(models.Model):
     """A group of the identity provider that grants a role in a project ("group `sre` ->
@@ -195,6 +203,9 @@ class Agent(models.Model):
         help_text="What post/tool/error hooks may write: files, modes, approval.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the agent was created.")
+    archived_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Archived: hidden from lists, its pre hook refused; reversible.")
 
     class Meta:
         constraints = [
@@ -313,6 +324,12 @@ class Revision(models.Model):
         max_length=64, blank=True, help_text="Agent session id when an agent's hook wrote it.",
     )
     message = models.CharField(max_length=500, blank=True, help_text="Why the change was made.")
+    message_code = models.CharField(
+        max_length=50, blank=True,
+        help_text="Set when the console wrote the message (system_text.MESSAGES): shown in the "
+                  "reader's language; `message` keeps its English text.")
+    message_params = models.JSONField(default=dict, blank=True,
+                                      help_text="The parameters of message_code.")
     snapshot_key = models.CharField(
         max_length=1024, blank=True, help_text="S3 key of the immutable copy; empty for a deletion.",
     )
@@ -334,6 +351,18 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.file} r{self.number}"
+
+    @property
+    def display_message(self) -> str:
+        """The message in the reader's language when the console wrote it, else as stored."""
+        if not self.message_code:
+            return self.message
+        return system_text.render(system_text.MESSAGES, self.message_code, self.message_params,
+                                  self.message)
+
+    @property
+    def author_shown(self) -> str:
+        return system_text.actor_shown(self.author_label)
 
 
 class RefusedWrite(models.Model):
@@ -418,6 +447,12 @@ class AuditEvent(models.Model):
     object_type = models.CharField(max_length=50, blank=True, help_text="Kind of object.")
     object_id = models.CharField(max_length=64, blank=True, help_text="Id of the object.")
     object_repr = models.CharField(max_length=300, blank=True, help_text="Object as shown.")
+    repr_code = models.CharField(
+        max_length=50, blank=True,
+        help_text="Set when the object's label is the console's words (system_text.LABELS): "
+                  "shown in the reader's language; object_repr keeps its English text.")
+    repr_params = models.JSONField(default=dict, blank=True,
+                                   help_text="The parameters of repr_code.")
     details = models.JSONField(default=dict, blank=True, help_text="Revision numbers, reasons.")
     seq = models.PositiveBigIntegerField(
         unique=True, null=True, help_text="Position in the hash chain: 1, 2, 3... with no gaps.")
@@ -431,6 +466,17 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action} {self.object_repr}"
+
+    @property
+    def object_shown(self) -> str:
+        if not self.repr_code:
+            return self.object_repr
+        return system_text.render(system_text.LABELS, self.repr_code, self.repr_params,
+                                  self.object_repr)
+
+    @property
+    def actor_shown(self) -> str:
+        return system_text.actor_shown(self.actor_label)
 
 
 class AuditChain(models.Model):
@@ -496,6 +542,9 @@ class RunnerCredential(models.Model):
     def __str__(self) -> str:
         return f"S3 credentials {self.access_key_id} of {self.token}"
 
+    def audit_label(self) -> tuple[str, dict]:
+        return "credential", {"key": self.access_key_id, "token": str(self.token)}
+
 
 class AgentSession(models.Model):
     """One run of an agent for a user: what the pre hook injected, then what happened."""
@@ -529,6 +578,9 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent} session {str(self.id)[:8]}"
+
+    def audit_label(self) -> tuple[str, dict]:
+        return "session", {"agent": self.agent.name, "id": str(self.id)[:8]}
 
 
 class IdempotencyRecord(models.Model):
@@ -624,6 +676,10 @@ class Proposal(models.Model):
     def __str__(self) -> str:
         return f"{self.mode} {self.file} by {self.agent}"
 
+    def audit_label(self) -> tuple[str, dict]:
+        return "proposal", {"mode": self.mode, "path": self.file.display_path,
+                            "agent": self.agent.name}
+
 
 class ReviewMark(models.Model):
     """How far one reviewer has read one file: every revision up to `number` is reviewed."""
@@ -661,12 +717,31 @@ class Flag(models.Model):
                                     on_delete=models.SET_NULL, related_name="+",
                                     help_text="Who resolved it.")
     resolved_at = models.DateTimeField(null=True, blank=True, help_text="When it was resolved.")
+    resolution_note = models.TextField(blank=True,
+                                       help_text="How it was resolved, said by who resolved it.")
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"flag on {self.file} r{self.revision.number if self.revision_id else '?'}"
+
+
+class FlagReply(models.Model):
+    """One message in a flag's thread: the flagged revision's author answering, or a reviewer."""
+
+    flag = models.ForeignKey(Flag, on_delete=models.CASCADE, related_name="replies",
+                             help_text="The flag answered.")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                               related_name="+", help_text="Who wrote it.")
+    text = models.TextField(help_text="What they said.")
+    created_at = models.DateTimeField(default=timezone.now, help_text="When.")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"reply to flag {self.flag_id}"
 
 
 class IsolationCheck(models.Model):

@@ -303,8 +303,14 @@ def test_revision_numbers_out_of_range_are_422_json(client, memory, token, numbe
     assert response.status_code == 422, response.content
     error = response.json()["error"]
     assert error["code"] == "invalid_request"
-    assert error["details"][0]["loc"][-1] == "base_revision"
+    assert error["details"][0]["loc"] == ["body", "writes", "0", "base_revision"]
     assert not MemoryFile.objects.filter(path="x.md").exists()
+
+
+def test_error_locations_name_the_field_once_as_the_caller_wrote_it(client, memory, token):
+    response = call(client, "post", {"writes": []}, token)  # no session
+    assert response.status_code == 422
+    assert response.json()["error"]["details"][0]["loc"] == ["body", "session"]
 
 
 def test_free_form_details_are_stored_even_with_nul_and_lone_surrogates(client, memory, token):

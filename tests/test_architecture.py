@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "projects"
-FOUNDATION = {"projects.models", "projects.audit", "projects.errors", "projects.jsontext"}
+FOUNDATION = {"projects.models", "projects.audit", "projects.errors", "projects.jsontext",
+              "projects.system_text"}
 PURE = {"projects.memory.layout", "projects.memory.lookalikes"}  # may be imported by anything
 ALLOWED = {
     "foundation": FOUNDATION | PURE,

@@ -99,10 +99,14 @@ def test_flags_need_a_comment_and_are_resolved_once(s3, project, person, reviewe
     with pytest.raises(ValidationError, match="does not exist"):
         review.flag_create(by=reviewer, file=file, number=7, comment="why")
     flag = review.flag_create(by=reviewer, file=file, number=1, comment="Health data")
-    review.flag_resolve(by=admin, flag=flag)
-    review.flag_resolve(by=admin, flag=flag)
+    with pytest.raises(ValidationError, match="how it was resolved"):
+        review.flag_resolve(by=admin, flag=flag, note="  ")
     flag.refresh_from_db()
-    assert flag.resolved_by == admin
+    assert flag.resolved_at is None  # no note, nothing resolved
+    review.flag_resolve(by=admin, flag=flag, note="Removed the diagnosis.")
+    review.flag_resolve(by=admin, flag=flag, note="again")
+    flag.refresh_from_db()
+    assert (flag.resolved_by, flag.resolution_note) == (admin, "Removed the diagnosis.")
     assert AuditEvent.objects.filter(action="review.resolve").count() == 1
     assert AuditEvent.objects.get(action="review.flag").details["comment"] == "Health data"
 

@@ -102,3 +102,18 @@ def test_the_corpus_is_dangerous_without_the_sanitizer():
     tripped = [p for p in PAYLOADS
                if _DANGER.search(markdown.markdown(p, extensions=["tables", "fenced_code"]))]
     assert len(tripped) >= 30
+
+
+def test_task_lists_render_as_drawn_boxes_and_no_input_ever_reaches_a_page():
+    from projects.rendering import render_markdown
+
+    html = render_markdown("- [x] done\n- [ ] todo\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
+    assert '<ul class="task-list">' in html and '<li class="task-list-item">' in html
+    assert '<span class="task-box done" role="img" aria-label="done"></span>' in html
+    assert '<span class="task-box" role="img" aria-label="to do"></span>' in html
+    assert "<table>" in html and "<input" not in html
+    hostile = render_markdown('<input type="checkbox" disabled checked>'
+                              '<span class="evil" role="button" onclick="a()">x</span>'
+                              '<ul class="evil"><li class="x">i</li></ul>')
+    assert "<input" not in hostile and "onclick" not in hostile and "evil" not in hostile
+    assert 'role="button"' not in hostile and 'class="x"' not in hostile

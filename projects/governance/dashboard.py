@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, OuterRef, Subquery
 
 from projects.governance import permissions, prompts
-from projects.governance.review import review_counts
+from projects.governance.review import flags_on_work_of, review_counts
 from projects.models import (
     Agent,
     AgentSession,
@@ -26,15 +26,20 @@ def dashboard(user) -> dict:
     the project list has the rest). A constant number of queries per panel."""
 
     if user.is_superuser:
-        roles = {p.pk: permissions.ADMIN for p in Project.objects.order_by("name")[:DASHBOARD_PROJECTS]}
+        roles = {p.pk: permissions.ADMIN for p in Project.objects.filter(
+            archived_at__isnull=True).order_by("name")[:DASHBOARD_PROJECTS]}
     else:
-        roles = dict(Membership.objects.filter(user=user).order_by("project__name")
+        roles = dict(Membership.objects.filter(user=user, project__archived_at__isnull=True)
+                     .order_by("project__name")
                      .values_list("project_id", "role")[:DASHBOARD_PROJECTS])
     projects = {p.pk: p for p in Project.objects.filter(pk__in=roles).order_by("name")}
     managed = [p for pk, p in projects.items() if permissions.can_manage(roles[pk])]
     reviewed = [p for pk, p in projects.items() if permissions.can_review(roles[pk])]
     data: dict = {"projects": [(p, roles[p.pk]) for p in projects.values()],
-                  "total_projects": permissions.visible_projects(user).count()}
+                  "total_projects": permissions.visible_projects(user)
+                  .filter(archived_at__isnull=True).count(),
+                  # Flags on what this person wrote: theirs to answer, whatever their role.
+                  "my_flags": flags_on_work_of(user, list(projects))}
     if managed:
         ids = [p.pk for p in managed]
         agents = dict(Agent.objects.filter(project__in=ids).values("project")

@@ -97,6 +97,22 @@ def invite_path(user) -> str:
         "token": default_token_generator.make_token(user)})
 
 
+def can_reinvite(*, by, user) -> bool:
+    """A new set-password link: for an account that never chose a password (the first link
+    expired or was lost). An account with a password is its owner's (or a superuser's):
+    a project admin's link to it would let that admin take it over."""
+    if by.is_superuser:
+        return True
+    return not user.has_usable_password() and not user.is_superuser
+
+
+@transaction.atomic
+def invite_renew(*, by, project: Project, user) -> None:
+    """Record that a new set-password link was made (the link itself is never stored)."""
+    audit_record(actor=Actor.person(by), action="account.invite", project=project, obj=user,
+                 details={"user": user.get_username(), "email_given": bool(user.email)})
+
+
 def invite_send(*, user, link: str, project: Project, by) -> bool:
     """E-mail the link when the account has an address and the console may send mail; False
     when nothing was sent, so the admin passes the link on."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from projects.models import Membership, MemoryFile, Project, Proposal
+from projects.models import Flag, Membership, MemoryFile, Project, Proposal
 
 ADMIN = Membership.Role.ADMIN
 COMPLIANCE = Membership.Role.COMPLIANCE
@@ -138,3 +138,17 @@ def can_decide_proposal(user, role: str | None, proposal: Proposal) -> bool:
         return True
     file = proposal.file
     return role == EMPLOYEE and file.scope == MemoryFile.Scope.USER and file.user_id == user.pk
+
+
+def can_see_flag(user, role: str | None, flag: Flag) -> bool:
+    """Reviewers see every flag of their projects; the author of the flagged revision sees
+    the flags on their own work, to answer them (if they may still read the file)."""
+    if can_review(role):
+        return True
+    return (flag.revision.author_user_id == user.pk and role is not None
+            and can_read_file(user, role, flag.file))
+
+
+def can_resolve_flag(role: str | None) -> bool:
+    """Closing a flag is the reviewers' call; the author answers in its thread."""
+    return can_review(role)

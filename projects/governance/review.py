@@ -15,7 +15,9 @@ from django.utils.translation import gettext as _
 from projects.audit import Actor, audit_record
 from projects.memory import store
 from projects.memory.diffing import diff_texts
-from projects.models import Flag, MemoryFile, Project, ReviewMark, Revision
+from projects.models import Flag, FlagReply, MemoryFile, Project, ReviewMark, Revision
+
+NOTE_MAX = 2000  # characters of a flag's comment, a reply or a resolution note
 
 
 @transaction.atomic
@@ -37,14 +39,20 @@ def review_mark(*, reviewer, file: MemoryFile, number: int) -> ReviewMark:
     return mark
 
 
+def _note(text: str, missing: str, code: str) -> str:
+    """A person's note (a flag's comment, a reply, a resolution): required, storable."""
+    text = (text or "").strip()
+    if not text:
+        raise ValidationError(missing, code=code)
+    if "\x00" in text:  # PostgreSQL cannot store it (text, and the audit event's JSON)
+        raise ValidationError(_("Null characters are not allowed."), code="null_characters")
+    return text[:NOTE_MAX]
+
+
 @transaction.atomic
 def flag_create(*, by, file: MemoryFile, number: int, comment: str) -> Flag:
-    comment = comment.strip()
-    if not comment:
-        raise ValidationError(_("Say what is wrong: the comment is what the fixer reads."),
-                              code="flag_comment")
-    if "\x00" in comment:  # PostgreSQL cannot store it (text, and the audit event's JSON)
-        raise ValidationError(_("Null characters are not allowed."), code="null_characters")
+    comment = _note(comment, _("Say what is wrong: the comment is what the fixer reads."),
+                    "flag_comment")
     revision = Revision.objects.filter(file=file, number=number).first()
     if revision is None:
         raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
@@ -57,13 +65,52 @@ def flag_create(*, by, file: MemoryFile, number: int, comment: str) -> Flag:
 
 
 @transaction.atomic
-def flag_resolve(*, by, flag: Flag) -> Flag:
-    if flag.resolved_at is None:
-        flag.resolved_at, flag.resolved_by = timezone.now(), by
-        flag.save(update_fields=["resolved_at", "resolved_by"])
+def flag_resolve(*, by, flag: Flag, note: str) -> Flag:
+    """Close a flag, saying how (required: whoever reads the flag later learns what was done).
+    The row is locked, so two reviewers at once resolve it once."""
+    note = _note(note, _("Say how it was resolved: the note stays with the flag."),
+                 "resolve_note")
+    locked = Flag.objects.select_for_update().get(pk=flag.pk)
+    if locked.resolved_at is None:
+        locked.resolved_at, locked.resolved_by = timezone.now(), by
+        locked.resolution_note = note
+        locked.save(update_fields=["resolved_at", "resolved_by", "resolution_note"])
         audit_record(actor=Actor.person(by), action="review.resolve", project=flag.project,
-                     obj=flag.file, details={"flag": flag.pk, "revision": flag.revision.number})
+                     obj=flag.file, details={"flag": flag.pk, "revision": flag.revision.number,
+                                             "note": note[:500]})
+    flag.resolved_at, flag.resolved_by = locked.resolved_at, locked.resolved_by
+    flag.resolution_note = locked.resolution_note
     return flag
+
+
+@transaction.atomic
+def flag_reply(*, by, flag: Flag, text: str) -> FlagReply:
+    """An answer in the flag's thread: the flagged revision's author (or a reviewer)."""
+    text = _note(text, _("Write your answer first."), "reply_text")
+    reply = FlagReply.objects.create(flag=flag, author=by, text=text)
+    audit_record(actor=Actor.person(by), action="review.reply", project=flag.project,
+                 obj=flag.file, details={"flag": flag.pk, "revision": flag.revision.number,
+                                         "reply": text[:500]})
+    return reply
+
+
+def flags_on_work_of(user, projects: list[Project], limit: int = 10) -> list[Flag]:
+    """Open flags on revisions this person wrote: theirs to answer (dashboard)."""
+    return list(Flag.objects.filter(project__in=projects, resolved_at__isnull=True,
+                                    revision__author_user=user)
+                .select_related("project", "file", "file__agent", "file__user", "revision",
+                                "created_by")
+                .order_by("-created_at")[:limit])
+
+
+def blamed_revision(revisions: list[Revision], findings: list[dict]) -> int | None:
+    """The revision a flag blames by default: where the scanner first saw a finding the head
+    still has (else any finding), else the latest revision."""
+    for wanted in (lambda f: f.get("present"), lambda f: True):
+        numbers = [f["revision"] for f in findings if wanted(f) and f.get("revision")]
+        if numbers:
+            return min(numbers)
+    return revisions[-1].number if revisions else None
 
 
 def review_next(*, reviewer, project: Project, after: MemoryFile | None) -> MemoryFile | None:
@@ -95,6 +142,7 @@ class ReviewItem:
     findings: list[dict]
     flags: list[Flag]
     diff: object = None
+    blame: int | None = None  # the revision the flag form picks (blamed_revision)
 
 
 def _unreviewed(reviewer) -> QuerySet[MemoryFile]:
@@ -145,11 +193,13 @@ def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
         history = by_file.get(file.pk, [])
         base = next((r for r in history if r.number == file.seen), None)
         new = [r for r in history if r.number > file.seen]
+        findings = findings_over(new)
         items.append(ReviewItem(
             file=file, since=file.seen, revisions=new, by_agent=file.by_agent,
-            findings=findings_over(new),
+            findings=findings,
             flags=flags.get(file.pk, []),
             diff=diff_texts(texts[base.pk] if base else "", texts[file.head.pk]),
+            blame=blamed_revision(new, findings),
         ))
     return items
 

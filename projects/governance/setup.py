@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
@@ -62,3 +63,18 @@ def count_agents(projects) -> None:
                   .annotate(n=Count("pk")).values_list("project", "n"))
     for project in projects:
         project.agent_count = counts.get(project.pk, 0)
+
+
+@transaction.atomic
+def archive_set(*, by, target: Project | Agent, archived: bool) -> bool:
+    """Archive a project or an agent (hidden from lists, pre hooks refused), or bring it back.
+    Audited; nothing is deleted, memory and history stay. False when it was so already."""
+    if bool(target.archived_at) == archived:
+        return False
+    target.archived_at = timezone.now() if archived else None
+    target.save(update_fields=["archived_at"])
+    kind = "project" if isinstance(target, Project) else "agent"
+    project = target if isinstance(target, Project) else target.project
+    audit_record(actor=Actor.person(by), action=f"{kind}.{'archive' if archived else 'unarchive'}",
+                 project=project, obj=target, details={"slug": target.slug})
+    return True

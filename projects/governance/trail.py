@@ -7,14 +7,16 @@ import csv
 import datetime as dt
 import itertools
 import json
+import uuid
 from collections.abc import Iterator
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
 from projects.governance import permissions
-from projects.models import AuditEvent, Project
+from projects.models import Agent, AgentSession, AuditEvent, MemoryFile, Project, Proposal
 
 
 def audit_events(*, user, project: Project | None = None, actor: str = "", action: str = "",
@@ -137,3 +139,54 @@ def _row(event: AuditEvent) -> dict:
             "object_type": event.object_type, "object_id": event.object_id,
             "object_repr": event.object_repr, "details": event.details,
             "prev_hash": event.prev_hash, "hash": event.hash}
+
+
+def object_links(events) -> dict[int, str]:
+    """event pk -> the page of the object it names, for the events on one page of the trail
+    (one query per kind of object; objects gone since have no link). The page itself decides
+    who may open it."""
+    wanted: dict[str, set[str]] = {}
+    for event in events:
+        if event.object_id and event.project_id:
+            wanted.setdefault(event.object_type, set()).add(event.object_id)
+    found: dict[tuple[str, str], str] = {}
+    for file in MemoryFile.objects.filter(pk__in=_uuids(wanted.get("memoryfile"))
+                                          ).select_related("project"):
+        found["memoryfile", str(file.pk)] = reverse("projects:file_detail",
+                                                    args=[file.project.slug, file.pk])
+    for agent in Agent.objects.filter(pk__in=_uuids(wanted.get("agent"))).select_related("project"):
+        found["agent", str(agent.pk)] = reverse("projects:agent_detail",
+                                                args=[agent.project.slug, agent.slug])
+    for session in AgentSession.objects.filter(pk__in=_uuids(wanted.get("agentsession"))
+                                               ).select_related("agent__project"):
+        found["agentsession", str(session.pk)] = reverse(
+            "projects:session_detail", args=[session.agent.project.slug, session.pk])
+    for proposal in Proposal.objects.filter(pk__in=_ints(wanted.get("proposal"))
+                                            ).select_related("project"):
+        found["proposal", str(proposal.pk)] = (reverse("projects:proposal_list",
+                                                       args=[proposal.project.slug])
+                                               + f"?status={proposal.status}")
+    for project in Project.objects.filter(pk__in=_uuids(wanted.get("project"))):
+        found["project", str(project.pk)] = reverse("projects:project_detail", args=[project.slug])
+    links = {}
+    for event in events:
+        url = found.get((event.object_type, event.object_id))
+        if url is None and event.object_type == "membership" and event.project_id:
+            url = reverse("projects:members", args=[event.project.slug])
+        if url:
+            links[event.pk] = url
+    return links
+
+
+def _uuids(values) -> list:
+    out = []
+    for value in values or ():
+        try:
+            out.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    return out
+
+
+def _ints(values) -> list[int]:
+    return [int(v) for v in values or () if v.isascii() and v.isdigit()]

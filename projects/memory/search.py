@@ -11,6 +11,12 @@ from django.db.models import QuerySet
 from projects.models import Project, SearchText
 
 SEARCH_TERMS_MAX = 8
+_YO = str.maketrans("Ёё", "Ее")
+
+
+def fold(text: str) -> str:
+    """Text as search compares it: case folded, ё read as е ("ёжик" is found as "ежик")."""
+    return text.translate(_YO).casefold()
 
 
 def search_terms(query: str) -> list[str]:
@@ -22,7 +28,7 @@ def search_terms(query: str) -> list[str]:
 def search_memory(*, project: Project, query: str, history: bool = False) -> QuerySet:
     """Texts of a project's files that hold every word of the query, best first: PostgreSQL
     full-text search ('simple' configuration, so Russian and English words match as typed),
-    elsewhere a LIKE per word."""
+    elsewhere a scan in Python; both read ё as е."""
 
     texts = SearchText.objects.filter(file__project=project)
     if not history:
@@ -33,20 +39,25 @@ def search_memory(*, project: Project, query: str, history: bool = False) -> Que
     else:
         # SQLite's LIKE folds only ASCII case, so "мария" would miss "Мария": compare in
         # Python. A full pass over the project's texts: fine for the embedded default.
-        folded = [t.casefold() for t in terms]
+        folded = [fold(t) for t in terms]
         matching = [pk for pk, text in texts.values_list("pk", "text").iterator(chunk_size=500)
-                    if all(t in text.casefold() for t in folded)]
+                    if all(t in fold(text) for t in folded)]
         texts = texts.filter(pk__in=matching).order_by("-is_head", "-created_at")
     return texts.select_related("file", "file__agent", "file__user", "file__head")
 
 
 def fulltext_match(texts: QuerySet, terms: list[str]) -> QuerySet:
     """PostgreSQL: texts holding every term, with a rank. The vector is the expression of the
-    GIN index made by migration 0007, so the index serves it."""
+    GIN index made by migration 0014 (ё folded to е, in the text and in the terms), so the
+    index serves it."""
     from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+    from django.db.models import F, Func
 
-    vector = SearchVector("text", config="simple")
-    wanted = SearchQuery(" ".join(terms), config="simple", search_type="plain")
+    folded = Func(F("text"), function="translate",
+                  template="translate(%(expressions)s, 'Ёё', 'Ее')")
+    vector = SearchVector(folded, config="simple")
+    wanted = SearchQuery(" ".join(t.translate(_YO) for t in terms), config="simple",
+                         search_type="plain")
     return texts.annotate(vector=vector).filter(vector=wanted).annotate(
         rank=SearchRank(vector, wanted))
 
@@ -54,12 +65,12 @@ def fulltext_match(texts: QuerySet, terms: list[str]) -> QuerySet:
 def excerpt(text: str, terms: list[str], width: int = 220) -> list[tuple[str, bool]]:
     """The part of `text` around the first match, as (piece, is_match) segments; an ellipsis
     marks text cut at either end. Plain text: rendering.highlighted makes it HTML."""
-    lowered = text.lower()
-    first = min((i for i in (lowered.find(t.lower()) for t in terms) if i >= 0), default=0)
+    pattern = re.compile("|".join(_either_e(t) for t in sorted(terms, key=len, reverse=True)),
+                         re.IGNORECASE) if terms else None
+    found = pattern.search(text) if pattern else None
+    first = found.start() if found else 0
     start = max(0, first - width // 3)
     window = text[start:start + width]
-    pattern = re.compile("|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)),
-                         re.IGNORECASE) if terms else None
     pieces, last = [("…", False)] if start else [], 0
     for match in pattern.finditer(window) if pattern else []:
         pieces += [(window[last:match.start()], False), (match.group(), True)]
@@ -68,3 +79,8 @@ def excerpt(text: str, terms: list[str], width: int = 220) -> list[tuple[str, bo
     if start + width < len(text):
         pieces.append(("…", False))
     return pieces
+
+
+def _either_e(term: str) -> str:
+    """A regex for `term` where е and ё each match either (as the search itself reads them)."""
+    return "".join("[ЕЁеё]" if ch in "ЕЁеё" else re.escape(ch) for ch in term)

@@ -46,6 +46,8 @@ from projects.memory.content import appended, decode, encode, sha256
 from projects.memory.errors import FileDeleted, SaveConflict, StorageUnavailable
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
 from projects.models import Agent, Lock, MemoryFile, Project, RefusedWrite, Revision
+from projects.system_text import Message
+from projects.system_text import message as system_message
 
 logger = logging.getLogger(__name__)
 
@@ -95,14 +97,15 @@ def forget_cached(revisions: list[Revision]) -> None:
 # --- Who wrote what (object metadata) -------------------------------------------------------------
 
 
-def _write_metadata(actor: Actor, message: str, base: int | None, restored_from: int | None,
-                    ) -> dict[str, str]:
+def _write_metadata(actor: Actor, message: str | Message, base: int | None,
+                    restored_from: int | None) -> dict[str, str]:
     """Who wrote a revision and on which base, on its snapshot and its head object, so a
     half-done save can be finished faithfully and a retry can recognise its own write."""
     meta = {
         "mgc-author-kind": actor.kind,
         "mgc-author-label": quote(actor.label),
-        "mgc-message": quote(message[:500]),
+        "mgc-message": quote(str(message)[:500]),
+        **(message.metadata() if isinstance(message, Message) else {}),
         "mgc-base": "" if base is None else str(base),
         "mgc-write": uuid.uuid4().hex,  # this attempt; the snapshot and head share it
     }
@@ -336,7 +339,7 @@ def file_create(*, project: Project, scope: str, agent: Agent | None = None, use
                      base_revision=base)
 
 
-def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: str = "",
+def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: str | Message = "",
               base_revision: int | None, restored_from: int | None = None) -> Revision:
     """Save new content on top of base_revision; SaveConflict if the file moved on.
 
@@ -374,7 +377,8 @@ def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: 
     return revision
 
 
-def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str = "") -> Revision:
+def file_append(*, file: MemoryFile, addition: str, actor: Actor,
+                message: str | Message = "") -> Revision:
     """Add `addition` at the end of whatever the head is now, under the file's row lock: an
     append commutes with every other write, so concurrent appenders all succeed and none is
     asked to retry. A direct write to the bucket found on the way is recorded first (as
@@ -402,7 +406,7 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str =
     return revision
 
 
-def file_restore(*, file: MemoryFile, number: int, actor: Actor, message: str = "",
+def file_restore(*, file: MemoryFile, number: int, actor: Actor, message: str | Message = "",
                  base_revision: int | None) -> Revision:
     """Write an old revision's content as a new revision; history only grows."""
     old = Revision.objects.filter(file=file, number=number).first()
@@ -414,11 +418,11 @@ def file_restore(*, file: MemoryFile, number: int, actor: Actor, message: str = 
                               code="restore_deletion", params={"number": number})
     data = _read_snapshot(storage_for(file.project), old)
     return file_save(file=file, content=data, actor=actor,
-                     message=message or f"Restore revision {number}",
+                     message=message or system_message("restore", number=number),
                      base_revision=base_revision, restored_from=number)
 
 
-def file_delete(*, file: MemoryFile, actor: Actor, message: str = "",
+def file_delete(*, file: MemoryFile, actor: Actor, message: str | Message = "",
                 base_revision: int | None) -> Revision:
     """Delete the head object and record a tombstone revision; history stays."""
     storage = storage_for(file.project)
@@ -491,7 +495,7 @@ def _conflict(storage: MemoryStorage, file: MemoryFile, reason: str, data: bytes
 
 
 def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, actor: Actor,
-                    message: str, restored_from: int | None) -> Revision:
+                    message: str | Message, restored_from: int | None) -> Revision:
     """Steps 2-4 of a save, under the row lock. _HeadChanged when someone else wrote the head."""
     head = locked.head
     number = head.number + 1 if head else 1
@@ -563,18 +567,21 @@ def _forget_snapshot(storage: MemoryStorage, snap: str) -> None:
         pass
 
 
-def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Actor, message: str,
-            snapshot_key: str, etag: str, action: str, is_deletion: bool = False,
-            restored_from: int | None = None, details: dict | None = None,
-            data: bytes = b"") -> Revision:
+def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Actor,
+            message: str | Message, snapshot_key: str, etag: str, action: str,
+            is_deletion: bool = False, restored_from: int | None = None,
+            details: dict | None = None, data: bytes = b"") -> Revision:
     findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
     if findings:
         details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
+    code, params = (message.code, message.params) if isinstance(message, Message) else ("", {})
+    message = str(message)
     revision = Revision.objects.create(
         file=locked, number=number, sha256=sha, size=size, author_kind=actor.kind,
         author_user=actor.user, author_agent=actor.agent, author_label=actor.label[:200],
         session_ref=actor.session_ref, message=message[:500], snapshot_key=snapshot_key,
         is_deletion=is_deletion, restored_from=restored_from, findings=findings,
+        message_code=code, message_params=params,
     )
     locked.head = revision
     locked.head_etag = etag
@@ -611,7 +618,7 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
                 locked.save(update_fields=["refused_etag"])
             return None
         return _record(locked, number=head.number + 1, sha=sha256(b""), size=0,
-                       actor=Actor.external(), message="Deleted directly in storage",
+                       actor=Actor.external(), message=system_message("external_delete"),
                        snapshot_key="", etag="", is_deletion=True, action="file.external_delete")
     data, etag = found.body, found.etag
     if (head_live and etag == locked.head_etag) or etag == locked.refused_etag:
@@ -637,7 +644,8 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
             found.metadata.get("mgc-write") == metadata.get("mgc-write"):
         # The snapshot and the head object come from the same attempt (same write id).
         actor = _actor_from_metadata(metadata)
-        message = unquote(metadata.get("mgc-message", ""))
+        message = (Message.from_metadata(metadata)
+                   or unquote(metadata.get("mgc-message", "")))
         restored = metadata.get("mgc-restored-from", "")
         restored_from = int(restored) if _whole_number(restored) else None
         action = "file.save_recovered"
@@ -647,7 +655,7 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
         claim = provenance.verified_writer(project_id=locked.project_id, key=locked.key,
                                            data=data, metadata=found.metadata)
         actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
-        message, restored_from = "Changed directly in storage", None
+        message, restored_from = system_message("external_change"), None
         action = "file.external_change"
         storage.write(snap, data, metadata=_write_metadata(actor, message, None, None))
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,

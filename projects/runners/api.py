@@ -106,10 +106,16 @@ def _error(request, status: int, code: str, message: str, **extra):
 def _invalid(request, exc):
     # Well-formed JSON that breaks the schema (a wrong type, a number out of range, an unknown
     # field): 422. JSON that cannot be parsed at all is a 400 (malformed_json, below).
-    details = [{"loc": [str(p) for p in e.get("loc", [])], "msg": e.get("msg", "")}
-               for e in exc.errors]
+    details = [{"loc": _location(e.get("loc", [])), "msg": e.get("msg", "")} for e in exc.errors]
     return _error(request, 422, "invalid_request",
                   "The request body does not match the schema.", details=details)
+
+
+def _location(loc) -> list[str]:
+    """Where a field is, as the caller wrote it: ["body", "session"], not django-ninja's
+    ["body", "body", "session"] (the second "body" is the name of the view's parameter)."""
+    parts = [str(part) for part in loc]
+    return parts[:1] + parts[2:] if parts[:2] == ["body", "body"] else parts
 
 
 @api.exception_handler(AuthenticationError)
@@ -131,7 +137,8 @@ def _not_found(request, exc):
 
 # How each refusal answers: the one table from domain errors to HTTP statuses.
 _STATUS_BY_CODE = {"policy_denied": 403, "not_pending": 409, "iam_unavailable": 503,
-                   "profile_erased": 409, "manifest_invalid": 409}
+                   "profile_erased": 409, "manifest_invalid": 409, "agent_archived": 409,
+                   "project_archived": 409}
 _STATUS_BY_CLASS = ((errors.StorageUnavailable, 503), (errors.StoreError, 409),
                     (hooks.HookError, 400))
 

@@ -69,23 +69,41 @@ def context_files(*, agent: Agent, user, manifest: injection.Manifest,
     }
 
 
+# Moments as people type them: ISO (the English pages show 2026-12-04 11:45) and day first
+# with dots (the Russian pages show 04.12.2026 11:45). The separators tell them apart.
+MOMENT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
+                  "%Y-%m-%d", "%d.%m.%Y %H:%M", "%d.%m.%Y %H:%M:%S", "%d.%m.%Y"]
+
+
+def _bad_moment() -> ValidationError:
+    return ValidationError(_("Give the moment as 2026-12-04 11:45 or 04.12.2026 11:45 (UTC)."),
+                           code="bad_time")
+
+
 def parse_moment(raw: str) -> dt.datetime | None:
-    """A moment typed by a person ('2026-12-01T09:00', UTC unless it says otherwise)."""
+    """A moment typed by a person in a format the pages show ('2026-12-01T09:00',
+    '2026-12-01 09:00', '01.12.2026 09:00'), UTC unless it says otherwise."""
+    raw = (raw or "").strip()
     if not raw:
         return None
     try:
         value = parse_datetime(raw)
     except ValueError:  # well-formed but impossible, like month 13
         value = None
+    for form in MOMENT_FORMATS if value is None else ():
+        try:
+            value = dt.datetime.strptime(raw, form)
+            break
+        except ValueError:
+            continue
     if value is None:
-        raise ValidationError(_("Give the moment as YYYY-MM-DDTHH:MM (UTC)."), code="bad_time")
+        raise _bad_moment()
     if timezone.is_naive(value):
         value = timezone.make_aware(value, dt.UTC)
     try:  # as UTC: offsets beyond ±15:59 are refused by PostgreSQL, year 1 or 9999 overflow
         return value.astimezone(dt.UTC)
     except OverflowError:
-        raise ValidationError(_("Give the moment as YYYY-MM-DDTHH:MM (UTC)."),
-                              code="bad_time") from None
+        raise _bad_moment() from None
 
 
 def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None,

@@ -32,6 +32,7 @@ from projects.models import (
 )
 from projects.runners import context as prompt_context
 from projects.runners import credentials, idempotency, injection
+from projects.system_text import message as system_message
 
 WriteMode = Literal["append", "replace"]  # the post hook's modes; the API schema uses it
 MODES: tuple[str, ...] = get_args(WriteMode)
@@ -54,6 +55,12 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
 
     If S3 cannot be listed the prompt is assembled from what the console recorded, and the
     receipt and answer say the bucket was not checked (`bucket_checked: false`)."""
+    if agent.project.archived_at is not None:
+        raise HookError("project_archived", "This agent's project is archived: its agents get "
+                                            "no prompt until an admin brings it back.")
+    if agent.archived_at is not None:
+        raise HookError("agent_archived", "This agent is archived: it gets no prompt until an "
+                                          "admin brings it back (agent settings).")
     try:
         manifest = injection.parse_manifest(agent.manifest)
     except ValidationError as exc:  # edited in the database, or by an older console
@@ -194,7 +201,7 @@ class WriteRequest:
 
 
 def _apply(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor,
-           message: str):
+           message):
     if mode == "append":  # commutes with any other write: on top of whatever the head is
         return store.file_append(file=file, addition=content, actor=actor, message=message)
     return store.file_save(file=file, content=content, actor=actor, message=message,
@@ -214,7 +221,8 @@ def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str
     actor = Actor.for_agent(agent, str(session.id))
     seen = receipt_revisions(session)
     results = []
-    message = (summary or f"Post hook of session {str(session.id)[:8]}")[:500]
+    message = summary[:500] if summary else system_message("post_hook",
+                                                            session=str(session.id)[:8])
     for index, write in enumerate(writes):
         done = idempotency.noted(record, index)
         if done is None:
@@ -231,7 +239,7 @@ def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str
 
 
 def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: dict,
-              message: str) -> dict:
+              message) -> dict:
     agent = session.agent
     result = {"path": write.path, "mode": write.mode}
     # One spelling for the policy, the receipt and the store (which keeps paths as NFC).
@@ -310,7 +318,7 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict,
                 file = _target(session, log_path)
                 revision = store.file_append(
                     file=file, addition=line, actor=Actor.for_agent(session.agent, str(session.id)),
-                    message=f"{kind} hook")
+                    message=system_message(f"{kind}_hook"))
                 outcome.update(logged_to=log_path, revision=revision.number)
             except Refusal as exc:
                 outcome.update(log_error=exc.message)
@@ -341,7 +349,8 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
                                               "restore it first, or reject the proposal."))
         actor = Actor.for_agent(locked.agent, str(locked.session_id or ""))
         revision = _apply(file, locked.mode, locked.content, locked.base_revision, actor,
-                          f"Approved by {by.get_username()}" + (f": {note}" if note else ""))
+                          system_message("approved_note", user=by.get_username(), note=note)
+                          if note else system_message("approved", user=by.get_username()))
         locked.status = Proposal.Status.APPROVED
         locked.decided_by, locked.decided_at = by, timezone.now()
         locked.decision_note, locked.revision = note[:500], revision

@@ -70,7 +70,8 @@ class Section:
     files: list[SourceFile]
     content: str = ""  # the text between the tags, after neutralizing and truncation
     block: str = ""  # the whole tagged block as it stands in the prompt
-    tokens: int = 0  # tokens of the block
+    tokens: int = 0  # tokens of the block (the content and its two tag lines)
+    content_tokens: int = 0  # tokens of the content as injected (after any cut): what a cap caps
     content_tokens_before: int = 0  # tokens of the content before truncation
     max_tokens: int | None = None
     truncated: bool = False
@@ -351,6 +352,7 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
         for s in sections:
             s.block = _block(s.tag, s.content) if s.content else ""
             s.tokens = tokenizer.count(s.block) if s.block else 0
+            s.content_tokens = tokenizer.count(s.content) if s.content else 0
         return "\n\n".join(s.block for s in sections if s.block)
 
     prompt = build()
@@ -374,6 +376,7 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
     receipt = [
         {"tag": s.tag, "source": s.source, "tokens": s.tokens, "truncated": s.truncated,
          "max_tokens": s.max_tokens, "tokens_before": s.content_tokens_before,
+         "content_tokens": s.content_tokens,
          "files": [{"path": f.path, "revision": f.revision, "file_id": f.file_id,
                     "tokens": tokenizer.count(part) if part else 0}
                    for f, part in zip(s.files, _file_parts(s.source, s.files), strict=True)]}

@@ -5,7 +5,7 @@ from django import template
 from django.core.exceptions import DisallowedHost
 from django.utils.translation import gettext_lazy as _
 
-from projects import audit
+from projects import audit, drafts
 from projects.governance import isolation, permissions
 from projects.memory import refusals
 from projects.memory.scanning import LABELS
@@ -101,3 +101,51 @@ def json_line(value) -> str:
 def refused_reason(refused) -> str:
     """Why the console refused a write it found in storage, in the reader's language."""
     return refusals.explain(refused)
+@register.simple_tag
+def draft_key(kind: str, *parts) -> str:
+    """`<form data-draft="{% draft_key 'edit' file.pk %}">`: the name of the form's draft in
+    the browser (projects/drafts.py; the view calls drafts.saved with the same parts)."""
+    return drafts.key(kind, *parts)
+
+
+@register.simple_tag(takes_context=True)
+def drafts_saved(context) -> str:
+    """The drafts the server has taken since the last page, as a JSON list for <body>."""
+    request = context.get("request")
+    return json.dumps(drafts.take_saved(request) if request is not None else [])
+
+
+# The names of the audit details people meet most, in the page's language.
+_DETAIL_NAMES = {
+    "revision": _("revision"), "sha256": "sha256", "size": _("size"), "message": _("message"),
+    "from": _("from"), "to": _("to"), "user": _("person"), "role": _("role"), "note": _("note"),
+    "path": _("path"), "mode": _("mode"), "changed": _("changed"), "findings": _("found"),
+    "comment": _("comment"), "reply": _("answer"), "flag": _("flag"), "query": _("query"),
+    "results": _("results"), "history": _("history"), "format": _("format"),
+    "filters": _("filters"), "reason": _("reason"), "slug": _("slug"), "name": _("name"),
+    "file": _("file"), "email_given": _("e-mail given"), "since": _("since"),
+}
+
+
+@register.filter
+def readable_details(details) -> list[tuple[str, str]]:
+    """An audit event's details as (name, value) pairs a person reads: known names in the
+    page's language, lists joined, nested objects as name=value, hashes shortened."""
+    if not isinstance(details, dict):
+        return [("", str(details))] if details else []
+    pairs = []
+    for key, value in details.items():
+        if isinstance(value, bool):
+            shown = str(_("yes") if value else _("no"))
+        elif isinstance(value, list):
+            shown = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in value.items())
+        elif value is None:
+            shown = "–"
+        else:
+            shown = str(value)
+        if key in ("sha256", "prompt_sha256") and len(shown) > 12:
+            shown = shown[:12] + "…"
+        pairs.append((str(_DETAIL_NAMES.get(key, key)), shown[:200]))
+    return pairs

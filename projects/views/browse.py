@@ -19,21 +19,29 @@ from projects.views import paging
 
 @login_required
 def project_list(request):
-    projects = permissions.visible_projects(request.user).order_by("name", "pk")
+    visible = permissions.visible_projects(request.user)
+    archived = request.GET.get("archived") == "1"  # archived ones are listed on request only
+    projects = visible.filter(archived_at__isnull=not archived).order_by("name", "pk")
     page = paging.page_of(projects, paging.LIST, request)
     setup.count_agents(page)
     can_audit = permissions.reviewable_projects(request.user).exists()
-    return render(request, "projects/project_list.html", {"page": page, "can_audit": can_audit})
+    return render(request, "projects/project_list.html", {
+        "page": page, "can_audit": can_audit, "archived": archived,
+        "archived_count": visible.filter(archived_at__isnull=False).count()})
 
 
 @login_required
 def project_detail(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
+    archived = request.GET.get("archived") == "1"
     agents = Agent.objects.filter(project=project).order_by("name")
     context = {
         "project": project,
         "role": role,
-        "agents": paging.page_of(agents, paging.LIST, request),
+        "agents": paging.page_of(agents.filter(archived_at__isnull=not archived), paging.LIST,
+                                 request),
+        "archived_agents": archived,
+        "archived_agent_count": agents.filter(archived_at__isnull=False).count(),
         "can_see_workspace": permissions.can_see_workspace(role),
         "member_count": project.memberships.count(),
         "workspace_count": MemoryFile.objects.filter(project=project, head__isnull=False,

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Count
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django.views.defaults import bad_request
 
+from projects import drafts
 from projects.audit import Actor
 from projects.errors import explain
 from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
@@ -28,6 +30,7 @@ from projects.memory.content import within_limit
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, RefusedWrite, Revision
 from projects.rendering import render_markdown
+from projects.system_text import actor_shown
 
 
 def _file_or_404(request, slug, file_id, *, edit: bool = False):
@@ -68,9 +71,13 @@ def file_detail(request, slug, file_id):
     else:
         audit_read(user=request.user, role=role, action="read.file", project=project, obj=file,
                    details={"revision": file.head.number if file.head else None})
+    # Reviewers see every open flag; the author of a flagged revision sees those on their work.
+    open_flags = file.flags.filter(resolved_at__isnull=True)
+    if not permissions.can_review(role):
+        open_flags = open_flags.filter(revision__author_user=request.user)
+    context["open_flags"] = list(open_flags.select_related("revision", "created_by")
+                                 .annotate(reply_count=Count("replies")))
     if permissions.can_review(role) or permissions.can_manage(role):
-        context["open_flags"] = (file.flags.filter(resolved_at__isnull=True)
-                                 .select_related("revision", "created_by"))
         context["refused"] = list(file.refused_writes.filter(state=RefusedWrite.State.PRESENT)
                                   .select_related("project"))
         context["can_delete_refused"] = permissions.can_manage(role)
@@ -110,6 +117,7 @@ def file_edit(request, slug, file_id):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
+                drafts.saved(request, "edit", file.pk)
                 if revision.number == data["base_revision"]:  # the head's own text: no revision
                     messages.info(request, _("Nothing changed since revision %(number)s, so no "
                                              "revision was made.") % {"number": revision.number})
@@ -182,7 +190,10 @@ def file_new(request, slug):
             except ValidationError as exc:  # a look-alike name was made meanwhile
                 form.add_error(None, exc)
             else:
-                return file_edit(request, slug, file.pk)
+                response = file_edit(request, slug, file.pk)
+                if response.status_code == 302:  # saved: the new file's draft is taken too
+                    drafts.saved(request, "new", project.pk, path)
+                return response
         status = 400
     else:
         if existing is not None and existing.head is not None:
@@ -205,7 +216,7 @@ def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs
     base_text = store.revision_read(base_revision) if base_revision else ""
     head_number = head.number if head else None
     theirs_label = (_("revision %(number)s, by %(author)s") % {
-        "number": head_number, "author": head.author_label} if head else _("storage"))
+        "number": head_number, "author": head.author_shown} if head else _("storage"))
     result = merging.merge(base_text, theirs, yours, choices=choices, theirs_label=theirs_label,
                            yours_label=_("your text"))
     changes = (Revision.objects.filter(file=file, number__gt=base or 0)
@@ -216,7 +227,8 @@ def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs
     return {
         "form": form, "opened_revision": head_number, "preview_html": render_markdown(result.text),
         "merge": result, "merge_summary": summary, "merge_head": head,
-        "merge_changers": [(label, Revision.AuthorKind(kind).label) for label, kind in changers],
+        "merge_changers": [(actor_shown(label), Revision.AuthorKind(kind).label)
+                           for label, kind in changers],
         "merge_diff": diff_texts(theirs, result.text),
         "resolve_form": ResolveForm(initial=(initial := {
             "merge_base": base, "merge_head": head_number, "your_text": yours,
@@ -283,9 +295,10 @@ def revision_detail(request, slug, file_id, number):
     context.update(
         revision=revision, text=text, html=render_markdown(text),
         raw=request.GET.get("view") == "raw",
-        restore_form=RestoreForm(initial={
-            "base_revision": file.head.number if file.head else 0,
-            "message": _("Restore revision %(number)s") % {"number": revision.number}}),
+        # No message typed: the store records "Restore revision N" as a code, which every
+        # reader then sees in their own language.
+        restore_form=RestoreForm(initial={"base_revision": file.head.number if file.head else 0}),
+        restore_default=_("Restore revision %(number)s") % {"number": revision.number},
         is_head=file.head_id == revision.pk,
     )
     return render(request, "projects/revision_detail.html", context)
@@ -354,6 +367,7 @@ def file_restore(request, slug, file_id, number):
     except (errors.StoreError, ValidationError) as exc:
         messages.error(request, explain(exc))
         return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
+    drafts.saved(request, "restore", file.pk, number)
     messages.success(request, _("Restored revision %(old)s as revision %(new)s.")
                      % {"old": number, "new": revision.number})
     return redirect("projects:file_detail", slug=slug, file_id=file.pk)
@@ -379,6 +393,7 @@ def file_delete(request, slug, file_id):
     except errors.StoreError as exc:
         messages.error(request, exc.message)
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
+    drafts.saved(request, "delete", file.pk)
     messages.success(request, _("Deleted. The history is kept and any revision can be restored."))
     return redirect("projects:file_detail", slug=slug, file_id=file.pk)
 

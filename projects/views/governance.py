@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
+from projects import drafts
 from projects.audit import ACTIONS
 from projects.errors import explain
 from projects.forms import (
@@ -62,6 +63,9 @@ def audit_log(request):
     if export in ("csv", "jsonl") and status == 200:
         return _export(request, events, export, filters)
     page = paging.page_of(events, paging.AUDIT, request)
+    links = trail.object_links(page.object_list)
+    for event in page.object_list:
+        event.link = links.get(event.pk)
     return render(request, "projects/audit_log.html",
                   {"form": form, "page": page, "filtered": any(filters.values())}, status=status)
 
@@ -171,18 +175,64 @@ def flag_create(request, slug, file_id):
     except ValidationError as exc:
         messages.error(request, explain(exc))
     else:
+        # The review queue's form and a revision page's form keep drafts of their own.
+        drafts.saved(request, "flag", file.pk)
+        drafts.saved(request, "flag", file.pk, request.POST.get("number"))
         messages.success(request, _("Flagged %(path)s.") % {"path": file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
+
+
+def _flag_or_404(request, slug, flag_id):
+    """The flag, for a reviewer of its project or the author of the flagged revision."""
+    project, role = permissions.project_or_404(request.user, slug)
+    flag = (Flag.objects.select_related("file", "file__agent", "file__user", "file__project",
+                                        "revision", "created_by", "resolved_by")
+            .filter(project=project, pk=flag_id).first())
+    if flag is None or not permissions.can_see_flag(request.user, role, flag):
+        raise Http404("No such flag.")
+    return project, role, flag
+
+
+@login_required
+def flag_detail(request, slug, flag_id, *, reply_error: str = "", resolve_error: str = "",
+                status: int = 200):
+    """A flag with its thread: the author of the flagged revision answers here, a reviewer
+    resolves it (a note is required, and the button asks first)."""
+    project, role, flag = _flag_or_404(request, slug, flag_id)
+    return render(request, "projects/flag_detail.html", {
+        "project": project, "role": role, "flag": flag, "file": flag.file,
+        "replies": flag.replies.select_related("author"),
+        "can_resolve": permissions.can_resolve_flag(role),
+        "is_author": flag.revision.author_user_id == request.user.pk,
+        "reply_error": reply_error, "resolve_error": resolve_error,
+        "reply_text": request.POST.get("text", "") if reply_error else "",
+        "resolve_note": request.POST.get("note", "") if resolve_error else "",
+    }, status=status)
+
+
+@login_required
+@require_POST
+def flag_reply(request, slug, flag_id):
+    project, role, flag = _flag_or_404(request, slug, flag_id)
+    try:
+        review.flag_reply(by=request.user, flag=flag, text=request.POST.get("text", ""))
+    except ValidationError as exc:
+        return flag_detail(request, slug, flag_id, reply_error=explain(exc), status=400)
+    drafts.saved(request, "reply", flag.pk)
+    messages.success(request, _("Your answer is in the flag's thread."))
+    return redirect("projects:flag_detail", slug=slug, flag_id=flag.pk)
 
 
 @login_required
 @require_POST
 def flag_resolve(request, slug, flag_id):
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_review(role))
-    flag = get_object_or_404(Flag.objects.select_related("file", "revision"), project=project,
-                             pk=flag_id)
-    review.flag_resolve(by=request.user, flag=flag)
+    project, role, flag = _flag_or_404(request, slug, flag_id)
+    permissions.require(permissions.can_resolve_flag(role))
+    try:
+        review.flag_resolve(by=request.user, flag=flag, note=request.POST.get("note", ""))
+    except ValidationError as exc:  # nothing resolved; the page asks for the note again
+        return flag_detail(request, slug, flag_id, resolve_error=explain(exc), status=400)
+    drafts.saved(request, "resolve", flag.pk)
     messages.success(request, _("Resolved the flag on %(path)s.")
                      % {"path": flag.file.display_path})
     return redirect(_back(request, "projects:review_queue", slug))
@@ -214,18 +264,38 @@ def members(request, slug):
     permissions.require(permissions.can_manage(role))
     form = MemberForm(request.POST or None)
     status = 200
+    confirm = None
     if request.method == "POST":
         if form.is_valid():
+            user, wanted = form.cleaned_data["user"], form.cleaned_data["role"]
+            existing = Membership.objects.filter(project=project, user=user).first()
+            names = {"name": user.get_username(), "project": project.name,
+                     "role": Membership.Role(wanted).label}
+            if existing is not None and existing.role == wanted:
+                drafts.saved(request, "member-add", project.pk)
+                messages.info(request, _("%(name)s is already %(role)s in %(project)s; nothing "
+                                         "changed.") % names)
+                return redirect("projects:members", slug=slug)
+            if existing is not None and request.POST.get("confirm_role") != wanted:
+                # Already a member: "Add" would change the role. Ask, saying from what to what.
+                confirm = {"user": user, "before": Membership.Role(existing.role).label,
+                           "after": Membership.Role(wanted).label, "role": wanted}
+                return _members_page(request, project, role, form=form, confirm=confirm,
+                                     status=409)
             try:
-                membership_service.member_set(by=request.user, project=project,
-                                      user=form.cleaned_data["user"],
-                                      role=form.cleaned_data["role"])
+                membership_service.member_set(by=request.user, project=project, user=user,
+                                              role=wanted)
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
-                messages.success(request, _("%(name)s is now %(role)s in %(project)s.") % {
-                    "name": form.cleaned_data["user"].get_username(),
-                    "role": Membership.Role(form.cleaned_data["role"]).label, "project": project.name})
+                drafts.saved(request, "member-add", project.pk)
+                if existing is None:
+                    messages.success(request, _("%(name)s is now %(role)s in %(project)s.")
+                                     % names)
+                else:
+                    messages.success(request, _("Changed %(name)s's role from %(before)s to "
+                                                "%(role)s.")
+                                     % {**names, "before": Membership.Role(existing.role).label})
                 return redirect("projects:members", slug=slug)
         status = 400
     return _members_page(request, project, role, form=form, status=status)
@@ -248,6 +318,7 @@ def member_invite(request, slug):
         except ValidationError as exc:
             form.add_error("username" if exc.code == "username_taken" else None, exc)
         else:
+            drafts.saved(request, "account", project.pk)
             user = membership.user
             link = request.build_absolute_uri(membership_service.invite_path(user))
             emailed = membership_service.invite_send(user=user, link=link, project=project,
@@ -260,14 +331,14 @@ def member_invite(request, slug):
 
 
 def _members_page(request, project, role, *, form=None, account_form=None, invite=None,
-                  status: int = 200):
+                  confirm=None, status: int = 200):
     memberships = (Membership.objects.filter(project=project).select_related("user", "mapping")
                    .order_by("user__username"))
     page = paging.page_of(memberships, paging.AUDIT, request)
     response = render(request, "projects/members.html", {
         "project": project, "role": role, "page": page, "form": form or MemberForm(),
         "account_form": account_form or AccountForm(prefix="account"), "invite": invite,
-        "roles": Membership.Role.choices}, status=status)
+        "confirm": confirm, "roles": Membership.Role.choices}, status=status)
     if invite:
         response["Cache-Control"] = "no-store"  # the link must not outlive this page
     return response
@@ -286,15 +357,50 @@ def member_change(request, slug, membership_id):
             messages.success(request, _("Removed %(name)s from the project.")
                              % {"name": membership.user.get_username()})
         else:
+            before = membership.role
+            wanted = request.POST.get("role", "")
             membership_service.member_set(by=request.user, project=project, user=membership.user,
-                                  role=request.POST.get("role", ""))
-            messages.success(request, _("Changed %(name)s's role.")
-                             % {"name": membership.user.get_username()})
+                                  role=wanted)
+            if before == wanted:
+                messages.info(request, _("%(name)s is already %(role)s; nothing changed.")
+                              % {"name": membership.user.get_username(),
+                                 "role": Membership.Role(wanted).label})
+            else:
+                messages.success(request, _("Changed %(name)s's role from %(before)s to "
+                                            "%(role)s.")
+                                 % {"name": membership.user.get_username(),
+                                    "before": Membership.Role(before).label,
+                                    "role": Membership.Role(wanted).label})
     except ValidationError as exc:
         messages.error(request, explain(exc))
     if not permissions.can_manage(permissions.role_in(request.user, project)):
         return redirect("projects:dashboard")  # removed or demoted themselves: not theirs now
     return redirect("projects:members", slug=slug)
+
+
+@login_required
+@require_POST
+def member_reinvite(request, slug, membership_id):
+    """A new set-password link for a member who never chose a password (the first link
+    expired or was lost); shown once, e-mailed when there is an address, audited."""
+    project, role = permissions.project_or_404(request.user, slug)
+    permissions.require(permissions.can_manage(role))
+    membership = get_object_or_404(Membership.objects.select_related("user"), project=project,
+                                   pk=membership_id)
+    user = membership.user
+    if not membership_service.can_reinvite(by=request.user, user=user):
+        messages.error(request, _("%(name)s has chosen a password already; they reset it "
+                                  "themselves, or a superuser does.")
+                       % {"name": user.get_username()})
+        return redirect("projects:members", slug=slug)
+    link = request.build_absolute_uri(membership_service.invite_path(user))
+    membership_service.invite_renew(by=request.user, project=project, user=user)
+    emailed = membership_service.invite_send(user=user, link=link, project=project,
+                                             by=request.user)
+    invite = {"user": user, "link": link, "emailed": emailed, "renewed": True,
+              "role": Membership.Role(membership.role).label,
+              "days": max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)}
+    return _members_page(request, project, role, invite=invite)
 
 
 # --- Isolation, export, erasure -------------------------------------------------------------------
@@ -386,6 +492,7 @@ def profile_erase(request, slug, user_id):
                 form.add_error(None, _("%(problem)s Some objects may be gone already; run the "
                                        "erasure again to finish it.") % {"problem": exc.message})
             else:
+                drafts.saved(request, "erase", project.pk, person.pk)
                 messages.success(request, _(
                     "Erased %(name)s's profile: %(revisions)s, %(objects)s. The audit trail keeps "
                     "who, when and why.") % {
@@ -415,6 +522,7 @@ def project_new(request):
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
+            drafts.saved(request, "project-new")
             messages.success(request, _("Created %(name)s. Add members and agents next.")
                              % {"name": project.name})
             return redirect("projects:project_detail", slug=project.slug)
@@ -426,10 +534,19 @@ def project_new(request):
 def project_settings(request, slug):
     project, role = permissions.project_or_404(request.user, slug)
     permissions.require(permissions.can_manage(role))
+    if request.method == "POST" and request.POST.get("archive") in ("1", "0"):
+        archived = request.POST["archive"] == "1"
+        setup.archive_set(by=request.user, target=project, archived=archived)
+        messages.success(request, _("Archived %(name)s: it is hidden from lists and its agents "
+                                    "get no prompt. Bring it back here at any time.")
+                         % {"name": project.name} if archived
+                         else _("%(name)s is back.") % {"name": project.name})
+        return redirect("projects:project_detail", slug=slug)
     form = ProjectForm(request.POST or None, initial={"name": project.name,
                                                       "description": project.description})
     if request.method == "POST" and form.is_valid():
         setup.project_update(by=request.user, project=project, **form.cleaned_data)
+        drafts.saved(request, "project", project.pk)
         messages.success(request, _("Saved the project's settings."))
         return redirect("projects:project_detail", slug=slug)
     return render(request, "projects/project_form.html", {
@@ -447,6 +564,7 @@ def agent_new(request, slug):
         except ValidationError as exc:
             form.add_error("slug", exc)
         else:
+            drafts.saved(request, "agent-new", project.pk)
             messages.success(request, _("Created %(name)s. Write its SOUL.md, then give its runner "
                                         "a token under Settings.") % {"name": agent.name})
             return redirect("projects:agent_detail", slug=slug, agent_slug=agent.slug)

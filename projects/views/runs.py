@@ -14,10 +14,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from projects import agent_forms
+from projects import agent_forms, drafts
 from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
-from projects.governance import permissions
+from projects.governance import permissions, setup
 from projects.governance.trail import audit_read, audit_reads
 from projects.memory import errors, receipts, store
 from projects.memory.content import appended
@@ -46,23 +46,31 @@ def simulate(request, slug):
     if not permissions.sees_everyone(role):
         members = members.filter(user=request.user)  # "what does the agent know about me"
     members = list(members)
-    # What one may not see answers 404, never a silent substitute: an unknown agent, or an
-    # employee asking for anyone but themselves.
-    wanted_agent = request.GET.get("agent")
+    # An unknown agent or person is said so in words, never quietly replaced (an employee
+    # asking for anyone else gets the same words whether that person exists or not).
+    wanted_agent = request.GET.get("agent", "").strip()
+    wanted_user = request.GET.get("user", "").strip()
     agent = next((a for a in agents if a.slug == wanted_agent), None)
+    user, problem = None, ""
     if agent is None and wanted_agent:
-        raise Http404("No such agent.")
-    if agent is None and agents:
+        problem = _("This project has no agent called %(name)s.") % {"name": wanted_agent}
+    elif agent is None and agents:
         agent = agents[0]
-    user = None
-    if request.GET.get("user"):
-        user = next((m.user for m in members if str(m.user_id) == request.GET["user"]), None)
+    if wanted_user:  # a username, or a member's id (links made before usernames)
+        user = next((m.user for m in members if m.user.get_username() == wanted_user), None) \
+            or next((m.user for m in members if str(m.user_id) == wanted_user), None)
         if user is None:
-            raise Http404("No such member.")
+            problem = problem or (
+                _("No member of this project is called %(name)s.") % {"name": wanted_user}
+                if permissions.sees_everyone(role)
+                else _("You can see only what agents are told about you."))
     elif not permissions.sees_everyone(role):
         user = request.user
     context = {"project": project, "role": role, "agents": agents, "members": members,
                "agent": agent, "selected_user": user, "at_raw": request.GET.get("at", "")}
+    if problem:
+        context["error"] = problem
+        return render(request, "projects/simulate.html", context, status=400)
     if agent is None:
         return render(request, "projects/simulate.html", context)
     try:
@@ -112,6 +120,14 @@ def agent_settings(request, slug, agent_slug):
                                            initial={"value": agent.hook_policy})}
     status = 200
     preview = None
+    if request.method == "POST" and request.POST.get("which") == "archive":
+        archived = request.POST.get("archive") == "1"
+        setup.archive_set(by=request.user, target=agent, archived=archived)
+        messages.success(request, _("Archived %(name)s: it is hidden from lists and its pre hook "
+                                    "is refused. Bring it back here at any time.")
+                         % {"name": agent.name} if archived
+                         else _("%(name)s is back.") % {"name": agent.name})
+        return redirect("projects:agent_settings", slug=slug, agent_slug=agent_slug)
     if request.method == "POST":
         which = request.POST.get("which")
         if which not in page:
@@ -141,6 +157,7 @@ def agent_settings(request, slug, agent_slug):
                 else:
                     form.add_error("value", exc)
             else:
+                drafts.saved(request, which, agent.pk)
                 messages.success(request, _("Saved the injection manifest.")
                                  if setting == "manifest" else _("Saved the hook policy."))
                 if setting == "policy":
@@ -306,8 +323,11 @@ def session_detail(request, slug, session_id):
     file_ids = {f["file_id"] for s in session.receipt for f in s["files"] if f.get("file_id")}
     known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids)
                 .values_list("pk", flat=True))
+    raw = permissions.sees_everyone(role)  # the runner's JSON is for admins and reviewers
     context = {"project": project, "role": role, "session": session, "known": known,
-               "events": [(e, json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True))
+               "events": [(e, _event_lines(e),
+                           json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True)
+                           if raw else None)
                           for e in session.events.all()],
                "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")}
     try:
@@ -327,6 +347,42 @@ def session_detail(request, slug, session_id):
     return render(request, "projects/session_detail.html", context)
 
 
+def _event_lines(event) -> list[str]:
+    """A hook's event as sentences a person reads (the JSON stays one click away for staff)."""
+    payload = event.payload or {}
+    if event.kind == "pre":
+        lines = [ngettext("Assembled a prompt of %(count)s token.",
+                          "Assembled a prompt of %(count)s tokens.",
+                          payload.get("total_tokens") or 0)
+                 % {"count": payload.get("total_tokens") or 0}]
+        if payload.get("bucket_checked") is False:
+            lines.append(_("Storage could not be listed: the prompt came from the console's "
+                           "records."))
+        return lines
+    if event.kind == "tool":
+        return [_("Tool %(name)s: %(summary)s") % {"name": payload.get("name", "?"),
+                                                   "summary": payload.get("summary") or "–"}]
+    if event.kind == "error":
+        return [_("Error: %(message)s") % {"message": payload.get("message") or "–"}]
+    lines = [_("Summary: %(summary)s") % {"summary": payload["summary"]}] \
+        if payload.get("summary") else []
+    for result in payload.get("results", []):
+        status, path = result.get("status"), result.get("path", "?")
+        if status == "written" and result.get("unchanged"):
+            lines.append(_("%(path)s: unchanged") % {"path": path})
+        elif status == "written":
+            lines.append(_("%(path)s: written as revision %(number)s")
+                         % {"path": path, "number": result.get("revision")})
+        elif status == "proposed":
+            lines.append(_("%(path)s: proposed, waiting for approval") % {"path": path})
+        elif status == "conflict":
+            lines.append(_("%(path)s: not written, the file had changed") % {"path": path})
+        else:
+            lines.append(_("%(path)s: refused (%(reason)s)")
+                         % {"path": path, "reason": result.get("message", status)})
+    return lines
+
+
 @login_required
 def proposal_list(request, slug):
     """Admins and compliance see every proposal; an employee sees those on their own USER.md
@@ -336,7 +392,7 @@ def proposal_list(request, slug):
     proposals = (Proposal.objects.filter(permissions.visible_proposals(request.user, role),
                                          project=project, status=status)
                  .select_related("file", "file__head", "file__agent", "file__user", "agent",
-                                 "session", "decided_by").order_by("-created_at"))
+                                 "session", "decided_by", "revision").order_by("-created_at"))
     page = paging.page_of(proposals, paging.REVIEW, request)
     items = []
     for proposal in page:
@@ -366,14 +422,17 @@ def proposal_decide(request, slug, proposal_id):
         .select_related("file"), pk=proposal_id, project=project)
     permissions.require(permissions.can_decide_proposal(request.user, role, proposal))
     note = request.POST.get("note", "").replace("\x00", "\ufffd")[:500]  # storable anywhere
+    decided = False
     try:
         if request.POST.get("decision") == "approve":
             revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
             messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
                              % {"file": proposal.file, "number": revision.number})
+            decided = True
         elif request.POST.get("decision") == "reject":
             hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
             messages.success(request, _("Rejected. Nothing was written."))
+            decided = True
         else:
             messages.error(request, _("Choose approve or reject."))
     except hooks.HookError as exc:
@@ -384,4 +443,6 @@ def proposal_decide(request, slug, proposal_id):
                        % {"summary": exc.summary})
     except errors.StoreError as exc:
         messages.error(request, exc.message)
+    if decided:
+        drafts.saved(request, "decide", proposal.pk)
     return redirect("projects:proposal_list", slug=slug)

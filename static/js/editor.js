@@ -62,6 +62,9 @@
       headers: { "X-CSRFToken": csrf, "Content-Type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({ content: text.value })
     }).then(function (response) {
+      if (response.redirected) {  // to the login page: the session has ended
+        return { ok: false, data: { error: say("ended") } };
+      }
       return response.json().then(function (data) { return { ok: response.ok, data: data }; });
     }).then(function (result) {
       if (mine !== sequence) { return; }  // a newer keystroke has asked already

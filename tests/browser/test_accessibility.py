@@ -207,3 +207,75 @@ PAIRS_APART = """[...document.querySelectorAll("#audit-filters label")].filter(l
   const own = label.getBoundingClientRect();
   return Math.abs((own.top + own.bottom) / 2 - (field.top + field.bottom) / 2) > own.height / 2;
 }).map(label => label.htmlFor)"""
+
+
+# Fits a window: the page itself never scrolls sideways, and every control a person may use is
+# inside the window or inside a box of its own that scrolls sideways (a wide table, a diff).
+# Also the top bar: the title and the account links never overlap.
+FITS = """() => {
+  const width = window.innerWidth, problems = [];
+  const page = document.documentElement.scrollWidth;
+  const scrollsInBox = element => {
+    for (let box = element.parentElement; box && box !== document.body; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      if (/auto|scroll/.test(style.overflowX) && box.scrollWidth > box.clientWidth) return true;
+    }
+    return false;
+  };
+  const name = e => `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}${e.className &&
+    typeof e.className === "string" ? "." + e.className.split(" ")[0] : ""} "${(e.textContent
+    || e.name || e.value || "").trim().slice(0, 30)}"`;
+  if (page > width) {  // name the deepest element that sticks out, for whoever fixes it
+    const out = [...document.querySelectorAll("main *, header *")].filter(e =>
+      e.getBoundingClientRect().right > width + 1 && !scrollsInBox(e));
+    const deepest = out.filter(e => !out.some(o => o !== e && e.contains(o)));
+    problems.push(`page ${page} px wide: ${deepest.slice(0, 3).map(name).join(", ")}`);
+  }
+  for (const e of document.querySelectorAll(
+      "a[href], button, input:not([type=hidden]), select, textarea, summary")) {
+    const r = e.getBoundingClientRect();
+    if (!r.width || !r.height || e.closest(".visually-hidden, .skip-link")) continue;
+    if (r.left >= -1 && r.right <= width + 1) continue;
+    if (!scrollsInBox(e)) problems.push(`${name(e)} at ${Math.round(r.left)}..${Math.round(r.right)} px`);
+  }
+  const brand = document.querySelector(".topbar .brand").getBoundingClientRect();
+  const account = document.querySelector(".topbar .user").getBoundingClientRect();
+  if (brand.right > account.left && brand.bottom > account.top && account.bottom > brand.top)
+    problems.push("the title runs into the account links");
+  return problems;
+}"""
+PHONE, LAPTOP = 390, 1280
+
+
+def _compliance_pages(demo) -> list[str]:
+    p = f"/p/{demo['project'].slug}"
+    w = f"{p}/f/{demo['workspace'].pk}"
+    return ["/", "/projects/", f"{p}/", f"{p}/review/", "/audit/", f"{p}/search/?q=latency",
+            f"{w}/", f"{w}/history/", f"{w}/diff/?a=1&b=2", f"{p}/workspace/", f"{p}/people/",
+            f"{p}/sessions/", f"{p}/sessions/{demo['session'].pk}/", f"{p}/proposals/",
+            f"{p}/simulate/?agent={demo['agent'].slug}&user={demo['employee'].pk}",
+            f"{p}/agents/{demo['agent'].slug}/"]
+
+
+def test_every_main_page_of_each_role_fits_a_phone_and_a_laptop(browser, live_server, demo):
+    """Each role's main pages at 390 px (a phone) and 1280 px: no sideways scroll of the page,
+    every control reachable. Each page is loaded once and measured at both widths."""
+    base = live_server.url
+    problems = {}
+    for username, pages in (("admin", _pages(demo)), ("compliance", _compliance_pages(demo)),
+                            ("employee", _employee_pages(demo))):
+        context = browser.new_context(viewport={"width": PHONE, "height": 800})
+        page = context.new_page()
+        _login(page, base, username)
+        for url in ["/accounts/login/?next=/"] + pages:
+            response = page.goto(base + url)
+            assert response.status == 200, f"{username} {url}: {response.status}"
+            for width in (PHONE, LAPTOP):
+                page.set_viewport_size({"width": width, "height": 800})
+                found = page.evaluate(FITS)
+                if found:
+                    problems[f"{username} {width} px {url}"] = found
+            page.set_viewport_size({"width": PHONE, "height": 800})
+        context.close()
+    report = "\n".join(f"{where}:\n  " + "\n  ".join(found[:8]) for where, found in problems.items())
+    assert not problems, f"pages wider than the window or controls out of reach:\n{report}"

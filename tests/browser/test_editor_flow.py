@@ -149,3 +149,60 @@ def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, liv
     expect(page.get_by_text("Saved revision 4.")).to_be_visible()
     assert store.file_read(_profile(maria)).text == "".join(
         ["# Mine\n", *lines[1:-1], "- Changed at the end by someone else.\n"])
+
+
+DRAFTS = "Object.keys(localStorage).filter(k => k.startsWith('mgc-draft:'))"
+
+
+def test_typed_text_survives_an_ended_session_and_a_failed_save(page, live_server, maria,
+                                                                  project, s3):
+    """The session ends (logged out in another tab) while the editor holds typed text; Save
+    lands on the login page, which says why; after logging in the editor offers the text
+    back. Then storage fails on a save; the text comes back the same way once it is up."""
+    page.on("dialog", lambda dialog: dialog.accept())  # leaving with unsaved text asks first
+    _login(page, live_server)
+    file = _profile(maria)
+    edit_url = f"{live_server.url}/p/{project.slug}/f/{file.pk}/edit/"
+    page.goto(edit_url)
+    editor = page.locator("textarea[name=content]")
+    editor.press("Control+End")
+    editor.type("- Kept across a lost session.\n")
+    other = page.context.new_page()  # another tab of the same browser logs out
+    other.goto(f"{live_server.url}/")
+    other.get_by_role("button", name="Log out").click()
+    other.close()
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#session-ended")).to_be_visible()
+    assert "ended=1" in page.url
+    page.get_by_label("Username").fill("maria.ivanova")
+    page.get_by_label("Password").fill("correct horse 42")
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(edit_url)  # back on the editor, not on the URL the form posted to
+    expect(editor).not_to_have_value(re.compile("lost session"))  # the stored text, and...
+    offer = page.locator(".draft-offer")
+    expect(offer).to_contain_text("was not saved")
+    offer.get_by_role("button", name="Put it back").click()  # ...the typed text, offered back
+    expect(editor).to_have_value(re.compile("Kept across a lost session"))
+    expect(page.locator("#preview")).to_contain_text("Kept across a lost session")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved revision 3.")).to_be_visible()
+    assert "Kept across a lost session" in s3.get(file.key).decode()
+    assert page.evaluate(DRAFTS) == []  # taken by the server: forgotten here
+
+    # Storage refuses the save: the page keeps the text and says so; later, the editor offers it.
+    page.goto(edit_url)
+    editor.press("Control+End")
+    editor.type("- Kept across a storage outage.\n")
+    s3.proxy.inject("PUT", r"\.md", "status", status=503, times=20)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#save-error")).to_be_visible()
+    expect(editor).to_have_value(re.compile("storage outage"))
+    s3.proxy.heal()
+    page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/")
+    page.goto(edit_url)
+    page.locator(".draft-offer").get_by_role("button", name="Put it back").click()
+    expect(editor).to_have_value(re.compile("Kept across a storage outage"))
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved revision 4.")).to_be_visible()
+    assert "Kept across a storage outage" in s3.get(file.key).decode()
+    assert page.evaluate(DRAFTS) == []

@@ -54,6 +54,16 @@ def test_review_flag_mark_search_and_audit(page, live_server, rita, project):
     first.get_by_label("What is wrong?").fill("Private phone number; remove it.")
     first.get_by_role("button", name="Flag").click()
     expect(page.locator("#open-flags")).to_contain_text("Private phone number")
+    # Resolving takes a note and asks first; Cancel sends nothing.
+    page.locator("#open-flags").get_by_role("link", name="Thread, resolve…").click()
+    page.get_by_label("How was it resolved?").fill("The agent's owner removed it.")
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.get_by_role("button", name="Resolve flag").click()
+    expect(page.locator("#resolve")).to_be_visible()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Resolve flag").click()
+    expect(page.locator(".messages")).to_contain_text("Resolved the flag")
+    assert AuditEvent.objects.get(action="review.resolve").details["note"].startswith("The agent")
     page.locator("section.review-item").first.get_by_role(
         "button", name="Mark reviewed up to r2").click()
     # On to the next file of the queue, on its own page; marking it ends at the queue.

@@ -87,3 +87,24 @@ def test_tour_compliance_sees_truncation(tour, live_server):
         panel.locator("a[href$='#prompt-size']").first.click()
         expect(page.locator("#prompt-size rect.bar.cut")).to_have_count(1)
         page.locator("#prompt-size").screenshot(path=str(SHOTS / f"prompt-size{suffix}.png"))
+
+
+def test_tour_on_a_phone(browser, live_server, demo):
+    """The employee on a phone (390 x 844): the dashboard's links and the consent page's
+    Approve and Reject are on screen, the page does not scroll sideways."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US",
+                                  is_mobile=True, has_touch=True, device_scale_factor=1)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.locator("input[name=username]").fill("employee")
+    page.locator("input[name=password]").fill(PASSWORD)
+    page.locator("form button[type=submit]").last.click()
+    expect(page.locator("#panel-profile")).to_be_visible()
+    page.screenshot(path=str(SHOTS / "phone-dashboard.png"))
+    page.goto(f"{live_server.url}/p/incident-analysis/proposals/")
+    reject = page.locator("main button[name=decision][value=reject]").first
+    reject.scroll_into_view_if_needed()
+    expect(reject).to_be_in_viewport(ratio=1)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(SHOTS / "phone-consent.png"))
+    context.close()

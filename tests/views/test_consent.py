@@ -125,3 +125,21 @@ def test_an_append_proposal_on_a_file_deleted_meanwhile_is_not_approved(client, 
     assert "The file was deleted after this was proposed" in client.get(page.url).content.decode()
     assert Proposal.objects.get(pk=proposal.pk).status == "pending"
     assert s3.keys(notes.key) == []  # not brought back holding only the addition
+
+
+def test_decided_proposals_show_the_text_that_was_approved_or_rejected(client, project, person,
+                                                                       proposals, s3):
+    client.force_login(person)
+    _decide(client, project, proposals["mine"], "approve", "right")
+    url = reverse("projects:proposal_list", args=[project.slug])
+    approved = client.get(url, {"status": "approved"}).content.decode()
+    assert "Text to append" in approved and "Maria works nights." in approved
+    revision = Proposal.objects.get(pk=proposals["mine"].pk).revision
+    assert reverse("projects:revision_detail",
+                   args=[project.slug, revision.file_id, revision.number]) in approved
+    other = Proposal.objects.create(project=project, file=proposals["mine"].file,
+                                    agent=proposals["mine"].agent, mode="replace",
+                                    content="Maria is someone else.\n")
+    _decide(client, project, other, "reject", "no")
+    rejected = client.get(url, {"status": "rejected"}).content.decode()
+    assert "Proposed text (replaces the file)" in rejected and "Maria is someone else." in rejected

@@ -76,12 +76,16 @@ def world(s3, make_project, make_user) -> World:
     refused = RefusedWrite.objects.create(project=project, key=f"{project.prefix}workspace/.x.md",
                                           etag='"0"', size=1, reason="name",
                                           writer_label="external")
+    # On a revision Maria wrote: hers to read and answer, not to resolve.
+    mine_flag = review.flag_create(by=people[COMPLIANCE], file=mine.file, number=2,
+                                   comment="is this yours?")
     ids = {"slug": project.slug, "agent": agent.slug, "soul": soul.file_id, "mine": mine.file_id,
            "theirs": theirs.file_id, "notes": notes.file_id, "token": token.pk,
            "own_session": own_session.pk, "ivan_session": ivan_session.pk,
            "proposal": proposal.pk, "ivan_proposal": ivan_proposal.pk,
-           "soul_proposal": soul_proposal.pk, "flag": flag.pk, "ivan": ivan.pk,
-           "ivan_membership": Membership.objects.get(user=ivan).pk, "refused": refused.pk}
+           "soul_proposal": soul_proposal.pk, "flag": flag.pk, "mine_flag": mine_flag.pk,
+           "ivan": ivan.pk, "refused": refused.pk,
+           "ivan_membership": Membership.objects.get(user=ivan).pk}
     return World(project, other, people, ids)
 
 
@@ -118,6 +122,7 @@ ROWS = [
     ("people", "get", {"slug": "slug"}, None, ALL),
     ("members", "get", {"slug": "slug"}, None, MANAGE),
     ("member_invite", "post", {"slug": "slug"}, {"account-username": ""}, MANAGE),
+    ("member_reinvite", "post", {"slug": "slug", "membership_id": "ivan_membership"}, {}, MANAGE),
     ("member_change", "post", {"slug": "slug", "membership_id": "ivan_membership"},
      {"role": "employee"}, MANAGE),
     ("group_mappings", "get", {"slug": "slug"}, None, MANAGE),
@@ -132,6 +137,11 @@ ROWS = [
     ("flag_create", "post", {"slug": "slug", "file_id": "notes"}, {"number": 1, "comment": ""},
      REVIEW),
     ("flag_resolve", "post", {"slug": "slug", "flag_id": "flag"}, {}, REVIEW),
+    ("flag_resolve", "post", {"slug": "slug", "flag_id": "mine_flag"}, {}, REVIEW),
+    ("flag_detail", "get", {"slug": "slug", "flag_id": "flag"}, None, REVIEW),
+    ("flag_detail", "get", {"slug": "slug", "flag_id": "mine_flag"}, None, ALL),
+    ("flag_reply", "post", {"slug": "slug", "flag_id": "flag"}, {"text": ""}, REVIEW),
+    ("flag_reply", "post", {"slug": "slug", "flag_id": "mine_flag"}, {"text": ""}, ALL),
     ("workspace", "get", {"slug": "slug"}, None, REVIEW),
     ("workspace_new", "post", {"slug": "slug"}, {"path": "../bad"}, MANAGE),
     ("file_new", "get", {"slug": "slug"}, None, MANAGE),

@@ -72,20 +72,40 @@ def test_employee_simulates_only_for_themselves(client, tagged_memory, agent, pe
     url = reverse("projects:simulate", args=[tagged_memory.slug])
     mine = client.get(url + f"?agent={agent.slug}&download=1").content.decode()
     assert "Maria: prefers UTC." in mine
-    # Asking for yourself by id is the same page; asking for anyone else is not there for you
-    # (404, as every page answers for what one may not see), never your own prompt instead.
-    assert client.get(url + f"?agent={agent.slug}&user={person.pk}&download=1"
-                      ).content.decode() == mine
-    for forced in (f"?agent={agent.slug}&user={other.pk}", f"?user={other.pk}&download=1",
-                   "?user=999999", "?user=not-a-number", f"?agent=nobody&user={person.pk}"):
-        assert client.get(url + forced).status_code == 404, forced
+    # Asking for yourself by id or by name is the same page; asking for anyone else says so
+    # in words (the same whether they exist or not), never shows your own prompt instead.
+    for me in (person.pk, person.username):
+        assert client.get(url + f"?agent={agent.slug}&user={me}&download=1"
+                          ).content.decode() == mine
+    for forced in (f"?agent={agent.slug}&user={other.pk}", "?user=boris&download=1",
+                   "?user=999999", "?user=not-a-number"):
+        refused = client.get(url + forced)
+        html = refused.content.decode()
+        assert refused.status_code == 400, forced
+        assert "You can see only what agents are told about you." in html
+        assert "Maria: prefers UTC." not in html  # (the query itself is echoed in links)
     assert "boris" not in client.get(url).content.decode()
 
 
-def test_an_unknown_agent_is_a_404_for_everyone(client, admin, tagged_memory):
+def test_simulate_takes_a_username_and_says_when_there_is_no_such_member(client, admin,
+                                                                         tagged_memory, agent,
+                                                                         person):
     client.force_login(admin)
     url = reverse("projects:simulate", args=[tagged_memory.slug])
-    assert client.get(url + "?agent=ghost").status_code == 404
+    by_name = client.get(url, {"agent": agent.slug, "user": person.username})
+    assert by_name.status_code == 200 and by_name.context["selected_user"] == person
+    assert f'<option value="{person.username}" selected>' in by_name.content.decode()
+    unknown = client.get(url, {"agent": agent.slug, "user": "employee"})
+    assert unknown.status_code == 400
+    assert "No member of this project is called employee." in unknown.content.decode()
+    ghost = client.get(url, {"agent": "ghost"})
+    assert ghost.status_code == 400 and "no agent called ghost" in ghost.content.decode()
+
+
+def test_an_unknown_agent_is_said_so_for_everyone(client, admin, tagged_memory):
+    client.force_login(admin)
+    url = reverse("projects:simulate", args=[tagged_memory.slug])
+    assert client.get(url + "?agent=ghost").status_code == 400
     assert client.get(url).status_code == 200  # no agent asked for: the first one
 
 
@@ -110,7 +130,7 @@ def test_bad_time_is_a_clear_400(client, admin, tagged_memory, agent):
     client.force_login(admin)
     url = reverse("projects:simulate", args=[tagged_memory.slug]) + f"?agent={agent.slug}&at=yesterday"
     response = client.get(url)
-    assert response.status_code == 400 and "YYYY-MM-DD" in response.content.decode()
+    assert response.status_code == 400 and "2026-12-04 11:45" in response.content.decode()
 
 
 def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):

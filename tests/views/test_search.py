@@ -124,3 +124,27 @@ def test_postgresql_search_uses_the_full_text_index(memory, project):
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("SET enable_seqscan = on")
     assert "projects_searchtext_fts" in plan, plan
+
+
+def test_yo_and_ye_are_one_letter_to_search(memory, project, s3):
+    """Russian writes "ёжик" and "ежик" alike: either finds the other, on PostgreSQL (full-text,
+    through its index expression) and on SQLite (the scan), and the excerpt marks the word."""
+    file = store.file_create(project=project, scope="workspace", path="notes/hedgehog.md",
+                             content="Ёжик в тумане: ёлка у входа.\n",
+                             actor=Actor.system("t")).file
+    for query in ("ежик", "ЁЖИК", "Елка ежик"):
+        hits = list(search.search_memory(project=project, query=query))
+        assert [h.file_id for h in hits] == [file.pk], query
+    assert list(search.search_memory(project=project, query="ежики")) == []
+    html = highlighted(search.excerpt("Ёжик в тумане", search.search_terms("ежик")))
+    assert html == "<mark>Ёжик</mark> в тумане"
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's planner")
+def test_the_folded_search_can_use_its_index(memory, project):
+    texts = search.fulltext_match(SearchText.objects.all(), ["ежик"])
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        plan = texts.explain()
+        cursor.execute("SET enable_seqscan = on")
+    assert "projects_searchtext_fts" in plan

@@ -92,3 +92,22 @@ def test_chart_scale_and_days_are_pure_arithmetic(cut_agent):
     assert bar.day == today and chart.top == int(2000 * 1.1) + 1
     assert bar.height == pytest.approx((chart.height - prompts.CHART_TOP) * 1000 / chart.top,
                                        abs=0.2)
+
+
+def test_a_cut_section_says_its_content_against_its_cap_never_more_than_the_cap(
+        client, cut_agent, person, admin, project):
+    """The cap counts the content; the tags come on top. "67 / 60" read as a broken cap: the
+    page says the content's tokens against the cap, and from how much it was cut."""
+    session, assembly = hooks.hook_pre(agent=cut_agent, user=person)
+    [section] = [s for s in assembly.sections if s.tag == "workspace_memory"]
+    assert section.truncated and section.content_tokens <= 50 < section.tokens
+    receipt = {s["tag"]: s for s in session.receipt}["workspace_memory"]
+    assert receipt["content_tokens"] == section.content_tokens
+    client.force_login(admin)
+    for url in (reverse("projects:session_detail", args=[project.slug, session.pk]),
+                reverse("projects:simulate", args=[project.slug])
+                + f"?agent={cut_agent.slug}&user={person.pk}"):
+        html = re.sub(r"\s+", " ", client.get(url).content.decode())
+        assert f"content {section.content_tokens} of its cap 50" in html, url
+        assert f"cut from {section.content_tokens_before} to {section.content_tokens}" in html
+        assert f"{section.tokens} / 50" not in html

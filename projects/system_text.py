@@ -1,0 +1,100 @@
+"""Words the console itself writes into records (a revision's message when a hook, an approval
+or a direct write in storage made it; the label of an audited object), stored as a code with
+parameters and shown in the reader's language. The English text is stored beside the code, for
+exports, object metadata and rows older than the codes, which keep their text as it was.
+
+Foundation: models and audit use it; it imports no model."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
+
+# A revision's message, by code.
+MESSAGES = {
+    "post_hook": _("Post hook of session %(session)s"),
+    "tool_hook": _("tool hook"),
+    "error_hook": _("error hook"),
+    "approved": _("Approved by %(user)s"),
+    "approved_note": _("Approved by %(user)s: %(note)s"),
+    "external_change": _("Changed directly in storage"),
+    "external_delete": _("Deleted directly in storage"),
+    "restore": _("Restore revision %(number)s"),
+}
+
+# An audited object's label, by code (objects whose str() would be an English sentence).
+LABELS = {
+    "proposal": _("%(mode)s to %(path)s by %(agent)s"),
+    "membership": _("%(user)s in %(project)s as %(role)s"),
+    "session": _("session %(id)s of %(agent)s"),
+    "credential": _("S3 credentials %(key)s of %(token)s"),
+}
+
+# Parameters that are themselves words of the console (a write mode, a role).
+_WORDS = {
+    "mode": {"append": _("append"), "replace": _("replace")},
+    "role": {"admin": _("Admin"), "compliance": _("Compliance"), "employee": _("Employee")},
+}
+
+
+def render(table: dict, code: str, params: dict | None, fallback: str = "") -> str:
+    """The text of `code` in the active language; `fallback` (the stored English) for a code
+    this version does not know or parameters that do not fit it."""
+    template = table.get(code)
+    if template is None:
+        return fallback
+    values = {name: str(_WORDS.get(name, {}).get(value, value))
+              for name, value in (params or {}).items()}
+    try:
+        return str(template) % values if values else str(template)
+    except (KeyError, TypeError, ValueError):
+        return fallback
+
+
+@dataclass(frozen=True)
+class Message:
+    """A revision message the console writes: `str()` is its English text (what is stored in
+    Revision.message and in object metadata); the code and parameters are stored beside it."""
+
+    code: str
+    params: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        with translation.override("en"):
+            return render(MESSAGES, self.code, self.params, self.code)
+
+    def metadata(self) -> dict[str, str]:
+        return {"mgc-message-code": self.code,
+                "mgc-message-params": json.dumps(self.params, ensure_ascii=True)}
+
+    @classmethod
+    def from_metadata(cls, meta: dict[str, str]) -> Message | None:
+        """The message a snapshot's metadata names, None for anything that is not one."""
+        code = meta.get("mgc-message-code", "")
+        if code not in MESSAGES:
+            return None
+        try:
+            params = json.loads(meta.get("mgc-message-params", "") or "{}")
+        except ValueError:
+            return None
+        return cls(code, params) if isinstance(params, dict) else None
+
+
+def message(code: str, **params) -> Message:
+    assert code in MESSAGES, code
+    return Message(code, {name: str(value) for name, value in params.items()})
+
+
+def actor_shown(label: str) -> str:
+    """A recorded author or actor label in the reader's language: 'external',
+    'external (agent:slug)' and 'system:note' are the console's words; names stay as they are."""
+    if label == "external":
+        return str(_("external"))
+    if label.startswith("external (agent:") and label.endswith(")"):
+        return str(_("external (agent:%(slug)s)") % {"slug": label[len("external (agent:"):-1]})
+    if label.startswith("system:"):
+        return str(_("system: %(note)s") % {"note": label[len("system:"):]})
+    return label
