@@ -279,6 +279,10 @@ STORAGES = {
 # Largest memory file accepted, in bytes of UTF-8.
 MGC_MAX_FILE_BYTES = env_int("MGC_MAX_FILE_BYTES", 256 * 1024)
 
+# How long the audit trail is kept, in days (0: for ever). `manage.py retention` prunes older
+# events after a signed checkpoint, so verify_audit still verifies the chain that is kept.
+MGC_AUDIT_RETENTION_DAYS = env_int("MGC_AUDIT_RETENTION_DAYS", 0)
+
 # Largest runner API request body (a post hook carrying several files), in bytes.
 MGC_API_MAX_BODY_BYTES = env_int("MGC_API_MAX_BODY_BYTES", 2 * 1024 * 1024)
 # How long a runner request's Idempotency-Key and its answer are kept for retries.

@@ -9,9 +9,10 @@ from datetime import UTC
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext_lazy as _
 
-from projects.models import Agent, AuditChain, AuditEvent, Project, Revision
+from projects.models import Agent, AuditChain, AuditCheckpoint, AuditEvent, Project, Revision
 
 # Every action the console records, for the audit page's filter (a fixed list: a DISTINCT over
 # millions of events would be the slowest query of the page). tests/test_audit.py checks that
@@ -48,6 +49,10 @@ ACTIONS = {
     "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),
     "review.reply": _("answered a flag"),
     "profile.erase": _("erased a profile"), "audit.export": _("exported the audit trail"),
+    "file.expire": _("a file expired"), "retention.run": _("applied retention"),
+    "retention.rule": _("changed retention rules"),
+    "legal_hold.place": _("placed a legal hold"), "legal_hold.release": _("released a legal hold"),
+    "audit.prune": _("pruned the audit trail"),
     "read.file": _("read a file"), "read.history": _("read a history"), "read.revision": _("read a revision"),
     "read.download": _("downloaded a revision"), "read.diff": _("read a diff"),
     "read.simulate": _("simulated a prompt"), "read.session": _("read a session"),
@@ -157,10 +162,19 @@ def event_hash(event: AuditEvent) -> str:
 
 def audit_verify() -> list[str]:
     """Problems in the chain: edited events (hash mismatch), deleted ones (gaps, broken
-    links, a head that points past the newest event). Empty means intact."""
+    links, a head that points past the newest event). Empty means intact. After a pruning the
+    chain is checked from the newest checkpoint: its signature, then the first kept event
+    must follow the last pruned one's hash."""
     problems: list[str] = []
     expected_seq, previous = 1, ""
-    for event in AuditEvent.objects.order_by("seq").iterator(chunk_size=2000):
+    checkpoint = AuditCheckpoint.objects.order_by("-seq").first()
+    if checkpoint is not None:
+        if not constant_time_compare(checkpoint.signature, _checkpoint_signature(checkpoint)):
+            problems.append(f"the checkpoint at {checkpoint.seq} is not the console's "
+                            f"(signature mismatch)")
+        expected_seq, previous = checkpoint.seq + 1, checkpoint.hash
+    for event in AuditEvent.objects.filter(seq__gte=expected_seq).order_by("seq").iterator(
+            chunk_size=2000):
         if event.seq is None:
             problems.append(f"event {event.pk} is outside the chain")
             continue
@@ -176,3 +190,32 @@ def audit_verify() -> list[str]:
         problems.append(f"the newest events after {expected_seq - 1} are missing "
                         f"(the chain's head is at {chain.last_seq})")
     return problems
+
+
+def _checkpoint_signature(checkpoint: AuditCheckpoint) -> str:
+    value = f"{checkpoint.seq}:{checkpoint.hash}:{checkpoint.pruned}"
+    return salted_hmac("mgc-audit-checkpoint", value, algorithm="sha256").hexdigest()
+
+
+def audit_prune(*, before, by: Actor | None = None) -> int:
+    """Delete the events older than `before`, after a signed checkpoint records where the kept
+    chain starts (the last pruned event's seq and hash), so `audit_verify` still verifies what
+    is kept and a forged start is caught. The pruning itself is the first event after it.
+    Returns how many events went."""
+    with transaction.atomic():
+        _chain_head()  # no event is appended meanwhile
+        last = (AuditEvent.objects.filter(created_at__lt=before, seq__isnull=False)
+                .order_by("-seq").first())
+        if last is None:
+            return 0
+        earlier = AuditCheckpoint.objects.order_by("-seq").first()
+        count = AuditEvent.objects.filter(seq__lte=last.seq).count()
+        checkpoint = AuditCheckpoint(seq=last.seq, hash=last.hash,
+                                     pruned=count + (earlier.pruned if earlier else 0))
+        checkpoint.signature = _checkpoint_signature(checkpoint)
+        checkpoint.save()
+        AuditEvent.objects.filter(seq__lte=last.seq).delete()
+        audit_record(actor=by or Actor.system("retention"), action="audit.prune",
+                     details={"through_seq": last.seq, "events": count,
+                              "before": before.isoformat()})
+    return count

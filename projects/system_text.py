@@ -23,6 +23,7 @@ MESSAGES = {
     "external_change": _("Changed directly in storage"),
     "external_delete": _("Deleted directly in storage"),
     "restore": _("Restore revision %(number)s"),
+    "expired": _("Expired under the retention rule %(rule)s on %(date)s"),
 }
 
 # An audited object's label, by code (objects whose str() would be an English sentence).

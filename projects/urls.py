@@ -1,6 +1,6 @@
 from django.urls import path
 
-from projects.views import browse, dashboard, files, governance, groups, runs
+from projects.views import browse, dashboard, files, governance, groups, lifecycle, runs
 
 app_name = "projects"
 
@@ -41,6 +41,10 @@ urlpatterns = [
          name="profile_erase"),
     path("p/<slug:slug>/search/", governance.search, name="search"),
     path("p/<slug:slug>/isolation/", governance.isolation_page, name="isolation"),
+    path("p/<slug:slug>/retention/", lifecycle.retention_page, name="retention"),
+    path("p/<slug:slug>/holds/", lifecycle.holds_page, name="holds"),
+    path("p/<slug:slug>/holds/<int:hold_id>/release/", lifecycle.hold_release,
+         name="hold_release"),
     path("p/<slug:slug>/export/", governance.project_export, name="project_export"),
     path("p/<slug:slug>/review/", governance.review_queue, name="review_queue"),
     path("p/<slug:slug>/review/<uuid:file_id>/", governance.review_file, name="review_file"),

@@ -76,6 +76,9 @@ else
   echo "(make demo-reset starts over with fresh demo data)"
 fi
 
+# Retention runs on a schedule in production (docs/DEPLOY.md); the demo applies it once here.
+python manage.py retention | sed 's/^/retention: /'
+
 echo
 echo "Users: admin, compliance, employee (also ivan.petrov, anna.smirnova); password: $MGC_DEMO_PASSWORD"
 grep "^runner token" "$DEMO/seed.txt" 2>/dev/null || true

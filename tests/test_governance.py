@@ -347,7 +347,8 @@ def test_the_profile_of_someone_who_left_the_project_can_be_erased(client, s3, p
     people = client.get(f"/p/{project.slug}/people/").content.decode()
     erase = f"/p/{project.slug}/people/{person.pk}/erase/"
     assert erase in people  # listed under the profiles of people who left
-    response = client.post(erase, {"reason": "GDPR art. 17", "confirm": "maria"})
+    response = client.post(erase, {"reason": "GDPR art. 17", "confirm": "maria",
+                                   "projects": [project.slug]})
     assert response.status_code == 302
     assert not MemoryFile.objects.filter(project=project, user=person).exists()
 

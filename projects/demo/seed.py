@@ -9,6 +9,7 @@ from django.db import transaction
 
 from projects.audit import Actor
 from projects.demo.content import PEOPLE, PROJECTS
+from projects.governance import retention
 from projects.memory import layout, store
 from projects.models import Agent, AgentSession, Membership, MemoryFile, Project
 from projects.runners import bearer, hooks
@@ -32,6 +33,18 @@ def _people(password: str) -> dict:
         user.save()
         users[username] = user
     return users
+
+
+# What a company might keep: tool and error logs a month, workspace memory a year, the newest
+# 20 revisions of each file (and any younger than 90 days), sessions and prompts half a year.
+DEMO_RETENTION = [
+    {"kind": "files", "glob": "workspace/logs/**", "days": 30},
+    {"kind": "files", "glob": "workspace/**", "days": 365},
+    {"kind": "history", "glob": "workspace/**", "keep_revisions": 20, "days": 90},
+    {"kind": "sessions", "days": 180},
+    {"kind": "prompts", "days": 180},
+    {"kind": "idempotency", "days": 7},
+]
 
 
 def demo_seed(*, password: str) -> list[str]:
@@ -60,6 +73,9 @@ def demo_seed(*, password: str) -> list[str]:
         for path, versions in spec["workspace"].items():
             _ensure(project, Actor.for_agent(agent, "demo-session"), versions,
                     scope=MemoryFile.Scope.WORKSPACE, path=path)
+        if created:  # a retention schedule to preview (project page -> Retention)
+            for rule in DEMO_RETENTION:
+                retention.rule_add(by=users["admin"], project=project, **rule)
     analyst = Agent.objects.get(project__slug=PROJECTS[0]["slug"], slug=PROJECTS[0]["agent"]["slug"])
     done += _demo_runs(analyst, users)
     _, raw = bearer.token_create(agent=analyst, name="demo runner", created_by=users["admin"])

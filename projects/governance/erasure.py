@@ -8,14 +8,18 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import layout, receipts, store
+from projects.memory import holds, layout, receipts, store
+from projects.memory.errors import Held
 from projects.models import (
     AgentSession,
     Flag,
     IdempotencyRecord,
+    Membership,
     MemoryFile,
     Project,
     Proposal,
@@ -40,6 +44,9 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
     if not reason:
         raise ValidationError(_("Say why the profile is erased; the tombstone keeps the reason."),
                               code="erase_reason")
+    standing = holds_over(user, projects)
+    if standing:  # nothing is erased anywhere: GDPR Art. 17(3)(e), legal claims
+        raise Held(holds.refusal(standing))
     total = Erasure(files=0, revisions=0, objects=0, projects=[])
     for project in projects:
         with transaction.atomic():
@@ -57,7 +64,9 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
             # S3 first: if it fails the records stay, and running the erasure again finishes it.
             objects = store.purge(project, prefixes)
             receipts.prompt_forget(project=project, sha256s=sorted(shas))
-            sessions.filter(prompt_sha256__in=shas).update(prompt_stored=False)
+            sessions.filter(prompt_sha256__in=shas).update(prompt_stored=False, prompt_removed={
+                "how": "erased", "at": timezone.now().isoformat(), "by": by.get_username(),
+                "reason": reason[:500]})
             revisions = list(Revision.objects.filter(file__in=files))
             quoted = _scrub_profile_texts(project, [s.pk for s in sessions.only("pk")],
                                           {r.sha256 for r in revisions})
@@ -77,6 +86,26 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
         total.objects += objects
         total.projects.append(project.slug)
     return total
+
+
+def holds_over(user, projects: list[Project]) -> list:
+    """The legal holds that stand over the person's profile memory in these projects: theirs,
+    the projects', and any on their USER.md files."""
+    found = {h.pk: h for project in projects for h in holds.covering_person(user, project)}
+    for file in MemoryFile.objects.filter(project__in=projects, scope=MemoryFile.Scope.USER,
+                                          user=user).select_related("project", "user"):
+        found.update({h.pk: h for h in holds.covering_file(file)})
+    return sorted(found.values(), key=lambda h: h.placed_at)
+
+
+def person_projects(user, *, by) -> list[Project]:
+    """The projects where `by` may erase the person's profile (admins there; superusers
+    everywhere) and the person has, or had, a profile or a membership."""
+    mine = Project.objects.filter(Q(memberships__user=user) | Q(files__user=user)).distinct()
+    if not by.is_superuser:
+        mine = mine.filter(pk__in=Membership.objects.filter(
+            user=by, role=Membership.Role.ADMIN).values("project"))
+    return list(mine.order_by("name"))
 
 
 def _scrub_profile_texts(project: Project, session_ids: list, shas: set[str]) -> int:

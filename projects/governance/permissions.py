@@ -85,6 +85,12 @@ def can_review(role: str | None) -> bool:
     return role in (ADMIN, COMPLIANCE)
 
 
+def can_hold(role: str | None) -> bool:
+    """Legal holds: placed and released by admins and compliance officers (a hold only ever
+    keeps memory, it never changes or shows any)."""
+    return role in (ADMIN, COMPLIANCE)
+
+
 def sees_everyone(role: str | None) -> bool:
     """Everyone's profiles, sessions and simulations; an employee sees only their own."""
     return role in (ADMIN, COMPLIANCE)

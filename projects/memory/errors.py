@@ -71,3 +71,16 @@ class SaveConflict(StoreError):
         self.head_text = head_text
         self.your_text = your_text
         self.base_revision = base_revision
+
+
+class Held(StoreError):
+    """A legal hold stands over what was to be deleted (erasure, delete, retention); the
+    message names the hold."""
+
+    code = "legal_hold"
+
+
+class RevisionExpired(StoreError):
+    """The revision's text was deleted under a retention rule; its record stays."""
+
+    code = "revision_expired"

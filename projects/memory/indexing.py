@@ -23,3 +23,13 @@ def index_head(file: MemoryFile, text: str) -> None:
         SearchText.objects.filter(file=file).update(is_head=False)
         SearchText.objects.update_or_create(file=file, number=file.head.number, defaults={
             "is_head": True, "text": text, "created_at": file.head.created_at})
+
+
+def forget_revisions(file: MemoryFile, numbers: list[int]) -> None:
+    """Drop the search copies of revisions whose text is gone (retention)."""
+    SearchText.objects.filter(file=file, number__in=numbers).delete()
+
+
+def forget_file(file: MemoryFile) -> None:
+    """Drop every search copy of a file whose texts are gone (an expiry)."""
+    SearchText.objects.filter(file=file).delete()

@@ -12,7 +12,7 @@ import hashlib
 
 from django.core.cache import cache
 
-from projects.memory import layout
+from projects.memory import holds, layout
 from projects.memory.errors import StorageUnavailable
 from projects.memory.storage import PreconditionFailed, storage_for
 
@@ -23,16 +23,18 @@ def _known_key(project, sha256: str) -> str:
     return f"mgc:prompt:{project.pk}:{sha256}"
 
 
-def prompt_keep(*, project, prompt: str, sha256: str) -> bool:
+def prompt_keep(*, project, prompt: str, sha256: str, user=None) -> bool:
     """Store the prompt once; True when it is in S3 (now or before), False when storage did not
-    answer (the pre hook still answers; the receipt says the prompt was not kept)."""
+    answer (the pre hook still answers; the receipt says the prompt was not kept). A prompt
+    for a person or project under a legal hold is held from the moment it is written."""
     known = _known_key(project, sha256)
     if cache.get(known):
         return True  # stored before: no request at all on the warm path
     try:
         storage_for(project).write(layout.prompt_key(project.prefix, sha256),
                                    prompt.encode("utf-8"), if_none_match=True,
-                                   ambiguous="unknown")
+                                   ambiguous="unknown",
+                                   legal_hold=holds.prompt_held(project, user))
     except PreconditionFailed:
         pass  # already there; its name is its content
     except StorageUnavailable:

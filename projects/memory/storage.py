@@ -41,6 +41,14 @@ class PreconditionFailed(Exception):
     """A conditional write found another object than the one it was conditioned on."""
 
 
+class ObjectHeld(Exception):
+    """The store refused to delete a version: an S3 Object Lock legal hold stands on it."""
+
+
+class LegalHoldUnsupported(Exception):
+    """The bucket has no Object Lock, so the store can hold nothing in it."""
+
+
 @dataclass(frozen=True)
 class StoredObject:
     body: bytes
@@ -177,14 +185,18 @@ class MemoryStorage(S3Storage):
             raise _failed(exc) from exc
 
     def write(self, key: str, data: bytes, *, metadata: dict | None = None, if_match: str = "",
-              if_none_match: bool = False, ambiguous: str = "not_applied") -> str:
+              if_none_match: bool = False, ambiguous: str = "not_applied",
+              legal_hold: bool = False) -> str:
         """Write an object and return its new ETag; PreconditionFailed if the condition does
         not hold. `ambiguous="unknown"` says a lost answer may hide a done write (the error
-        then says the outcome is unknown)."""
+        then says the outcome is unknown). `legal_hold`: the new version carries an S3 Object
+        Lock legal hold from the moment it exists (the bucket needs Object Lock)."""
         params = {"Bucket": self.bucket_name, "Key": key, "Body": data,
                   "ContentType": MARKDOWN_CONTENT_TYPE}
         if metadata:
             params["Metadata"] = metadata
+        if legal_hold:
+            params["ObjectLockLegalHoldStatus"] = "ON"
         if if_match:
             params["IfMatch"] = if_match
         elif if_none_match:
@@ -200,13 +212,60 @@ class MemoryStorage(S3Storage):
             raise _failed(exc, outcome=ambiguous) from exc
 
     def remove(self, key: str, version_id: str = "") -> None:
+        """Delete an object (a delete marker in a versioned bucket), or one version of it.
+        ObjectHeld when the store refuses: a legal hold stands on that version."""
         params = {"Bucket": self.bucket_name, "Key": key}
         if version_id:
             params["VersionId"] = version_id
         try:
             self.client.delete_object(**params)
-        except (ClientError, BotoCoreError) as exc:
+        except ClientError as exc:
+            if version_id and _error_code(exc) == "AccessDenied":
+                raise ObjectHeld(key) from exc
             raise _failed(exc, outcome="unknown") from exc
+        except BotoCoreError as exc:
+            raise _failed(exc, outcome="unknown") from exc
+
+    # --- Object Lock -------------------------------------------------------------------------
+
+    def set_legal_hold(self, key: str, version_id: str, on: bool) -> None:
+        """Turn an S3 legal hold on or off for one version. LegalHoldUnsupported when the
+        bucket has no Object Lock (the store cannot hold anything there)."""
+        try:
+            self.client.put_object_legal_hold(
+                Bucket=self.bucket_name, Key=key, VersionId=version_id,
+                LegalHold={"Status": "ON" if on else "OFF"})
+        except ClientError as exc:
+            if _error_code(exc) in {"InvalidRequest", "ObjectLockConfigurationNotFoundError",
+                                    "InvalidBucketState"}:
+                raise LegalHoldUnsupported(self.bucket_name) from exc
+            if _is_missing(exc):
+                return  # the version is gone: nothing to hold
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+
+    def legal_hold(self, key: str, version_id: str) -> bool:
+        """Whether the store holds this version (GetObjectLegalHold)."""
+        try:
+            response = self.client.get_object_legal_hold(Bucket=self.bucket_name, Key=key,
+                                                         VersionId=version_id)
+        except ClientError as exc:
+            if _error_code(exc) in {"NoSuchObjectLegalHold", "InvalidRequest"} or _is_missing(exc):
+                return False
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+        return response.get("LegalHold", {}).get("Status") == "ON"
+
+    def object_lock_enabled(self) -> bool:
+        try:
+            config = self.client.get_object_lock_configuration(Bucket=self.bucket_name)
+        except ClientError:
+            return False
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+        return config.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
 
     def listing(self, prefix: str) -> list[dict]:
         """Every object under a prefix: dicts with Key, LastModified, ETag, Size."""

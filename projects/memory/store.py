@@ -41,9 +41,23 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import indexing, layout, lookalikes, provenance, refusals, scanning
+from projects.memory import (
+    holds,
+    indexing,
+    layout,
+    lookalikes,
+    provenance,
+    refusals,
+    scanning,
+)
 from projects.memory.content import appended, decode, encode, sha256
-from projects.memory.errors import FileDeleted, SaveConflict, StorageUnavailable
+from projects.memory.errors import (
+    FileDeleted,
+    Held,
+    RevisionExpired,
+    SaveConflict,
+    StorageUnavailable,
+)
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
 from projects.models import Agent, Lock, MemoryFile, Project, RefusedWrite, Revision
 from projects.system_text import Message
@@ -73,17 +87,20 @@ def list_objects(project: Project, prefix: str) -> list[dict]:
     return storage_for(project).listing(prefix)
 
 
-def purge(project: Project, prefixes: list[str]) -> int:
-    """Delete every object under the prefixes, and every old version and delete marker if the
-    bucket keeps versions: for erasure, where nothing may stay behind. Returns how many."""
+def purge(project: Project, prefixes: list[str], keys: list[str] = ()) -> int:
+    """Delete every object under the prefixes (and at exactly the `keys`), and every old version
+    and delete marker if the bucket keeps versions: for erasure and expiry, where nothing may
+    stay behind. Returns how many. ObjectHeld if the store refuses a version (a legal hold)."""
     storage = storage_for(project)
     removed = 0
-    for prefix in prefixes:
+    for prefix, exact in [(p, False) for p in prefixes] + [(k, True) for k in keys]:
         for obj in storage.listing(prefix):
+            if exact and obj["Key"] != prefix:
+                continue
             storage.remove(obj["Key"])
             removed += 1
         for version in storage.versions(prefix):
-            if version.get("VersionId") in (None, "null"):
+            if version.get("VersionId") in (None, "null") or (exact and version["Key"] != prefix):
                 continue  # unversioned objects went with the deletes above
             storage.remove(version["Key"], version["VersionId"])
             removed += 1
@@ -192,6 +209,11 @@ def file_read(file: MemoryFile) -> FileContent:
 
 
 def _read_snapshot(storage: MemoryStorage, revision: Revision) -> bytes:
+    if revision.purged_at is not None:
+        raise RevisionExpired(
+            _("The text of revision %(number)s was deleted on %(date)s under a retention rule; "
+              "its record stays.") % {"number": revision.number,
+                                      "date": revision.purged_at.date().isoformat()})
     found = storage.body(revision.snapshot_key)
     if found is None:
         raise StorageUnavailable(
@@ -432,6 +454,9 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str | Message = "",
         head = locked.head
         if head is None or head.is_deletion:
             raise FileDeleted(_("The file is already deleted."))
+        standing = _holds_over(locked)
+        if standing:
+            raise Held(holds.refusal(standing))
         if base_revision != head.number:
             conflict_reason = "stale_base"
         elif _adopt_s3_state(storage, locked) is not None:
@@ -502,15 +527,19 @@ def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, 
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
     metadata = _write_metadata(actor, message, head.number if head else None, restored_from)
+    if _expiry_pending(locked):
+        _finish_expiry(storage, locked)
+    held = _holds_over(locked)  # new versions of what a legal hold covers are held from birth
     try:  # a failure here changed nothing visible
-        storage.write(snap, data, metadata=metadata, if_none_match=True)
+        storage.write(snap, data, metadata=metadata, if_none_match=True,
+                      legal_hold=bool(held))
     except PreconditionFailed:
         pass  # an earlier attempt's snapshot of the same bytes: it may be needed to finish
         #       that attempt (its metadata names its author), so it is kept as it is
     expected = _expected_etag(locked)
     try:
         etag = storage.write(locked.key, data, metadata=metadata, if_none_match=not expected,
-                             if_match=expected, ambiguous="unknown")
+                             if_match=expected, ambiguous="unknown", legal_hold=bool(held))
     except PreconditionFailed:
         # A 412: someone else's write, or this very save's (an answer lost, then retried).
         found = storage.read(locked.key, max_bytes=_limit())
@@ -547,6 +576,39 @@ def _settle(storage: MemoryStorage, locked: MemoryFile, data: bytes, metadata: d
     raise _HeadChanged()
 
 
+def _holds_over(locked: MemoryFile) -> list:
+    """The legal holds standing over the file: one cheap query, a second only if the project
+    has any hold at all."""
+    return holds.covering_file(locked) if holds.any_standing(locked.project) else []
+
+
+def _expiry_pending(locked: MemoryFile) -> bool:
+    """The head is a retention expiry whose objects were not all deleted yet (the tombstone is
+    committed first, with the old head's ETag, so nothing reads the leftover as new)."""
+    head = locked.head
+    return bool(head is not None and head.expired_rule and locked.head_etag)
+
+
+def _finish_expiry(storage: MemoryStorage, locked: MemoryFile) -> int:
+    """Delete what an expiry left: the head object and every snapshot, every stored version of
+    them; then the texts' records (search copies, findings, proposals), and the ETag goes. Under
+    the row lock; safe to repeat. Returns how many objects and versions went."""
+    project = locked.project
+    removed = purge(project, [layout.history_prefix(project.prefix, locked.pk)],
+                    keys=[locked.key])
+    now = timezone.now()
+    revisions = list(Revision.objects.filter(file=locked, is_deletion=False))
+    forget_cached(revisions)
+    Revision.objects.filter(pk__in=[r.pk for r in revisions], purged_at__isnull=True).update(
+        purged_at=now, findings=[])
+    Revision.objects.filter(pk__in=[r.pk for r in revisions]).update(snapshot_key="")
+    indexing.forget_file(locked)
+    locked.proposals.all().delete()
+    locked.head_etag = ""
+    locked.save(update_fields=["head_etag"])
+    return removed
+
+
 def _expected_etag(locked: MemoryFile) -> str:
     """The ETag a write to the file's key is conditioned on: the refused object's when one is
     there (a save replaces it), else the recorded head's; '' when the key should be empty."""
@@ -570,7 +632,7 @@ def _forget_snapshot(storage: MemoryStorage, snap: str) -> None:
 def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Actor,
             message: str | Message, snapshot_key: str, etag: str, action: str,
             is_deletion: bool = False, restored_from: int | None = None,
-            details: dict | None = None, data: bytes = b"") -> Revision:
+            details: dict | None = None, data: bytes = b"", expired_rule: str = "") -> Revision:
     findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
     if findings:
         details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
@@ -581,7 +643,7 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
         author_user=actor.user, author_agent=actor.agent, author_label=actor.label[:200],
         session_ref=actor.session_ref, message=message[:500], snapshot_key=snapshot_key,
         is_deletion=is_deletion, restored_from=restored_from, findings=findings,
-        message_code=code, message_params=params,
+        message_code=code, message_params=params, expired_rule=expired_rule[:300],
     )
     locked.head = revision
     locked.head_etag = etag
@@ -611,6 +673,8 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
     head = locked.head
     head_live = head is not None and not head.is_deletion
     found = storage.read(locked.key, max_bytes=_limit())
+    if found is not None and _expiry_pending(locked) and found.etag == locked.head_etag:
+        return None  # an expiry whose deletions did not finish (lifecycle finishes it)
     if found is None:
         if not head_live:
             if locked.refused_etag:  # the refused object went (someone with bucket access)
@@ -657,7 +721,8 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
         actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
         message, restored_from = system_message("external_change"), None
         action = "file.external_change"
-        storage.write(snap, data, metadata=_write_metadata(actor, message, None, None))
+        storage.write(snap, data, metadata=_write_metadata(actor, message, None, None),
+                      legal_hold=bool(_holds_over(locked)))
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from, action=action,
                    details=details, data=data)
@@ -828,7 +893,8 @@ def _put_head_back(storage: MemoryStorage, locked: MemoryFile) -> None:
     data = _read_snapshot(storage, head)
     try:
         etag = storage.write(locked.key, data, metadata=storage.metadata(head.snapshot_key) or {},
-                             if_match=locked.refused_etag, ambiguous="unknown")
+                             if_match=locked.refused_etag, ambiguous="unknown",
+                             legal_hold=bool(_holds_over(locked)))
     except PreconditionFailed:
         raise StorageUnavailable.nothing_changed() from None  # changed again: try again
     locked.head_etag = etag

@@ -85,7 +85,7 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
     assembly.bucket_checked = checked
     # The exact bytes returned, kept once per distinct prompt (no request when already kept).
     stored = receipts.prompt_keep(project=agent.project, prompt=assembly.prompt,
-                                  sha256=assembly.sha256)
+                                  sha256=assembly.sha256, user=user)
     profiles = [f.file_id for section in assembly.sections for f in section.files
                 if f.path == layout.USER_FILE and f.file_id]
     with transaction.atomic():  # one commit for the receipt and its event

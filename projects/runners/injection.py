@@ -17,7 +17,6 @@ from the end of the manifest (the last listed is the first to give way).
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import re
 import unicodedata
@@ -28,6 +27,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
 from projects.memory import layout, lookalikes
+from projects.memory.globs import glob_sample, workspace_matches  # noqa: F401 - used as injection.*
 
 AGENT_SOURCES = layout.AGENT_FILES
 USER_SOURCE = layout.USER_FILE
@@ -37,7 +37,6 @@ DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_prof
 MAX_SECTIONS = 20
 MAX_TOKENS = 10_000_000  # a cap or budget beyond any model's window (and any database integer)
 _TAG_RE = re.compile(r"\A[a-z][a-z0-9_]{0,49}\Z")
-_GLOB_TOKEN = re.compile(r"\*\*|\*|\?|\[[^\]/]*\]")
 
 
 @dataclass(frozen=True)
@@ -196,38 +195,6 @@ def valid_source(source: str) -> bool:
     return True
 
 
-def glob_sample(pattern: str, letter: str = "x") -> str:
-    """`pattern` with each wildcard (`**`, `*`, `?`, `[...]`) read as `letter`: with "x", a name
-    the glob selects; with "", the characters that are not wildcards."""
-    return _GLOB_TOKEN.sub(letter, pattern)
-
-
-def workspace_matches(source: str, paths: list[str]) -> list[str]:
-    """Workspace paths (relative, no 'workspace/') a section's source selects, sorted.
-
-    `*` matches within a folder, `**` across folders, so `workspace/**.md` is every file and
-    `workspace/decisions/*.md` the files directly in decisions/.
-    """
-    pattern = unicodedata.normalize("NFC", source[len(WORKSPACE_PREFIX):])  # paths are NFC
-    regex = _glob_regex(pattern)
-    return sorted(p for p in paths if regex.fullmatch(p))
-
-
-def _glob_regex(pattern: str) -> re.Pattern:
-    parts = re.split(r"(\*\*/?|\*|\?|\[[^\]]*\])", pattern)
-    out = []
-    for part in parts:
-        if part in ("**", "**/"):
-            out.append("(?:.*/)?" if part == "**/" else ".*")
-        elif part == "*":
-            out.append("[^/]*")
-        elif part == "?":
-            out.append("[^/]")
-        elif part.startswith("[") and part.endswith("]") and len(part) > 2:
-            out.append(fnmatch.translate(part)[4:-3])
-        else:
-            out.append(re.escape(part))
-    return re.compile("".join(out))
 
 
 # --- Neutralizing ----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
 from projects.memory import errors, layout, merging, scanning, store
+from projects.memory import holds as memory_holds
 from projects.memory.content import within_limit
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, RefusedWrite, Revision
@@ -81,6 +82,7 @@ def file_detail(request, slug, file_id):
         context["refused"] = list(file.refused_writes.filter(state=RefusedWrite.State.PRESENT)
                                   .select_related("project"))
         context["can_delete_refused"] = permissions.can_manage(role)
+        context["holds"] = memory_holds.covering_file(file)
     context["recent"] = store.file_history(file, 1, per_page=5)
     context["delete_form"] = DeleteForm(initial={"base_revision": file.head.number if file.head else 0})
     return render(request, "projects/file_detail.html", context, status=status)

@@ -476,27 +476,35 @@ def profile_erase(request, slug, user_id):
             Q(memberships__project=project)
             | Q(memory_files__project=project, memory_files__scope=MemoryFile.Scope.USER)).distinct(),
         pk=user_id)
-    files = MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.USER, user=person)
+    # One action for the person everywhere the admin may erase (a GDPR request is about a
+    # person, not a project): every such project, picked by default.
+    choices = erasure.person_projects(person, by=request.user)
+    files = MemoryFile.objects.filter(project__in=choices, scope=MemoryFile.Scope.USER,
+                                      user=person)
     revisions = Revision.objects.filter(file__in=files).count()
-    form = EraseForm(request.POST or None, username=person.get_username())
+    form = EraseForm(request.POST or None, username=person.get_username(), projects=choices)
+    standing = erasure.holds_over(person, choices)
     status = 200
     if request.method == "POST":
         if form.is_valid():
+            picked = [p for p in choices if p.slug in form.cleaned_data["projects"]]
             try:
                 done = erasure.profile_erase(by=request.user, user=person,
                                                 reason=form.cleaned_data["reason"],
-                                                projects=[project])
+                                                projects=picked)
             except ValidationError as exc:
                 form.add_error("reason", exc)
+            except errors.Held as exc:
+                form.add_error(None, exc.message)
             except errors.StoreError as exc:
                 form.add_error(None, _("%(problem)s Some objects may be gone already; run the "
                                        "erasure again to finish it.") % {"problem": exc.message})
             else:
                 drafts.saved(request, "erase", project.pk, person.pk)
                 messages.success(request, _(
-                    "Erased %(name)s's profile: %(revisions)s, %(objects)s. The audit trail keeps "
-                    "who, when and why.") % {
-                    "name": person.get_username(),
+                    "Erased %(name)s's profile in %(projects)s: %(revisions)s, %(objects)s. The "
+                    "audit trail keeps who, when and why.") % {
+                    "name": person.get_username(), "projects": ", ".join(done.projects),
                     "revisions": ngettext("%(count)d revision", "%(count)d revisions",
                                           done.revisions) % {"count": done.revisions},
                     "objects": ngettext("%(count)d object", "%(count)d objects",
@@ -504,7 +512,7 @@ def profile_erase(request, slug, user_id):
                 return redirect("projects:people", slug=slug)
         status = 400
     return render(request, "projects/profile_erase.html", {
-        "project": project, "role": role, "person": person, "form": form,
+        "project": project, "role": role, "person": person, "form": form, "holds": standing,
         "file_count": files.count(), "revision_count": revisions}, status=status)
 
 

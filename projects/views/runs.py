@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
@@ -330,6 +331,15 @@ def session_detail(request, slug, session_id):
                            if raw else None)
                           for e in session.events.all()],
                "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")}
+    if session.prompt_removed:
+        # Erased or expired on purpose: say who and why, instead of a receipt that fails its
+        # check (re-assembling would only show what the erasure took out).
+        removed = dict(session.prompt_removed)
+        removed["when"] = parse_datetime(removed.get("at", "")) if removed.get("at") else None
+        context["removed"], context["stored_prompt"] = removed, None
+        audit_read(user=request.user, role=role, action="read.session", project=project,
+                   obj=session)
+        return render(request, "projects/session_detail.html", context)
     try:
         context["stored_prompt"] = receipts.prompt_read(project=project,
                                                         sha256=session.prompt_sha256)

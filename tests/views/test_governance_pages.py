@@ -239,7 +239,8 @@ def test_erasure_page_needs_the_username_typed(client, s3, project, profile_with
     response = client.post(url, {"reason": "request 7", "confirm": "mari"})
     assert response.status_code == 400 and b"Type maria exactly" in response.content
     assert MemoryFile.objects.filter(pk=profile_with_email.pk).exists()
-    response = client.post(url, {"reason": "request 7", "confirm": "maria"}, follow=True)
+    response = client.post(url, {"reason": "request 7", "confirm": "maria",
+                                 "projects": [project.slug]}, follow=True)
     assert b"Erased maria" in response.content
     assert not MemoryFile.objects.filter(pk=profile_with_email.pk).exists()
     assert [k for k in s3.keys() if f"users/{person.pk}/" in k] == []

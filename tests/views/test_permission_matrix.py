@@ -16,7 +16,7 @@ from django.urls import get_resolver, reverse
 from projects.audit import Actor
 from projects.governance import review
 from projects.memory import store
-from projects.models import Agent, AgentSession, Membership, Proposal, RefusedWrite
+from projects.models import Agent, AgentSession, LegalHold, Membership, Proposal, RefusedWrite
 from projects.runners import bearer
 
 pytestmark = pytest.mark.django_db
@@ -73,6 +73,8 @@ def world(s3, make_project, make_user) -> World:
                                             mode="append", content="be loud")
     flag = review.flag_create(by=people[COMPLIANCE], file=notes.file, number=1,
                                   comment="check")
+    hold = LegalHold.objects.create(project=project, kind="project", target="project incidents",
+                                    reason="matrix", placed_by=people[ADMIN])
     refused = RefusedWrite.objects.create(project=project, key=f"{project.prefix}workspace/.x.md",
                                           etag='"0"', size=1, reason="name",
                                           writer_label="external")
@@ -84,7 +86,7 @@ def world(s3, make_project, make_user) -> World:
            "own_session": own_session.pk, "ivan_session": ivan_session.pk,
            "proposal": proposal.pk, "ivan_proposal": ivan_proposal.pk,
            "soul_proposal": soul_proposal.pk, "flag": flag.pk, "mine_flag": mine_flag.pk,
-           "ivan": ivan.pk, "refused": refused.pk,
+           "ivan": ivan.pk, "refused": refused.pk, "hold": hold.pk,
            "ivan_membership": Membership.objects.get(user=ivan).pk}
     return World(project, other, people, ids)
 
@@ -169,6 +171,10 @@ ROWS = [
     ("file_delete", "post", {"slug": "slug", "file_id": "notes"}, {}, MANAGE),
     ("file_delete", "post", {"slug": "slug", "file_id": "mine"}, {}, set()),  # only workspace
     ("refused_delete", "post", {"slug": "slug", "refused_id": "refused"}, {}, MANAGE),
+    ("retention", "get", {"slug": "slug"}, None, REVIEW),
+    ("retention", "post", {"slug": "slug"}, {"kind": "sessions", "days": ""}, MANAGE),
+    ("holds", "get", {"slug": "slug"}, None, REVIEW),
+    ("hold_release", "post", {"slug": "slug", "hold_id": "hold"}, {}, REVIEW),
 ]
 
 

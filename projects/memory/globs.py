@@ -1,0 +1,58 @@
+"""Globs over memory paths (pure): the manifest's sources, the hook policy's targets, legal
+holds and retention rules all name files the same way, `SOUL.md`, `USER.md` or
+`workspace/<glob>.md`, where `*` matches within a folder, `**` across folders, `?` one
+character and `[...]` one of a set. One reading of them, here."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import unicodedata
+from functools import lru_cache
+
+WORKSPACE_PREFIX = "workspace/"
+_GLOB_TOKEN = re.compile(r"\*\*|\*|\?|\[[^\]/]*\]")
+
+
+def glob_sample(pattern: str, letter: str = "x") -> str:
+    """`pattern` with each wildcard (`**`, `*`, `?`, `[...]`) read as `letter`: with "x", a name
+    the glob selects; with "", the characters that are not wildcards."""
+    return _GLOB_TOKEN.sub(letter, pattern)
+
+
+def workspace_matches(source: str, paths: list[str]) -> list[str]:
+    """Workspace paths (relative, no 'workspace/') a source (`workspace/<glob>`) selects,
+    sorted. `workspace/**.md` is every file, `workspace/decisions/*.md` the files directly in
+    decisions/."""
+    pattern = unicodedata.normalize("NFC", source[len(WORKSPACE_PREFIX):])  # paths are NFC
+    regex = _glob_regex(pattern)
+    return sorted(p for p in paths if regex.fullmatch(p))
+
+
+def source_matches(source: str, source_path: str) -> bool:
+    """Whether a source (`USER.md`, `AGENTS.md`, `workspace/<glob>`) names a file, given as
+    an agent sees its path (`USER.md`, `workspace/notes/a.md`)."""
+    source = unicodedata.normalize("NFC", source)
+    if not source.startswith(WORKSPACE_PREFIX):
+        return source == source_path
+    if not source_path.startswith(WORKSPACE_PREFIX):
+        return False
+    return bool(workspace_matches(source, [source_path[len(WORKSPACE_PREFIX):]]))
+
+
+@lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern:
+    parts = re.split(r"(\*\*/?|\*|\?|\[[^\]]*\])", pattern)
+    out = []
+    for part in parts:
+        if part in ("**", "**/"):
+            out.append("(?:.*/)?" if part == "**/" else ".*")
+        elif part == "*":
+            out.append("[^/]*")
+        elif part == "?":
+            out.append("[^/]")
+        elif part.startswith("[") and part.endswith("]") and len(part) > 2:
+            out.append(fnmatch.translate(part)[4:-3])
+        else:
+            out.append(re.escape(part))
+    return re.compile("".join(out))

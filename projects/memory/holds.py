@@ -1,0 +1,108 @@
+"""Which legal holds stand over what: the questions the store asks before it deletes or
+writes, and the keys a hold puts an S3 legal hold on. Reads only (placing and releasing holds
+is governance.holds).
+
+A hold covers:
+- a project: everything under the project's prefix;
+- a person: their USER.md in every project (its head and snapshots), and what agents were
+  told about them (their sessions' kept prompts);
+- a file: its head and snapshots;
+- workspace files by glob: each matching file's head and snapshots.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from django.utils.translation import gettext as _
+
+from projects.memory import globs, layout
+from projects.models import AgentSession, LegalHold, MemoryFile, Project
+
+
+def standing():
+    return LegalHold.objects.filter(released_at__isnull=True)
+
+
+def covering_file(file: MemoryFile) -> list[LegalHold]:
+    """The holds standing over a file, oldest first."""
+    wanted = (Q(kind=LegalHold.Kind.PROJECT, project_id=file.project_id)
+              | Q(kind=LegalHold.Kind.FILE, file_id=file.pk)
+              | Q(kind=LegalHold.Kind.GLOB, project_id=file.project_id))
+    if file.scope == MemoryFile.Scope.USER and file.user_id:
+        wanted |= Q(kind=LegalHold.Kind.PERSON, user_id=file.user_id)
+    found = []
+    for hold in standing().filter(wanted).order_by("placed_at"):
+        if hold.kind != LegalHold.Kind.GLOB or globs.source_matches(hold.glob, file.source_path):
+            found.append(hold)
+    return found
+
+
+def covering_person(user, project: Project | None = None) -> list[LegalHold]:
+    """The holds standing over a person's memory: theirs, and (with `project`) that project's."""
+    wanted = Q(kind=LegalHold.Kind.PERSON, user=user)
+    if project is not None:
+        wanted |= Q(kind=LegalHold.Kind.PROJECT, project=project)
+    return list(standing().filter(wanted).order_by("placed_at"))
+
+
+def covering_sessions(project: Project) -> tuple[bool, set[int]]:
+    """(the whole project is held, the users whose sessions a person's hold covers)."""
+    holds = list(standing().filter(Q(project=project, kind=LegalHold.Kind.PROJECT)
+                                   | Q(kind=LegalHold.Kind.PERSON)).values_list("kind", "user_id"))
+    return (any(kind == LegalHold.Kind.PROJECT for kind, _user in holds),
+            {user for kind, user in holds if kind == LegalHold.Kind.PERSON and user})
+
+
+def any_standing(project: Project) -> bool:
+    """Whether anything in the project may be held: one cheap query for the write paths, which
+    then ask the precise question only when it is true."""
+    return standing().filter(Q(project=project) | Q(kind=LegalHold.Kind.PERSON)).exists()
+
+
+def prompt_held(project: Project, user) -> bool:
+    """Whether a prompt kept for this person in this project falls under a hold."""
+    return standing().filter(Q(project=project, kind=LegalHold.Kind.PROJECT)
+                             | Q(kind=LegalHold.Kind.PERSON, user=user)).exists() \
+        if user is not None else standing().filter(
+            project=project, kind=LegalHold.Kind.PROJECT).exists()
+
+
+def refusal(holds: list[LegalHold]) -> str:
+    """What a refused erasure, delete or expiry says: the holds by number, reason and case
+    (GDPR Art. 17(3)(e) lets data needed for legal claims be kept)."""
+    named = "; ".join(
+        _("legal hold #%(id)s on %(what)s (%(reason)s%(case)s), placed %(when)s by %(who)s") % {
+            "id": h.pk, "what": h.describe(), "reason": h.reason,
+            "case": f", {h.case_reference}" if h.case_reference else "",
+            "when": h.placed_at.date().isoformat(),
+            "who": h.placed_by.get_username() if h.placed_by_id else "?"}
+        for h in holds)
+    return _("Refused: %(holds)s. Release the hold first.") % {"holds": named}
+
+
+def hold_prefixes(hold: LegalHold) -> list[tuple[Project, list[str]]]:
+    """Key prefixes (or whole keys) whose every version the hold puts an S3 legal hold on, per
+    project they lie in: [(project, [prefix or key, ...]), ...]."""
+    if hold.kind == LegalHold.Kind.PROJECT:
+        return [(hold.project, [hold.project.prefix])]
+    if hold.kind == LegalHold.Kind.FILE:
+        file = hold.file
+        return [(file.project, [file.key, layout.history_prefix(file.project.prefix, file.pk)])] \
+            if file is not None else []
+    if hold.kind == LegalHold.Kind.GLOB:
+        files = [f for f in MemoryFile.objects.filter(project=hold.project,
+                                                      scope=MemoryFile.Scope.WORKSPACE)
+                 if globs.source_matches(hold.glob, f.source_path)]
+        return [(hold.project, [p for f in files for p in
+                                (f.key, layout.history_prefix(hold.project.prefix, f.pk))])]
+    out = []
+    for project in Project.objects.filter(Q(memberships__user=hold.user)
+                                          | Q(files__user=hold.user)).distinct():
+        keys = [layout.user_prefix(project.prefix, hold.user_id)]
+        keys += [layout.history_prefix(project.prefix, f.pk) for f in MemoryFile.objects.filter(
+            project=project, scope=MemoryFile.Scope.USER, user=hold.user)]
+        shas = set(AgentSession.objects.filter(agent__project=project, user=hold.user)
+                   .exclude(prompt_sha256="").values_list("prompt_sha256", flat=True))
+        keys += [layout.prompt_key(project.prefix, sha) for sha in sorted(shas)]
+        out.append((project, keys))
+    return out
