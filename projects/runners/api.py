@@ -20,7 +20,7 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from projects import jsontext
 from projects.errors import Refusal
@@ -205,23 +205,50 @@ class PreOut(Schema):
 
 class WriteIn(Strict):
     path: Text = Field(min_length=1, max_length=400)
-    mode: hooks.WriteMode
+    mode: hooks.WriteMode = Field(description="append or replace (with content), delete, or "
+                                              "rename (with new_path); the agent's hook policy "
+                                              "says which it may do to the path, and whether "
+                                              "directly or as a proposal.")
     # Characters, at most as many as the bytes a file may hold; the store checks the bytes.
-    content: str = Field(max_length=settings.MGC_MAX_FILE_BYTES)
-    base_revision: int | None = Field(None, ge=0, le=MAX_REVISION)
+    content: str | None = Field(None, max_length=settings.MGC_MAX_FILE_BYTES,
+                                description="Required for append and replace; not sent with "
+                                            "delete and rename.")
+    base_revision: int | None = Field(None, ge=0, le=MAX_REVISION,
+                                      description="The revision a replace, delete or rename "
+                                                  "starts from (default: the one the session "
+                                                  "was shown).")
+    new_path: Text | None = Field(None, min_length=1, max_length=400,
+                                  description="For a rename: the new workspace/<path>.md.")
+
+    @model_validator(mode="after")
+    def _fields_of_the_mode(self):
+        if self.mode in hooks.CONTENT_MODES and self.content is None:
+            raise ValueError(f"{self.mode} needs content.")
+        if self.mode in hooks.MOVE_MODES and self.content is not None:
+            raise ValueError(f"{self.mode} takes no content.")
+        if (self.mode == "rename") != (self.new_path is not None):
+            raise ValueError("new_path goes with rename, and only with rename.")
+        return self
 
 
 class PostIn(Strict):
     session: uuid.UUID
     writes: list[WriteIn] = Field(default_factory=list, max_length=50)
     summary: Text | None = Field(None, max_length=2000)
+    end: bool = Field(True, description="Whether this post ends the session (the default). "
+                                        "Runtimes that write as they go send false, then a "
+                                        "last post (writes may be empty) when the run ends.")
 
 
 class WriteResult(Schema):
     path: str
     mode: str
     status: Literal["written", "proposed", "rejected", "conflict"]
-    revision: int | None = None
+    revision: int | None = Field(None, description="The revision of `path` this write made "
+                                                   "(a delete's or a rename's is a tombstone).")
+    new_path: str | None = None
+    new_revision: int | None = Field(None, description="A rename: the revision at new_path, "
+                                                       "which names the file it came from.")
     unchanged: bool | None = Field(None, description="A replace with the head's own text, or an "
                                                      "empty append: no revision was made; "
                                                      "`revision` is the head.")
@@ -265,14 +292,53 @@ class SandboxIn(Strict):
     session: uuid.UUID
 
 
-class SandboxFile(Schema):
+Move = Literal["direct", "proposal", "never"]
+
+
+class FilePolicy(Schema):
+    writable: bool = Field(description="The policy lets the agent append or replace it.")
+    modes: list[str] = Field(description="Of append and replace, what the policy allows.")
+    approval: bool = Field(description="Appends and replaces become proposals a person "
+                                       "approves.")
+    delete: Move = Field(description="How a delete goes: directly, as a proposal, or never.")
+    rename: Move = Field(description="How a rename goes: directly, as a proposal, or never.")
+
+
+class SandboxFile(FilePolicy):
     path: str
     revision: int | None
     content: str
-    writable: bool
-    modes: list[str]
     key: str = Field(description="The object's key in the bucket.")
     direct: bool = Field(description="The runner's S3 credentials may replace it in place.")
+
+
+class FilesIn(Strict):
+    session: uuid.UUID
+
+
+class ListedFile(FilePolicy):
+    path: str
+    revision: int
+    size: int = Field(description="Bytes.")
+
+
+class FilesOut(Schema):
+    session: uuid.UUID
+    files: list[ListedFile]
+    truncated: bool = Field(description="More files than one answer lists (2,000).")
+
+
+class ReadIn(Strict):
+    session: uuid.UUID
+    path: Text = Field(min_length=1, max_length=400)
+
+
+class ReadOut(FilePolicy):
+    session: uuid.UUID
+    path: str
+    exists: bool
+    revision: int | None = Field(description="The head (for a deleted file: its tombstone).")
+    content: str
 
 
 class SandboxStorage(Schema):
@@ -376,9 +442,10 @@ def post(request, body: PostIn):
     record, replay = _idempotent(request, "hooks/post")
     if replay is not None:
         return replay
-    writes = [hooks.WriteRequest(w.path, w.mode, w.content, w.base_revision) for w in body.writes]
+    writes = [hooks.WriteRequest(w.path, w.mode, w.content or "", w.base_revision, w.new_path)
+              for w in body.writes]
     results = hooks.hook_post(session=session, writes=writes, summary=body.summary or "",
-                              record=record)
+                              record=record, end=body.end)
     return Status(200, {"session": session.pk, "results": results})
 
 
@@ -416,3 +483,19 @@ def sandbox_files(request, body: SandboxIn):
     return Status(200, {"session": session.pk, "agent": session.agent_id, "files": files,
                         "storage": {"bucket": project.bucket_name, "prefix": project.prefix,
                                     "workspace_prefix": layout.workspace_prefix(project.prefix)}})
+
+
+@api.post("/files/list", response={200: FilesOut, **ERRORS},
+          summary="The memory files a session may read")
+def files_list(request, body: FilesIn):
+    session = _session(request, body.session)
+    files, truncated = hooks.files_list(session=session)
+    return Status(200, {"session": session.pk, "files": files, "truncated": truncated})
+
+
+@api.post("/files/read", response={200: ReadOut, **ERRORS},
+          summary="One memory file as it stands now")
+def files_read(request, body: ReadIn):
+    session = _session(request, body.session)
+    return Status(200, {"session": session.pk, **hooks.file_current(session=session,
+                                                                     path=body.path)})

@@ -335,8 +335,8 @@ def proposal_list(request, slug):
             current = store.file_read(proposal.file).text if proposal.file.head else ""
         except errors.StoreError:
             current = ""
-        after = (appended(current, proposal.content) if proposal.mode == "append"
-                 else proposal.content)
+        after = {"append": appended(current, proposal.content), "delete": "",
+                 "rename": current}.get(proposal.mode, proposal.content)
         proposal.can_decide = permissions.can_decide_proposal(request.user, role, proposal)
         proposal.session_visible = proposal.session_id is not None and (
             permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk)
@@ -360,8 +360,13 @@ def proposal_decide(request, slug, proposal_id):
     try:
         if request.POST.get("decision") == "approve":
             revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
-            messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
-                             % {"file": proposal.file, "number": revision.number})
+            if proposal.mode == "delete":
+                messages.success(request, _("Approved: %(file)s is deleted (revision "
+                                            "%(number)s); its history is kept.")
+                                 % {"file": proposal.file, "number": revision.number})
+            else:
+                messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
+                                 % {"file": revision.file, "number": revision.number})
         elif request.POST.get("decision") == "reject":
             hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
             messages.success(request, _("Rejected. Nothing was written."))
@@ -370,7 +375,7 @@ def proposal_decide(request, slug, proposal_id):
     except hooks.HookError as exc:
         messages.error(request, exc.message)
     except errors.SaveConflict as exc:
-        messages.error(request, _("The file changed since the agent proposed this replace: "
+        messages.error(request, _("The file changed since the agent proposed this change: "
                                   "%(summary)s Reject it, or ask the agent again.")
                        % {"summary": exc.summary})
     except errors.StoreError as exc:
