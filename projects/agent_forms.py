@@ -23,6 +23,8 @@ from projects.runners import hooks, injection
 SOURCE_SUGGESTIONS = (*injection.AGENT_SOURCES, injection.USER_SOURCE, "workspace/**.md")
 APPROVAL_CHOICES = (("proposal", _("as a proposal (a person approves)")),
                     ("direct", _("directly")))
+MOVE_CHOICES = (("never", _("never")), ("proposal", _("as a proposal")),
+                ("direct", _("directly")))
 
 
 class SectionForm(forms.Form):
@@ -151,6 +153,17 @@ def manifest_initial(manifest: dict) -> dict:
     return {"sections": sections, "budget": {"total_tokens": manifest.get("total_tokens")}}
 
 
+class _MoveField(forms.ChoiceField):
+    """How a delete or a rename goes. Absent (a form from before they existed) is never, and
+    an empty row left at never is an unchanged row."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=MOVE_CHOICES, initial="never", required=False, **kwargs)
+
+    def has_changed(self, initial, data) -> bool:
+        return (initial or "never") != (data or "never")
+
+
 class RuleForm(forms.Form):
     path = forms.CharField(label=_("File or workspace glob"), max_length=layout.MAX_PATH_CHARS,
                            widget=forms.TextInput(attrs={"list": "manifest-sources",
@@ -160,6 +173,8 @@ class RuleForm(forms.Form):
     replace = forms.BooleanField(label=_("replace"), required=False)
     approval = forms.ChoiceField(label=_("Written"), choices=APPROVAL_CHOICES,
                                  initial="proposal")
+    delete = _MoveField(label=_("delete"))
+    rename = _MoveField(label=_("rename"))
 
     def clean_path(self) -> str:
         path = unicodedata.normalize("NFC", self.cleaned_data["path"].strip())
@@ -170,8 +185,15 @@ class RuleForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("path") and not (data.get("append") or data.get("replace")):
-            raise ValidationError(_("Allow append, replace or both."), code="policy_rule")
+        moves = [data.get(m) for m in hooks.MOVE_MODES]
+        if data.get("path") and not (data.get("append") or data.get("replace")
+                                     or any(how in ("direct", "proposal") for how in moves)):
+            raise ValidationError(_("Allow append, replace, delete or rename."),
+                                  code="policy_rule")
+        if data.get("path") and data.get("rename") in ("direct", "proposal") and \
+                not data["path"].startswith(injection.WORKSPACE_PREFIX):
+            self.add_error("rename", ValidationError(
+                _("Only workspace files can be renamed."), code="policy_rule"))
         return data
 
 
@@ -240,8 +262,12 @@ class PolicyEditor(_Editor):
             data = form.cleaned_data
             if not data or self.rules._should_delete_form(form) or not data.get("path"):
                 continue
-            modes = [m for m in hooks.MODES if data.get(m)]
-            post[data["path"]] = {"modes": modes, "approval": data["approval"] == "proposal"}
+            modes = [m for m in hooks.CONTENT_MODES if data.get(m)]
+            rule = {"modes": modes, "approval": data["approval"] == "proposal"}
+            # Kept out of the rule when never: a rule reads as it did before they existed.
+            rule.update({m: data[m] for m in hooks.MOVE_MODES
+                         if data.get(m) in ("direct", "proposal")})
+            post[data["path"]] = rule
         logs = self.logs.cleaned_data
         return {"post": post,
                 "tool": {"log": logs["tool_log"]} if logs["tool_log"] else {},
@@ -255,7 +281,8 @@ def policy_initial(policy: dict) -> dict:
             continue
         modes = rule.get("modes") or []
         rules.append({"path": path, "append": "append" in modes, "replace": "replace" in modes,
-                      "approval": "proposal" if rule.get("approval", False) else "direct"})
+                      "approval": "proposal" if rule.get("approval", False) else "direct",
+                      **{m: hooks.rule_how(rule, m) or "never" for m in hooks.MOVE_MODES}})
     return {"rules": rules, "logs": {
         "tool_log": (policy.get("tool") or {}).get("log", ""),
         "error_log": (policy.get("error") or {}).get("log", "")}}

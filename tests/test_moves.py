@@ -258,3 +258,29 @@ def test_the_schema_refuses_a_rename_without_a_target_and_a_delete_with_content(
     write_in = spec["components"]["schemas"]["WriteIn"]["properties"]
     assert write_in["mode"]["enum"] == ["append", "replace", "delete", "rename"]
     assert "new_path" in write_in
+
+
+def test_the_settings_form_sets_delete_and_rename_per_rule(client, memory, admin, agent):
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[memory.slug, agent.slug])
+    page = client.get(url)
+    assert b'name="policy-rules-0-delete"' in page.content
+    data = {"which": "policy", "policy-rules-TOTAL_FORMS": "2", "policy-rules-INITIAL_FORMS": "0",
+            "policy-rules-0-path": "workspace/notes/*.md", "policy-rules-0-append": "on",
+            "policy-rules-0-approval": "direct", "policy-rules-0-delete": "proposal",
+            "policy-rules-0-rename": "direct",
+            "policy-rules-1-path": "USER.md", "policy-rules-1-approval": "proposal",
+            "policy-rules-1-rename": "direct",
+            "policy-tool_log": "", "policy-error_log": ""}
+    refused = client.post(url, data)
+    assert refused.status_code == 400
+    assert "rename" in refused.context["policy"].rules.forms[1].errors
+    data.update({"policy-rules-1-rename": "never", "policy-rules-1-delete": "proposal"})
+    assert client.post(url, data).status_code == 302
+    agent.refresh_from_db()
+    assert agent.hook_policy["post"] == {
+        "workspace/notes/*.md": {"modes": ["append"], "approval": False, "delete": "proposal",
+                                 "rename": "direct"},
+        "USER.md": {"modes": [], "approval": True, "delete": "proposal"}}
+    page = client.get(url)  # shown again as saved
+    assert page.context["policy"].rules.forms[0].initial["rename"] == "direct"
