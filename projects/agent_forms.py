@@ -34,9 +34,25 @@ class SectionForm(forms.Form):
                              widget=forms.TextInput(attrs={"list": "manifest-sources",
                                                            "autocomplete": "off",
                                                            "spellcheck": "false"}))
+    exclude = forms.CharField(label=_("Leave out"), required=False, max_length=2000,
+                              widget=forms.TextInput(attrs={"autocomplete": "off",
+                                                            "spellcheck": "false",
+                                                            "placeholder": "workspace/logs/**.md"}))
     max_tokens = forms.IntegerField(label=_("Token cap"), required=False, min_value=1,
                                     max_value=injection.MAX_TOKENS,
                                     widget=forms.NumberInput(attrs={"class": "short"}))
+
+    def clean_exclude(self) -> list[str]:
+        """Workspace globs, separated by spaces or commas, that a workspace section leaves out."""
+        globs = [unicodedata.normalize("NFC", g) for g in
+                 self.cleaned_data["exclude"].replace(",", " ").split()]
+        if len(globs) > injection.MAX_EXCLUDES or not all(
+                g.startswith(injection.WORKSPACE_PREFIX) and injection.valid_source(g)
+                for g in globs):
+            raise ValidationError(_("Up to %(max)s workspace/<glob>.md, separated by spaces."),
+                                  code="manifest_exclude",
+                                  params={"max": injection.MAX_EXCLUDES})
+        return globs
 
     def clean_tag(self) -> str:
         tag = self.cleaned_data["tag"].strip()
@@ -136,6 +152,8 @@ class ManifestEditor(_Editor):
         for form in self.sections.ordered_forms:
             data = form.cleaned_data
             section = {"tag": data["tag"], "source": data["source"]}
+            if data.get("exclude"):
+                section["exclude"] = data["exclude"]
             if data.get("max_tokens"):
                 section["max_tokens"] = data["max_tokens"]
             sections.append(section)
@@ -147,6 +165,7 @@ class ManifestEditor(_Editor):
 
 def manifest_initial(manifest: dict) -> dict:
     sections = [{"tag": s.get("tag", ""), "source": s.get("source", ""),
+                 "exclude": " ".join(g for g in s.get("exclude") or [] if isinstance(g, str)),
                  "max_tokens": s.get("max_tokens"), "ORDER": index}
                 for index, s in enumerate(manifest.get("sections") or [], start=1)
                 if isinstance(s, dict)]

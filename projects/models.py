@@ -19,7 +19,10 @@ def default_manifest() -> dict:
             {"tag": "agent_rules", "source": "AGENTS.md", "max_tokens": 4000},
             {"tag": "tool_instructions", "source": "TOOLS.md", "max_tokens": 3000},
             {"tag": "user_profile", "source": "USER.md", "max_tokens": 1500},
-            {"tag": "workspace_memory", "source": "workspace/**.md", "max_tokens": 6000},
+            # The hook policy's tool and error logs (workspace/logs/) grow with every run: a
+            # manifest that wants them gives them a row of their own with a small cap.
+            {"tag": "workspace_memory", "source": "workspace/**.md",
+             "exclude": ["workspace/logs/**.md"], "max_tokens": 6000},
         ],
         "total_tokens": 16000,
     }

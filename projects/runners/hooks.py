@@ -400,6 +400,10 @@ def _existing(session: AgentSession, path: str) -> MemoryFile | None:
 # --- Tool and error --------------------------------------------------------------------------------
 
 
+def _first_line(text: str) -> str:
+    return next((line for line in (text or "").splitlines() if line.strip()), "")
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     text = re.sub(r"\s+", " ", text or "").strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -414,10 +418,12 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict,
         outcome = {"session": str(session.id), "recorded": True, "event": event.pk}
         log_path = ((session.agent.hook_policy or {}).get(kind) or {}).get("log")
         if log_path:
+            # A line says what happened and where to look, never what a file holds: a tool's
+            # summary (its input and output: paths, file contents) stays in the session's
+            # event, and an error is its first line, cut short.
             when = timezone.now().strftime("%Y-%m-%d %H:%M:%SZ")
-            what = (f"tool `{_one_line(payload.get('name', ''), 80)}`: "
-                    f"{_one_line(payload.get('summary', ''))}" if kind == "tool"
-                    else f"error: {_one_line(payload.get('message', ''))}")
+            what = (f"tool `{_one_line(payload.get('name', ''), 80)}`" if kind == "tool"
+                    else f"error: {_one_line(_first_line(payload.get('message', '')), 160)}")
             line = f"- {when} session {str(session.id)[:8]} {what}\n"
             try:
                 file = _target(session, log_path)

@@ -152,8 +152,13 @@ def agent_settings(request, slug, agent_slug):
         agent=agent, revoked_at__isnull=True)}
     for token in tokens:
         token.live_credential = live.get(token.pk)
+    try:
+        warnings = prompt_context.manifest_warnings(agent=agent, manifest=agent.manifest)
+    except ValidationError:  # a manifest that no longer parses says so at the pre hook
+        warnings = None
     return render(request, "projects/agent_settings.html", {
         "project": project, "role": role, "agent": agent, **page, "members": members,
+        "manifest_warnings": warnings,
         "preview": preview, "sources": agent_forms.SOURCE_SUGGESTIONS,
         "tokens": tokens, "token_form": TokenForm(),
         "new_token": request.session.pop("new_token", None),
@@ -175,10 +180,14 @@ def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> d
         current = prompt_context.build_context(agent=agent, user=user)
     except (errors.StoreError, ValidationError):  # today's manifest no longer valid: no diff
         current = None
+    warnings = {"overlaps": draft.overlaps,
+                **{k: v for k, v in prompt_context.manifest_warnings(
+                    agent=agent, manifest=manifest).items() if k == "logs"}}
     if current is None:
-        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None}
+        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None,
+                "warnings": warnings}
     return {"assembly": draft, "user": user, "current_tokens": current.total_tokens,
-            "diff": diff_texts(current.prompt, draft.prompt)}
+            "diff": diff_texts(current.prompt, draft.prompt), "warnings": warnings}
 
 
 def _refresh_credentials(request, agent: Agent) -> None:
