@@ -1,14 +1,22 @@
 """`mgc-hook`: Claude Code (and Claude Agent SDK) command hooks for governed memory.
 
-Put it in `.claude/settings.json` for the events below (runnerkit/README.md shows the whole
-file). Claude Code runs it with one JSON event on stdin; it answers on stdout:
+`mgc-hook --settings > .claude/settings.json` writes the settings for the events below, with
+this install's absolute command (a hook command missing from Claude Code's PATH only logs
+"not found") and an allow rule for edits under .mgc-memory/ (`claude -p` refuses them
+otherwise; `--permission-mode acceptEdits` is the other way). Claude Code runs it with one
+JSON event on stdin; it answers on stdout:
 
 - SessionStart, UserPromptSubmit: the pre hook, once per session (again after /clear or a
   compaction); the prompt goes back as `hookSpecificOutput.additionalContext` and the memory
-  files into a folder the agent can edit;
-- PostToolUse: the tool hook (tool name and a short summary);
-- PostToolUseFailure, StopFailure: the error hook;
-- Stop, SessionEnd: the post hook with every memory file the agent changed in that folder.
+  files into a folder the agent can edit, <MGC_MEMORY_DIR>/<16 hex of sha256(session_id)>/;
+- PostToolUse: the tool hook (tool name and a short summary, file contents left out); an
+  Edit or Write of a memory file the policy does not let the agent change is put back, sent
+  as an error event, and told to the model (stderr, exit 2);
+- PostToolUseFailure, StopFailure: the error hook (StopFailure with its error_details);
+- Stop, SessionEnd: the post hook with every memory file the agent changed in that folder,
+  sent even when nothing changed so that the session shows ended; a file the console did not
+  write is an error event and a line on stderr. SessionEnd removes the folder (it holds a
+  copy of USER.md) and the session's state, unless a file in it was not sent.
 
 Claude's session id maps to one console session (kept in MGC_STATE_DIR). Each call's
 Idempotency-Key comes from the event (tool_use_id, the changes sent), so an event delivered
@@ -17,7 +25,7 @@ stderr and exit code 1, which Claude Code treats as a non-blocking error.
 
 Environment: MGC_URL (the console), MGC_RUNNER_TOKEN, MGC_USER (the employee, optional),
 MGC_MEMORY_DIR (default <cwd>/.mgc-memory), MGC_STATE_DIR (default ~/.cache/mgc-hook),
-MGC_RUNNER_S3_* for the direct sandbox (optional).
+MGC_TIMEOUT (seconds, default 10), MGC_RUNNER_S3_* for the direct sandbox (optional).
 """
 
 from __future__ import annotations
