@@ -283,4 +283,6 @@ def test_the_settings_form_sets_delete_and_rename_per_rule(client, memory, admin
                                  "rename": "direct"},
         "USER.md": {"modes": [], "approval": True, "delete": "proposal"}}
     page = client.get(url)  # shown again as saved
-    assert page.context["policy"].rules.forms[0].initial["rename"] == "direct"
+    shown = {f.initial.get("path"): f.initial for f in page.context["policy"].rules.forms}
+    assert shown["workspace/notes/*.md"]["rename"] == "direct"
+    assert (shown["USER.md"]["delete"], shown["USER.md"]["rename"]) == ("proposal", "never")
