@@ -73,6 +73,7 @@ class Sandbox:
             base.write_bytes(data)
             state["files"][item["path"]] = {"revision": item["revision"], "sha256": _sha(data),
                                             "writable": item["writable"], "modes": item["modes"],
+                                            "delete": item.get("delete", "never"),
                                             "key": item.get("key"), "etag": etag,
                                             "direct": bool(item.get("direct") and etag)}
         (self.folder / STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False),
@@ -123,10 +124,16 @@ class Sandbox:
                     notes.append({"path": path, "status": "kept_locally", "code": "append_only",
                                   "message": "Only appends are allowed here, and the file was "
                                              "changed above its end."})
-        for path in known:
-            if not (self.folder / path).exists():
+        for path, before in known.items():
+            if (self.folder / path).exists():
+                continue
+            if before.get("delete", "never") in ("direct", "proposal"):
+                writes.append({"path": path, "mode": "delete",
+                               "base_revision": before["revision"]})
+            else:
                 notes.append({"path": path, "status": "kept_locally", "code": "deleted_locally",
-                              "message": "Deleting through the sandbox is not supported."})
+                              "message": "The policy does not let this agent delete it; the "
+                                         "file stays in memory."})
         return writes, notes
 
     def refused_edit(self, path: str) -> str | None:
@@ -195,6 +202,10 @@ class Sandbox:
         for result in done:
             path = result["path"]
             local = self.folder / path
+            if result.get("mode") == "delete":
+                if result.get("status") == "written":
+                    state["files"].pop(path, None)  # gone: nothing to compare it with now
+                continue
             if not local.exists():
                 continue
             data = local.read_bytes()
@@ -218,6 +229,9 @@ class Sandbox:
         storage, known = state.get("storage") or {}, state["files"]
         left, done = [], []
         for write in writes:
+            if write["mode"] not in ("append", "replace"):
+                left.append(write)  # a delete: the console's own (runner credentials cannot)
+                continue
             path, before = write["path"], known.get(write["path"])
             data = (self.folder / path).read_bytes()
             if before and before.get("direct"):

@@ -254,10 +254,12 @@ def test_the_schema_refuses_a_rename_without_a_target_and_a_delete_with_content(
                   {"path": OLD, "mode": "append", "content": "x", "new_path": NEW}):
         response = _api(client, "hooks/post", {"session": session, "writes": [write]}, token)
         assert response.status_code == 422, write
-    spec = client.get("/api/v1/openapi.json").json()
-    write_in = spec["components"]["schemas"]["WriteIn"]["properties"]
-    assert write_in["mode"]["enum"] == ["append", "replace", "delete", "rename"]
-    assert "new_path" in write_in
+    spec = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
+    variants = {name: spec[name] for name in ("AppendIn", "ReplaceIn", "DeleteIn", "RenameIn")}
+    assert {v["properties"]["mode"]["const"] for v in variants.values()} == {
+        "append", "replace", "delete", "rename"}
+    assert variants["RenameIn"]["required"] == ["path", "mode", "new_path"]
+    assert "content" not in variants["DeleteIn"]["properties"]
 
 
 def test_the_settings_form_sets_delete_and_rename_per_rule(client, memory, admin, agent):
@@ -286,3 +288,20 @@ def test_the_settings_form_sets_delete_and_rename_per_rule(client, memory, admin
     shown = {f.initial.get("path"): f.initial for f in page.context["policy"].rules.forms}
     assert shown["workspace/notes/*.md"]["rename"] == "direct"
     assert (shown["USER.md"]["delete"], shown["USER.md"]["rename"]) == ("proposal", "never")
+
+
+def test_the_export_keeps_both_ends_of_a_rename(client, memory, token, admin):
+    import io
+    import zipfile
+
+    from projects.governance import exports
+
+    session = _session(client, token)
+    _post(client, token, session, [{"path": OLD, "mode": "rename", "new_path": NEW}])
+    buffer = io.BytesIO()
+    exports.project_export(by=admin, project=memory, out=buffer)
+    history = json.loads(zipfile.ZipFile(buffer).read("history.json"))
+    by_path = {e["path"]: e for e in history["entries"]}
+    assert by_path[OLD]["revisions"][-1]["renamed_to"] == NEW
+    assert by_path[NEW]["revisions"][0]["renamed_from"] == OLD
+    assert by_path[NEW]["exported"] and not by_path[OLD]["exported"]

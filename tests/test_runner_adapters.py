@@ -425,6 +425,22 @@ def test_claude_code_reports_an_edit_of_a_read_only_file_and_puts_it_back(consol
     assert session.ended_at is not None  # it wrote nothing, and shows ended all the same
 
 
+def test_claude_code_deleting_a_memory_file_is_a_governed_delete(console, tmp_path, agent):
+    agent.hook_policy["post"]["workspace/**.md"]["delete"] = "direct"
+    agent.save()
+    _hook(console, tmp_path, _claude("SessionStart", source="startup"))
+    folder = next((tmp_path / "memory").iterdir())
+    (folder / "workspace" / "incidents" / "a.md").unlink()
+    (folder / "USER.md").unlink()  # USER.md: no delete in the policy
+    code, _out, err = _hook(console, tmp_path, _claude("Stop", stop_hook_active=False))
+    incident = MemoryFile.objects.select_related("head").get(path="incidents/a.md")
+    assert incident.is_deleted and incident.head.author_agent == agent
+    assert code == 1 and "USER.md: kept_locally (deleted_locally)" in err
+    assert not MemoryFile.objects.select_related("head").get(path="USER.md").is_deleted
+    assert _hook(console, tmp_path, _claude("Stop", stop_hook_active=False))[0] == 1  # no twice
+    assert incident.revisions.count() == 2
+
+
 def test_claude_code_stop_failure_sends_its_details_and_session_end_cleans_up(console, tmp_path):
     _hook(console, tmp_path, _claude("SessionStart", source="startup"))
     folder = next((tmp_path / "memory").iterdir())

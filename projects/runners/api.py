@@ -20,7 +20,7 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field
 
 from projects import jsontext
 from projects.errors import Refusal
@@ -203,32 +203,41 @@ class PreOut(Schema):
                                              "writes to the bucket may not be in the prompt.")
 
 
-class WriteIn(Strict):
+class _Write(Strict):
     path: Text = Field(min_length=1, max_length=400)
-    mode: hooks.WriteMode = Field(description="append or replace (with content), delete, or "
-                                              "rename (with new_path); the agent's hook policy "
-                                              "says which it may do to the path, and whether "
-                                              "directly or as a proposal.")
-    # Characters, at most as many as the bytes a file may hold; the store checks the bytes.
-    content: str | None = Field(None, max_length=settings.MGC_MAX_FILE_BYTES,
-                                description="Required for append and replace; not sent with "
-                                            "delete and rename.")
     base_revision: int | None = Field(None, ge=0, le=MAX_REVISION,
                                       description="The revision a replace, delete or rename "
                                                   "starts from (default: the one the session "
                                                   "was shown).")
-    new_path: Text | None = Field(None, min_length=1, max_length=400,
-                                  description="For a rename: the new workspace/<path>.md.")
 
-    @model_validator(mode="after")
-    def _fields_of_the_mode(self):
-        if self.mode in hooks.CONTENT_MODES and self.content is None:
-            raise ValueError(f"{self.mode} needs content.")
-        if self.mode in hooks.MOVE_MODES and self.content is not None:
-            raise ValueError(f"{self.mode} takes no content.")
-        if (self.mode == "rename") != (self.new_path is not None):
-            raise ValueError("new_path goes with rename, and only with rename.")
-        return self
+
+# Characters, at most as many as the bytes a file may hold; the store checks the bytes.
+Content = Annotated[str, Field(max_length=settings.MGC_MAX_FILE_BYTES)]
+
+
+class AppendIn(_Write):
+    mode: Literal["append"]
+    content: Content = Field(description="Added at the end of the file (a new file holds it).")
+
+
+class ReplaceIn(_Write):
+    mode: Literal["replace"]
+    content: Content = Field(description="The file's whole new text.")
+
+
+class DeleteIn(_Write):
+    mode: Literal["delete"]
+
+
+class RenameIn(_Write):
+    mode: Literal["rename"]
+    new_path: Text = Field(min_length=1, max_length=400,
+                           description="The new workspace/<path>.md; it must not hold a file.")
+
+
+# One schema per mode (the OpenAPI description says which fields go with which); the agent's
+# hook policy says which modes it may use on a path, and whether directly or as a proposal.
+WriteIn = Annotated[AppendIn | ReplaceIn | DeleteIn | RenameIn, Field(discriminator="mode")]
 
 
 class PostIn(Strict):
@@ -442,8 +451,8 @@ def post(request, body: PostIn):
     record, replay = _idempotent(request, "hooks/post")
     if replay is not None:
         return replay
-    writes = [hooks.WriteRequest(w.path, w.mode, w.content or "", w.base_revision, w.new_path)
-              for w in body.writes]
+    writes = [hooks.WriteRequest(w.path, w.mode, getattr(w, "content", ""), w.base_revision,
+                                 getattr(w, "new_path", None)) for w in body.writes]
     results = hooks.hook_post(session=session, writes=writes, summary=body.summary or "",
                               record=record, end=body.end)
     return Status(200, {"session": session.pk, "results": results})
