@@ -19,6 +19,7 @@ from projects.models import Agent, AuditChain, AuditEvent, Project, Revision
 ACTIONS = {
     "file.save": _("saved a file"), "file.restore": _("restored a revision"),
     "file.delete": _("deleted a file"), "file.save_recovered": _("finished a half-done save"),
+    "file.rename": _("renamed a file (from here)"), "file.rename_in": _("renamed a file (to here)"),
     "file.external_change": _("change found in storage"),
     "file.external_delete": _("deletion found in storage"),
     "proposal.create": _("agent proposed a change"), "proposal.approve": _("approved a proposal"),

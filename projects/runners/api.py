@@ -65,7 +65,9 @@ def _storable_text(text: str) -> str:
 # Text that PostgreSQL, pages and S3 can hold: no NUL (text and jsonb refuse it), no lone
 # surrogate (nothing can encode it). Memory contents are plain str: the store refuses what
 # it cannot hold per write, with its own message.
-Text = Annotated[str, AfterValidator(_storable_text)]
+# The pattern says "no NUL" in the published schema too, so a generated client (or a fuzzer)
+# knows it before the server does.
+Text = Annotated[str, Field(pattern=r"^[^\x00]*$"), AfterValidator(_storable_text)]
 
 
 
