@@ -36,8 +36,7 @@ class SectionForm(forms.Form):
                                                            "spellcheck": "false"}))
     exclude = forms.CharField(label=_("Leave out"), required=False, max_length=2000,
                               widget=forms.TextInput(attrs={"autocomplete": "off",
-                                                            "spellcheck": "false",
-                                                            "placeholder": "workspace/logs/**.md"}))
+                                                            "spellcheck": "false"}))
     max_tokens = forms.IntegerField(label=_("Token cap"), required=False, min_value=1,
                                     max_value=injection.MAX_TOKENS,
                                     widget=forms.NumberInput(attrs={"class": "short"}))
