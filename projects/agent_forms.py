@@ -23,6 +23,8 @@ from projects.runners import hooks, injection
 SOURCE_SUGGESTIONS = (*injection.AGENT_SOURCES, injection.USER_SOURCE, "workspace/**.md")
 APPROVAL_CHOICES = (("proposal", _("as a proposal (a person approves)")),
                     ("direct", _("directly")))
+MOVE_CHOICES = (("never", _("never")), ("proposal", _("as a proposal")),
+                ("direct", _("directly")))
 
 
 class SectionForm(forms.Form):
@@ -32,9 +34,24 @@ class SectionForm(forms.Form):
                              widget=forms.TextInput(attrs={"list": "manifest-sources",
                                                            "autocomplete": "off",
                                                            "spellcheck": "false"}))
+    exclude = forms.CharField(label=_("Leave out"), required=False, max_length=2000,
+                              widget=forms.TextInput(attrs={"autocomplete": "off",
+                                                            "spellcheck": "false"}))
     max_tokens = forms.IntegerField(label=_("Token cap"), required=False, min_value=1,
                                     max_value=injection.MAX_TOKENS,
                                     widget=forms.NumberInput(attrs={"class": "short"}))
+
+    def clean_exclude(self) -> list[str]:
+        """Workspace globs, separated by spaces or commas, that a workspace section leaves out."""
+        globs = [unicodedata.normalize("NFC", g) for g in
+                 self.cleaned_data["exclude"].replace(",", " ").split()]
+        if len(globs) > injection.MAX_EXCLUDES or not all(
+                g.startswith(injection.WORKSPACE_PREFIX) and injection.valid_source(g)
+                for g in globs):
+            raise ValidationError(_("Up to %(max)s workspace/<glob>.md, separated by spaces."),
+                                  code="manifest_exclude",
+                                  params={"max": injection.MAX_EXCLUDES})
+        return globs
 
     def clean_tag(self) -> str:
         tag = self.cleaned_data["tag"].strip()
@@ -134,6 +151,8 @@ class ManifestEditor(_Editor):
         for form in self.sections.ordered_forms:
             data = form.cleaned_data
             section = {"tag": data["tag"], "source": data["source"]}
+            if data.get("exclude"):
+                section["exclude"] = data["exclude"]
             if data.get("max_tokens"):
                 section["max_tokens"] = data["max_tokens"]
             sections.append(section)
@@ -145,10 +164,22 @@ class ManifestEditor(_Editor):
 
 def manifest_initial(manifest: dict) -> dict:
     sections = [{"tag": s.get("tag", ""), "source": s.get("source", ""),
+                 "exclude": " ".join(g for g in s.get("exclude") or [] if isinstance(g, str)),
                  "max_tokens": s.get("max_tokens"), "ORDER": index}
                 for index, s in enumerate(manifest.get("sections") or [], start=1)
                 if isinstance(s, dict)]
     return {"sections": sections, "budget": {"total_tokens": manifest.get("total_tokens")}}
+
+
+class _MoveField(forms.ChoiceField):
+    """How a delete or a rename goes. Absent (a form from before they existed) is never, and
+    an empty row left at never is an unchanged row."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=MOVE_CHOICES, initial="never", required=False, **kwargs)
+
+    def has_changed(self, initial, data) -> bool:
+        return (initial or "never") != (data or "never")
 
 
 class RuleForm(forms.Form):
@@ -160,6 +191,8 @@ class RuleForm(forms.Form):
     replace = forms.BooleanField(label=_("replace"), required=False)
     approval = forms.ChoiceField(label=_("Written"), choices=APPROVAL_CHOICES,
                                  initial="proposal")
+    delete = _MoveField(label=_("delete"))
+    rename = _MoveField(label=_("rename"))
 
     def clean_path(self) -> str:
         path = unicodedata.normalize("NFC", self.cleaned_data["path"].strip())
@@ -170,8 +203,15 @@ class RuleForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("path") and not (data.get("append") or data.get("replace")):
-            raise ValidationError(_("Allow append, replace or both."), code="policy_rule")
+        moves = [data.get(m) for m in hooks.MOVE_MODES]
+        if data.get("path") and not (data.get("append") or data.get("replace")
+                                     or any(how in ("direct", "proposal") for how in moves)):
+            raise ValidationError(_("Allow append, replace, delete or rename."),
+                                  code="policy_rule")
+        if data.get("path") and data.get("rename") in ("direct", "proposal") and \
+                not data["path"].startswith(injection.WORKSPACE_PREFIX):
+            self.add_error("rename", ValidationError(
+                _("Only workspace files can be renamed."), code="policy_rule"))
         return data
 
 
@@ -240,8 +280,12 @@ class PolicyEditor(_Editor):
             data = form.cleaned_data
             if not data or self.rules._should_delete_form(form) or not data.get("path"):
                 continue
-            modes = [m for m in hooks.MODES if data.get(m)]
-            post[data["path"]] = {"modes": modes, "approval": data["approval"] == "proposal"}
+            modes = [m for m in hooks.CONTENT_MODES if data.get(m)]
+            rule = {"modes": modes, "approval": data["approval"] == "proposal"}
+            # Kept out of the rule when never: a rule reads as it did before they existed.
+            rule.update({m: data[m] for m in hooks.MOVE_MODES
+                         if data.get(m) in ("direct", "proposal")})
+            post[data["path"]] = rule
         logs = self.logs.cleaned_data
         return {"post": post,
                 "tool": {"log": logs["tool_log"]} if logs["tool_log"] else {},
@@ -255,7 +299,8 @@ def policy_initial(policy: dict) -> dict:
             continue
         modes = rule.get("modes") or []
         rules.append({"path": path, "append": "append" in modes, "replace": "replace" in modes,
-                      "approval": "proposal" if rule.get("approval", False) else "direct"})
+                      "approval": "proposal" if rule.get("approval", False) else "direct",
+                      **{m: hooks.rule_how(rule, m) or "never" for m in hooks.MOVE_MODES}})
     return {"rules": rules, "logs": {
         "tool_log": (policy.get("tool") or {}).get("log", ""),
         "error_log": (policy.get("error") or {}).get("log", "")}}

@@ -20,6 +20,7 @@ from projects.models import Agent, AuditChain, AuditCheckpoint, AuditEvent, Proj
 ACTIONS = {
     "file.save": _("saved a file"), "file.restore": _("restored a revision"),
     "file.delete": _("deleted a file"), "file.save_recovered": _("finished a half-done save"),
+    "file.rename": _("renamed a file (from here)"), "file.rename_in": _("renamed a file (to here)"),
     "file.external_change": _("change found in storage"),
     "file.external_delete": _("deletion found in storage"),
     "file.external_refused": _("write in storage refused"),

@@ -20,7 +20,10 @@ def default_manifest() -> dict:
             {"tag": "agent_rules", "source": "AGENTS.md", "max_tokens": 4000},
             {"tag": "tool_instructions", "source": "TOOLS.md", "max_tokens": 3000},
             {"tag": "user_profile", "source": "USER.md", "max_tokens": 1500},
-            {"tag": "workspace_memory", "source": "workspace/**.md", "max_tokens": 6000},
+            # The hook policy's tool and error logs (workspace/logs/) grow with every run: a
+            # manifest that wants them gives them a row of their own with a small cap.
+            {"tag": "workspace_memory", "source": "workspace/**.md",
+             "exclude": ["workspace/logs/**.md"], "max_tokens": 6000},
         ],
         "total_tokens": 16000,
     }
@@ -343,6 +346,14 @@ class Revision(models.Model):
     restored_from = models.PositiveIntegerField(
         null=True, blank=True, help_text="Number of the revision this one restores.",
     )
+    renamed_from = models.ForeignKey(
+        MemoryFile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="On a renamed file's first revision at its new path: the file it was.",
+    )
+    renamed_to = models.ForeignKey(
+        MemoryFile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="On the tombstone a rename leaves at the old path: the file it became.",
+    )
     findings = models.JSONField(
         default=list, blank=True,
         help_text="Likely personal data and secrets the scanner saw (kind, place, masked excerpt).",
@@ -664,10 +675,15 @@ class Proposal(models.Model):
                               help_text="Agent that proposed it.")
     session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="proposals", help_text="Session that proposed it.")
-    mode = models.CharField(max_length=10, help_text="append or replace.")
-    content = models.TextField(help_text="Text to append, or the whole new text.")
+    mode = models.CharField(max_length=10, help_text="append, replace, delete or rename.")
+    content = models.TextField(blank=True, help_text="Text to append, or the whole new text "
+                                                     "(empty for delete and rename).")
     base_revision = models.PositiveIntegerField(null=True, blank=True,
-                                                help_text="Revision a replace was based on.")
+                                                help_text="Revision a replace, delete or rename "
+                                                          "was based on.")
+    new_path = models.CharField(max_length=layout.MAX_PATH_CHARS + 20, blank=True,
+                                help_text="For a rename: the path the file moves to, as the "
+                                          "agent named it (workspace/<path>.md).")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING,
                               db_index=True, help_text="Where it stands.")
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,

@@ -71,4 +71,6 @@ urlpatterns = [
          name="revision_raw"),
     path("p/<slug:slug>/f/<uuid:file_id>/r/<int:number>/restore/", files.file_restore,
          name="file_restore"),
+    path("p/<slug:slug>/f/<uuid:file_id>/r/<int:number>/undo-rename/", files.file_rename_undo,
+         name="file_rename_undo"),
 ]

@@ -1,14 +1,22 @@
 """`mgc-hook`: Claude Code (and Claude Agent SDK) command hooks for governed memory.
 
-Put it in `.claude/settings.json` for the events below (runnerkit/README.md shows the whole
-file). Claude Code runs it with one JSON event on stdin; it answers on stdout:
+`mgc-hook --settings > .claude/settings.json` writes the settings for the events below, with
+this install's absolute command (a hook command missing from Claude Code's PATH only logs
+"not found") and an allow rule for edits under .mgc-memory/ (`claude -p` refuses them
+otherwise; `--permission-mode acceptEdits` is the other way). Claude Code runs it with one
+JSON event on stdin; it answers on stdout:
 
 - SessionStart, UserPromptSubmit: the pre hook, once per session (again after /clear or a
   compaction); the prompt goes back as `hookSpecificOutput.additionalContext` and the memory
-  files into a folder the agent can edit;
-- PostToolUse: the tool hook (tool name and a short summary);
-- PostToolUseFailure, StopFailure: the error hook;
-- Stop, SessionEnd: the post hook with every memory file the agent changed in that folder.
+  files into a folder the agent can edit, <MGC_MEMORY_DIR>/<16 hex of sha256(session_id)>/;
+- PostToolUse: the tool hook (tool name and a short summary, file contents left out); an
+  Edit or Write of a memory file the policy does not let the agent change is put back, sent
+  as an error event, and told to the model (stderr, exit 2);
+- PostToolUseFailure, StopFailure: the error hook (StopFailure with its error_details);
+- Stop, SessionEnd: the post hook with every memory file the agent changed in that folder,
+  sent even when nothing changed so that the session shows ended; a file the console did not
+  write is an error event and a line on stderr. SessionEnd removes the folder (it holds a
+  copy of USER.md) and the session's state, unless a file in it was not sent.
 
 Claude's session id maps to one console session (kept in MGC_STATE_DIR). Each call's
 Idempotency-Key comes from the event (tool_use_id, the changes sent), so an event delivered
@@ -17,7 +25,7 @@ stderr and exit code 1, which Claude Code treats as a non-blocking error.
 
 Environment: MGC_URL (the console), MGC_RUNNER_TOKEN, MGC_USER (the employee, optional),
 MGC_MEMORY_DIR (default <cwd>/.mgc-memory), MGC_STATE_DIR (default ~/.cache/mgc-hook),
-MGC_RUNNER_S3_* for the direct sandbox (optional).
+MGC_TIMEOUT (seconds, default 10), MGC_RUNNER_S3_* for the direct sandbox (optional).
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -66,6 +76,10 @@ class ClaudeHook:
         path = self._state_path(claude_session)
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
+    def state(self, claude_session: str) -> dict | None:
+        """What mgc-hook keeps for a Claude session: its console session and memory folder."""
+        return self._load(claude_session)
+
     def _save(self, claude_session: str, state: dict) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._state_path(claude_session).write_text(json.dumps(state), encoding="utf-8")
@@ -92,7 +106,11 @@ class ClaudeHook:
         return run, state
 
     def handle(self, event: dict) -> dict | None:
-        """The JSON to print for this event, or None."""
+        """The JSON to print for this event, or None. What the agent should hear about (an
+        edit that is not kept, a write the console refused) is left in `problems`, for stderr,
+        with `exit_code`."""
+        self.problems: list[str] = []
+        self.exit_code = 0
         name = event.get("hook_event_name", "")
         claude_session = event.get("session_id", "")
         if not claude_session:
@@ -114,25 +132,124 @@ class ClaudeHook:
         if name == "PostToolUse":
             use = event.get("tool_use_id") or _key(json.dumps(event, sort_keys=True))
             run.tool(event.get("tool_name") or "tool",
-                     _summary({"input": event.get("tool_input"),
-                               "response": event.get("tool_response")}),
+                     _summary({"input": _without_contents(event.get("tool_input")),
+                               "response": _without_contents(event.get("tool_response"))}),
                      details={"tool_use_id": use}, key=_key(claude_session, "tool", use))
+            self._check_edit(run, event, use)
         elif name in ("PostToolUseFailure", "StopFailure"):
             use = event.get("tool_use_id") or ""
-            message = _summary(event.get("error") or f"{name} without a message", 2000)
-            details = {"event": name, "tool_name": event.get("tool_name"), "tool_use_id": use}
+            error = event.get("error") or f"{name} without a message"
+            message = _summary(error, 2000)
+            if event.get("error_details"):  # StopFailure: the API's own words on what failed
+                message = _summary(f"{error}: {_summary(event['error_details'], 1800)}", 2000)
+            details = {"event": name, "tool_name": event.get("tool_name"), "tool_use_id": use,
+                       "error_details": event.get("error_details")}
             run.error(message, details={k: v for k, v in details.items() if v},
                       key=_key(claude_session, name, use, message))
         elif name in ("Stop", "SessionEnd"):
-            run.finish(summary=f"Claude Code {name.lower()} ({event.get('reason') or 'turn'})")
+            results = run.finish(summary=f"Claude Code {name.lower()} "
+                                         f"({event.get('reason') or 'turn'})")
+            self._report(run, results, claude_session, name)
+            if name == "SessionEnd":
+                self._forget(run, claude_session, results)
         return None
+
+    def _check_edit(self, run: MemoryRun, event: dict, use: str) -> None:
+        """An Edit or Write of a memory file the policy does not let the agent change succeeds
+        on disk (as root nothing stops it), and would be dropped at Stop: put the file back,
+        record an error event, and tell the model now (exit 2 on PostToolUse: stderr reaches
+        Claude)."""
+        if event.get("tool_name") not in EDIT_TOOLS:
+            return
+        target = (event.get("tool_input") or {}).get("file_path") or ""
+        try:
+            path = Path(target).resolve().relative_to(run.folder.resolve()).as_posix()
+        except (ValueError, OSError):
+            return
+        refusal = run.sandbox.refused_edit(path)
+        if refusal is None:
+            return
+        run.sandbox.put_back(path)
+        message = (f"{path}: this edit is not kept ({refusal}); the file was put back as it "
+                   f"was. Change your memory only where the policy allows.")
+        run.error(message, details={"tool_use_id": use, "path": path, "code": "not_kept"},
+                  key=_key(event["session_id"], "not-kept", use))
+        self.problems.append(f"mgc-hook: {message}")
+        self.exit_code = BLOCKING
+
+    def _report(self, run: MemoryRun, results: list[dict], claude_session: str,
+                name: str) -> None:
+        """Every file the post did not write or propose: an error event, and stderr."""
+        for result in results:
+            if result.get("status") in ("written", "proposed"):
+                continue
+            message = (f"{result['path']}: {result.get('status')} "
+                       f"({result.get('code') or '-'}): {result.get('message') or ''}").strip()
+            run.error(message, details={"event": name, "path": result["path"],
+                                        "code": result.get("code")},
+                      key=_key(claude_session, name, "not-written", message))
+            self.problems.append(f"mgc-hook: {message}")
+            self.exit_code = NOT_BLOCKING
+
+    def _forget(self, run: MemoryRun, claude_session: str, results: list[dict]) -> None:
+        """At SessionEnd: remove the memory folder (it holds a copy of the person's USER.md)
+        and the session's state (it holds the prompt), unless a file in it was not sent (a
+        conflict keeps the agent's text there to merge)."""
+        kept = [r for r in results if r.get("status") in ("conflict", "kept_locally")
+                and r.get("code") != "read_only"]
+        if kept:
+            self.problems.append(f"mgc-hook: {len(kept)} file(s) were not sent and stay in "
+                                 f"{run.folder}; merge them and remove the folder.")
+            return
+        shutil.rmtree(run.folder, ignore_errors=True)
+        self._state_path(claude_session).unlink(missing_ok=True)
+
+
+EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
+BLOCKING = 2  # PostToolUse: the tool ran already; exit 2 hands stderr to Claude
+
+
+def _without_contents(value):
+    """A tool's input or response for the tool event, without file contents (a Write's
+    content, an Edit's strings, a Read's file): the event says what was done, the memory
+    files say what they hold."""
+    if isinstance(value, dict):
+        return {k: ("…" if k in CONTENT_KEYS and v else _without_contents(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_contents(item) for item in value]
+    return value
+
+
+CONTENT_KEYS = {"content", "old_string", "new_string", "file_text", "new_source", "edits",
+                "originalFile", "structuredPatch", "file"}
+
+
+def settings(command: str | None = None) -> dict:
+    """`.claude/settings.json` for these hooks. The command is this Python's absolute path
+    running runnerkit.claude, so it works whatever PATH Claude Code gives its hooks; Edit of
+    the memory folder is allowed, as `claude -p` otherwise refuses it."""
+    command = command or f"{shlex.quote(sys.executable)} -m runnerkit.claude"
+    hook = [{"type": "command", "command": command}]
+    every = {"matcher": "*", "hooks": hook}
+    return {"permissions": {"allow": ["Edit(./.mgc-memory/**)", "Write(./.mgc-memory/**)"]},
+            "hooks": {"SessionStart": [{"hooks": hook}], "UserPromptSubmit": [{"hooks": hook}],
+                      "PostToolUse": [every], "PostToolUseFailure": [every],
+                      "Stop": [{"hooks": hook}], "StopFailure": [{"hooks": hook}],
+                      "SessionEnd": [{"hooks": hook}]}}
 
 
 def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None, env=None) -> int:
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--settings"]:  # print .claude/settings.json with this install's command
+        stdout.write(json.dumps(settings(), indent=2) + "\n")
+        return 0
+    event: dict = {}
     try:
         event = json.loads(stdin.read() or "{}")
-        answer = ClaudeHook(os.environ if env is None else env).handle(event)
+        hook = ClaudeHook(os.environ if env is None else env)
+        answer = hook.handle(event)
     except ApiError as exc:
         print(f"mgc-hook: the memory console did not take the {event.get('hook_event_name')} "
               f"event ({exc}); the agent goes on without it.", file=stderr)
@@ -140,9 +257,11 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None, en
     except (ValueError, OSError) as exc:
         print(f"mgc-hook: {exc}; the agent goes on without governed memory.", file=stderr)
         return NOT_BLOCKING
+    for problem in hook.problems:
+        print(problem, file=stderr)
     if answer is not None:
         stdout.write(json.dumps(answer, ensure_ascii=False))
-    return 0
+    return hook.exit_code
 
 
 if __name__ == "__main__":

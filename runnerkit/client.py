@@ -18,7 +18,7 @@ from runnerkit.version import __version__
 RETRY_STATUSES = {502, 503, 504}
 # Calls that write no memory: repeating them is harmless (a repeated pre opens one more
 # session, nothing else).
-SAFE_TO_REPEAT = {"hooks/pre", "sandbox/files"}
+SAFE_TO_REPEAT = {"hooks/pre", "sandbox/files", "files/list", "files/read"}
 
 
 class ApiError(Exception):
@@ -78,10 +78,14 @@ class Client:
         return self._call("hooks/pre", body)
 
     def post(self, session: str, writes: list[dict], summary: str | None = None,
-             key: str | None = None) -> dict:
+             key: str | None = None, end: bool = True) -> dict:
+        """Writes back (append, replace, delete, rename). `end=False` keeps the session open
+        for more posts (a runtime that writes as it goes); the default ends it."""
         body = {"session": session, "writes": writes}
         if summary:
-            body["summary"] = summary
+            body["summary"] = summary[:2000]
+        if not end:
+            body["end"] = False
         return self._call("hooks/post", body, idempotent=True, key=key)
 
     def tool(self, session: str, name: str, summary: str = "", details: dict | None = None,
@@ -100,6 +104,14 @@ class Client:
 
     def sandbox_files(self, session: str) -> dict:
         return self._call("sandbox/files", {"session": session})
+
+    def files_list(self, session: str) -> dict:
+        """Every memory file the session's agent may read: path, revision, size, policy."""
+        return self._call("files/list", {"session": session})
+
+    def files_read(self, session: str, path: str) -> dict:
+        """One file as it stands now: exists, revision, content, policy."""
+        return self._call("files/read", {"session": session, "path": path})
 
 
 def _error_of(exc: urllib.error.HTTPError) -> dict:

@@ -16,6 +16,7 @@ own event ids, so a replayed event writes nothing twice) or one derived from the
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -37,6 +38,8 @@ class MemoryRun:
         self.session = session
         self.prompt = prompt
         self._sandbox: Sandbox | None = None
+        self._temporary = False  # the folder is a temporary one this run made
+        self.finished = False  # the session was ended (the post hook's last call)
 
     @property
     def started(self) -> bool:
@@ -48,6 +51,7 @@ class MemoryRun:
         self.session, self.prompt = answer["session"], answer["prompt"]
         if self.folder is None:
             self.folder = Path(tempfile.mkdtemp(prefix="mgc-run-"))
+            self._temporary = True
         self.sandbox.pull()
         return self.prompt
 
@@ -83,6 +87,27 @@ class MemoryRun:
         target.write_text(f"{text}- {note.strip()}\n", encoding="utf-8")
         return target
 
-    def finish(self, summary: str | None = None, key: str | None = None) -> list[dict]:
-        """Post hook: every file changed in the sandbox since the last finish."""
-        return self.sandbox.push(summary=summary, key=key)
+    def finish(self, summary: str | None = None, key: str | None = None,
+               error: BaseException | str | None = None, end: bool = True) -> list[dict]:
+        """Post hook: every file changed in the sandbox since the last finish, and the end of
+        the session (sent even when nothing changed). With `error` (the run raised), an error
+        event saying why comes first: what the agent wrote is kept all the same. A temporary
+        folder this run made (it holds a copy of the person's USER.md) is removed once its
+        changes are in the console; one that was not sent is kept."""
+        if self.finished:
+            return []  # ended already (on_agent_end, then the finally path): nothing twice
+        if error is not None:
+            why = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+            self.error(f"The run failed: {why}"[:2000], details={"phase": "run"},
+                       key=f"run-error-{self.session}")
+        results = self.sandbox.push(summary=summary, key=key, end=end)
+        if end:
+            self.finished = True
+            self.cleanup()
+        return results
+
+    def cleanup(self) -> None:
+        """Remove the sandbox folder if this run made it as a temporary one."""
+        if self._temporary and self.folder is not None and self.folder.exists():
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self._sandbox = None

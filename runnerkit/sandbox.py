@@ -58,9 +58,9 @@ class Sandbox:
                 target.chmod(stat.S_IRUSR | stat.S_IWUSR)
             data, etag = item["content"].encode("utf-8"), None
             if self.direct is not None and item.get("direct"):
-                # What the bucket holds now, and its ETag, for a conditional write back. Only
-                # for files the credentials may replace: they may not read the rest (a
-                # profile reaches a runner only through the hook API, as listed here).
+                # What the bucket holds now, and its ETag, for the files it writes back in
+                # place. Everything else (a person's USER.md above all: runner credentials may
+                # not read profiles) comes from the listing, as the session was shown it.
                 found = self.direct.read(listing["storage"]["bucket"], item["key"])
                 if found is not None:
                     data, etag = found
@@ -73,6 +73,7 @@ class Sandbox:
             base.write_bytes(data)
             state["files"][item["path"]] = {"revision": item["revision"], "sha256": _sha(data),
                                             "writable": item["writable"], "modes": item["modes"],
+                                            "delete": item.get("delete", "never"),
                                             "key": item.get("key"), "etag": etag,
                                             "direct": bool(item.get("direct") and etag)}
         (self.folder / STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False),
@@ -123,11 +124,47 @@ class Sandbox:
                     notes.append({"path": path, "status": "kept_locally", "code": "append_only",
                                   "message": "Only appends are allowed here, and the file was "
                                              "changed above its end."})
-        for path in known:
-            if not (self.folder / path).exists():
+        for path, before in known.items():
+            if (self.folder / path).exists():
+                continue
+            if before.get("delete", "never") in ("direct", "proposal"):
+                writes.append({"path": path, "mode": "delete",
+                               "base_revision": before["revision"]})
+            else:
                 notes.append({"path": path, "status": "kept_locally", "code": "deleted_locally",
-                              "message": "Deleting through the sandbox is not supported."})
+                              "message": "The policy does not let this agent delete it; the "
+                                         "file stays in memory."})
         return writes, notes
+
+    def refused_edit(self, path: str) -> str | None:
+        """Why the policy will not take the file's current local text, or None when it will
+        (or may: a new file is the console's to decide at the push)."""
+        state = json.loads((self.folder / STATE).read_text(encoding="utf-8"))
+        before = state["files"].get(path)
+        local = self.folder / path
+        if before is None or not local.exists() or _sha(local.read_bytes()) == before["sha256"]:
+            return None
+        if not before["writable"]:
+            return "the policy does not let this agent change it"
+        if "replace" not in before["modes"]:
+            old = self._pulled_text(path, before)
+            text = local.read_text(encoding="utf-8", errors="replace")
+            if old is None or not text.startswith(old):
+                return "the policy lets this agent only append to it"
+        return None
+
+    def put_back(self, path: str) -> None:
+        """The file as it was pulled (or last pushed)."""
+        base, local = self.folder / BASE / path, self.folder / path
+        if not base.exists():
+            return
+        mode = None
+        if local.exists():  # read-only as pulled: writable for a moment, then as it was
+            mode = stat.S_IMODE(local.stat().st_mode)
+            local.chmod(stat.S_IRUSR | stat.S_IWUSR)
+        local.write_bytes(base.read_bytes())
+        if mode is not None:
+            local.chmod(mode)
 
     def _pulled_text(self, path: str, before: dict) -> str | None:
         base = self.folder / BASE / path
@@ -135,20 +172,23 @@ class Sandbox:
             return None
         return base.read_text(encoding="utf-8")
 
-    def push(self, summary: str | None = None, key: str | None = None) -> list[dict]:
+    def push(self, summary: str | None = None, key: str | None = None, end: bool = True
+             ) -> list[dict]:
         """Send what changed since the pull (or the last push). The post's Idempotency-Key is
         derived from the session and the changes, unless given: sending the same changes again
         (a retry, a replayed Stop hook) writes nothing twice. What was written becomes the new
-        base, so the next push sends only what changed after it."""
+        base, so the next push sends only what changed after it. With `end` (the default) the
+        post is sent even when nothing changed, so the console shows the session ended."""
         writes, notes = self.changes()
         written = []
         if self.direct is not None:
             writes, written = self._push_direct(writes)
         results = []
-        if writes:
-            key = key or "push-" + _sha(json.dumps([self.session, writes], sort_keys=True)
+        if writes or end:
+            key = key or "push-" + _sha(json.dumps([self.session, writes, end], sort_keys=True)
                                         .encode("utf-8"))[:40]
-            results = self.client.post(self.session, writes, summary, key=key)["results"]
+            results = self.client.post(self.session, writes, summary, key=key,
+                                       end=end)["results"]
         self._advance(written + results)
         return written + results + notes
 
@@ -162,6 +202,10 @@ class Sandbox:
         for result in done:
             path = result["path"]
             local = self.folder / path
+            if result.get("mode") == "delete":
+                if result.get("status") == "written":
+                    state["files"].pop(path, None)  # gone: nothing to compare it with now
+                continue
             if not local.exists():
                 continue
             data = local.read_bytes()
@@ -185,6 +229,9 @@ class Sandbox:
         storage, known = state.get("storage") or {}, state["files"]
         left, done = [], []
         for write in writes:
+            if write["mode"] not in ("append", "replace"):
+                left.append(write)  # a delete: the console's own (runner credentials cannot)
+                continue
             path, before = write["path"], known.get(write["path"])
             data = (self.folder / path).read_bytes()
             if before and before.get("direct"):

@@ -34,7 +34,7 @@ def test_sections_get_their_files_with_paths_as_the_agent_sees_them(files, agent
         {"tag": "user_profile", "source": "USER.md"},
         {"tag": "decisions", "source": "workspace/decisions/*.md"},
     ]})
-    found = context.context_files(agent=agent, user=person, manifest=manifest)
+    found, overlaps = context.context_files(agent=agent, user=person, manifest=manifest)
     assert [f.path for f in found["agent_identity"]] == ["SOUL.md"]
     assert [f.path for f in found["user_profile"]] == ["USER.md"]
     assert [(f.path, f.text) for f in found["decisions"]] == [

@@ -48,13 +48,20 @@ def test_post_answers_each_write_in_order_and_never_raises(session, agent):
     assert AgentSession.objects.get(pk=session.pk).ended_at is not None
 
 
-def test_tool_and_error_append_to_the_policys_logs(session, s3):
-    hooks.hook_event(session=session, kind="tool", payload={"name": "grep", "summary": "found"})
-    hooks.hook_event(session=session, kind="error", payload={"message": "timeout\non two lines"})
+def test_tool_and_error_append_to_the_policys_logs_without_file_contents(session, s3):
+    summary = '{"input": {"file_path": "/home/maria/.mgc-memory/USER.md", "content": "secret"}}'
+    hooks.hook_event(session=session, kind="tool", payload={"name": "Write", "summary": summary})
+    hooks.hook_event(session=session, kind="error", payload={
+        "message": "timeout after 30 s\nTraceback: the file held: secret " + "x" * 400})
     tools = MemoryFile.objects.get(path="logs/tools.md")
     errors_log = MemoryFile.objects.get(path="logs/errors.md")
-    assert "tool `grep`: found" in store.revision_read(tools.head)
-    assert "error: timeout on two lines" in store.revision_read(errors_log.head)
+    tool_line = store.revision_read(tools.head)
+    assert tool_line.endswith(f"session {str(session.pk)[:8]} tool `Write`\n")
+    assert "secret" not in tool_line and ".mgc-memory" not in tool_line
+    error_line = store.revision_read(errors_log.head)
+    assert "error: timeout after 30 s\n" in error_line and "secret" not in error_line
+    # The whole summary stays in the session's event, where a person looks it up.
+    assert SessionEvent.objects.get(session=session, kind="tool").payload["summary"] == summary
 
 
 def test_a_rejected_proposal_stays_rejected_and_writes_nothing(session, agent, admin):

@@ -22,6 +22,7 @@ def project_export(*, by, project: Project, out) -> dict:
     revisions: dict = {}
     for revision in Revision.objects.filter(file__project=project).order_by("file_id", "number"):
         revisions.setdefault(revision.file_id, []).append(revision)
+    paths = {file.pk: file.display_path for file in files}  # the two ends of a rename
     entries = []
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for file in files:
@@ -42,6 +43,8 @@ def project_export(*, by, project: Project, out) -> dict:
                     "message": r.message, "created_at": r.created_at.isoformat(),
                     "snapshot_key": r.snapshot_key, "deletion": r.is_deletion,
                     "restored_from": r.restored_from,
+                    "renamed_from": paths.get(r.renamed_from_id),
+                    "renamed_to": paths.get(r.renamed_to_id),
                 } for r in revisions.get(file.pk, [])],
             })
         summary = {

@@ -25,6 +25,12 @@ class FileDeleted(StoreError):
     code = "file_deleted"
 
 
+class TargetExists(StoreError):
+    """A rename's new path holds a live file already: nothing is overwritten."""
+
+    code = "target_exists"
+
+
 class StorageUnavailable(StoreError):
     """S3 did not answer properly. `outcome` is "not_applied" when nothing can have changed
     (the failure came before the head object was written), "unknown" when the write may have

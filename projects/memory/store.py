@@ -57,6 +57,7 @@ from projects.memory.errors import (
     RevisionExpired,
     SaveConflict,
     StorageUnavailable,
+    TargetExists,
 )
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
 from projects.models import Agent, Lock, MemoryFile, Project, RefusedWrite, Revision
@@ -115,7 +116,8 @@ def forget_cached(revisions: list[Revision]) -> None:
 
 
 def _write_metadata(actor: Actor, message: str | Message, base: int | None,
-                    restored_from: int | None) -> dict[str, str]:
+                    restored_from: int | None, renamed_from: MemoryFile | None = None
+                    ) -> dict[str, str]:
     """Who wrote a revision and on which base, on its snapshot and its head object, so a
     half-done save can be finished faithfully and a retry can recognise its own write."""
     meta = {
@@ -134,11 +136,13 @@ def _write_metadata(actor: Actor, message: str | Message, base: int | None,
         meta["mgc-session"] = actor.session_ref
     if restored_from is not None:
         meta["mgc-restored-from"] = str(restored_from)
+    if renamed_from is not None:
+        meta["mgc-renamed-from"] = str(renamed_from.pk)
     return meta
 
 
 _SAME_SAVE = ("mgc-author-kind", "mgc-author-user", "mgc-author-agent", "mgc-session",
-              "mgc-base", "mgc-restored-from")
+              "mgc-base", "mgc-restored-from", "mgc-renamed-from")
 
 
 def _same_save(found: dict[str, str], ours: dict[str, str]) -> bool:
@@ -280,7 +284,8 @@ class _RevisionPaginator(Paginator):
 def file_history(file: MemoryFile, page: int | str = 1, per_page: int = HISTORY_PAGE_SIZE) -> Page:
     """Revisions newest first, one page of them."""
     revisions = (Revision.objects.filter(file=file)
-                 .select_related("author_user", "author_agent").order_by("-number"))
+                 .select_related("author_user", "author_agent", "renamed_from", "renamed_to")
+                 .order_by("-number"))
     total = file.head.number if file.head_id else 0
     return _RevisionPaginator(revisions, per_page, total).get_page(page)
 
@@ -472,6 +477,80 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str | Message = "",
     return revision
 
 
+def file_rename(*, file: MemoryFile, target: MemoryFile, actor: Actor, message: str = "",
+                base_revision: int | None) -> tuple[Revision, Revision]:
+    """Move a file's head to another path: a new revision at `target` that names where it came
+    from (`renamed_from`), then a tombstone at the old path that names where it went
+    (`renamed_to`). Both histories stay; restoring the old path's last revision (or renaming
+    back) undoes it. Returns (tombstone, new revision).
+
+    Under both row locks (taken in id order, so two renames of a pair cannot deadlock): the
+    base must be the head, S3 must hold what was recorded (a direct write is a conflict, as
+    for any save), and the target may not hold a live file (TargetExists). The target is
+    written first, conditionally like a new file, then the old head object is removed: a
+    failure in between leaves two copies, never none. A retry after a lost answer recognises
+    its own copy at the target (same bytes, author, session and source) and only finishes the
+    removal."""
+    if file.pk == target.pk:
+        raise TargetExists(_("A file cannot be renamed to itself."))
+    storage = storage_for(file.project)
+    conflict_reason = ""
+    with transaction.atomic():
+        locked_rows = {f.pk: _lock(f) for f in sorted((file, target), key=lambda f: str(f.pk))}
+        locked, dest = locked_rows[file.pk], locked_rows[target.pk]
+        head = locked.head
+        if head is None or head.is_deletion:
+            raise FileDeleted(_("The file is already deleted."))
+        standing = _holds_over(locked)  # a rename deletes the old path's head
+        if standing:
+            raise Held(holds.refusal(standing))
+        if base_revision != head.number:
+            conflict_reason = "stale_base"
+        elif _adopt_s3_state(storage, locked) is not None:
+            conflict_reason = "external_change"
+        else:
+            _adopt_s3_state(storage, dest)  # a direct write at the target counts as a file there
+            dest_head = dest.head
+            copied = (dest_head is not None and not dest_head.is_deletion
+                      and dest_head.renamed_from_id == locked.pk and dest_head.sha256 == head.sha256
+                      and (dest_head.author_kind, dest_head.author_user_id,
+                           dest_head.author_agent_id, dest_head.session_ref)
+                      == (actor.kind, actor.user.pk if actor.user else None,
+                          actor.agent.pk if actor.agent else None, actor.session_ref))
+            moved = dest_head if copied else None  # an earlier attempt's copy, recovered
+            if dest_head is not None and not dest_head.is_deletion and not copied:
+                conflict_reason = "target_exists"
+            elif moved is None:
+                data = revision_texts(locked.project, [head])[head.pk].encode("utf-8")
+                if sha256(data) != head.sha256:  # never copy anything but the head's bytes
+                    data = _read_snapshot(storage, head)
+                try:
+                    moved = _write_revision(storage, dest, data, actor=actor, message=message,
+                                            restored_from=None, renamed_from=locked)
+                except _HeadChanged:
+                    _adopt_s3_state(storage, dest)
+                    conflict_reason = "target_exists"
+            if moved is not None:
+                try:
+                    _remove_settled(storage, locked)
+                except StorageUnavailable:
+                    # The copy at the target landed: "nothing was changed" would be untrue.
+                    # The same rename again adopts that copy as its own and finishes.
+                    raise StorageUnavailable.outcome_unknown() from None
+                tombstone = _record(locked, number=head.number + 1, sha=sha256(b""), size=0,
+                                    actor=actor, message=message, snapshot_key="", etag="",
+                                    is_deletion=True, action="file.rename", renamed_to=dest,
+                                    details={"renamed_to": dest.source_path})
+    if conflict_reason == "target_exists":  # after the commit: what was adopted stays recorded
+        raise TargetExists(_("%(path)s exists already; nothing was renamed. Delete it first or "
+                             "choose another name.") % {"path": target.source_path})
+    if conflict_reason:
+        raise _conflict(storage, file, conflict_reason, b"", base_revision)
+    _refresh(file, locked)
+    _refresh(target, dest)
+    return tombstone, moved
+
+
 def _remove_settled(storage: MemoryStorage, locked: MemoryFile) -> None:
     """DELETE the head object under the row lock. Without an answer, read the key: gone means
     this DELETE did it (the head was there, unchanged, just before, and no save can run
@@ -520,13 +599,15 @@ def _conflict(storage: MemoryStorage, file: MemoryFile, reason: str, data: bytes
 
 
 def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, actor: Actor,
-                    message: str | Message, restored_from: int | None) -> Revision:
+                    message: str | Message, restored_from: int | None,
+                    renamed_from: MemoryFile | None = None) -> Revision:
     """Steps 2-4 of a save, under the row lock. _HeadChanged when someone else wrote the head."""
     head = locked.head
     number = head.number + 1 if head else 1
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
-    metadata = _write_metadata(actor, message, head.number if head else None, restored_from)
+    metadata = _write_metadata(actor, message, head.number if head else None, restored_from,
+                               renamed_from)
     if _expiry_pending(locked):
         _finish_expiry(storage, locked)
     held = _holds_over(locked)  # new versions of what a legal hold covers are held from birth
@@ -553,9 +634,13 @@ def _write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, 
         if exc.outcome != "unknown":
             raise
         etag = _settle(storage, locked, data, metadata, exc, snap)
+    if renamed_from is not None:
+        action, details = "file.rename_in", {"renamed_from": renamed_from.source_path}
+    else:
+        action, details = ("file.restore" if restored_from else "file.save"), None
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
-                   snapshot_key=snap, etag=etag, restored_from=restored_from,
-                   action="file.restore" if restored_from else "file.save", data=data)
+                   snapshot_key=snap, etag=etag, restored_from=restored_from, action=action,
+                   data=data, renamed_from=renamed_from, details=details)
 
 
 def _settle(storage: MemoryStorage, locked: MemoryFile, data: bytes, metadata: dict[str, str],
@@ -632,7 +717,9 @@ def _forget_snapshot(storage: MemoryStorage, snap: str) -> None:
 def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Actor,
             message: str | Message, snapshot_key: str, etag: str, action: str,
             is_deletion: bool = False, restored_from: int | None = None,
-            details: dict | None = None, data: bytes = b"", expired_rule: str = "") -> Revision:
+            details: dict | None = None, data: bytes = b"", expired_rule: str = "",
+            renamed_from: MemoryFile | None = None,
+            renamed_to: MemoryFile | None = None) -> Revision:
     findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
     if findings:
         details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
@@ -644,6 +731,7 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
         session_ref=actor.session_ref, message=message[:500], snapshot_key=snapshot_key,
         is_deletion=is_deletion, restored_from=restored_from, findings=findings,
         message_code=code, message_params=params, expired_rule=expired_rule[:300],
+        renamed_from=renamed_from, renamed_to=renamed_to,
     )
     locked.head = revision
     locked.head_etag = etag
@@ -712,6 +800,7 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
                    or unquote(metadata.get("mgc-message", "")))
         restored = metadata.get("mgc-restored-from", "")
         restored_from = int(restored) if _whole_number(restored) else None
+        renamed_from = _file_named(locked.project_id, metadata.get("mgc-renamed-from", ""))
         action = "file.save_recovered"
     else:
         # Written past the console: a runner's direct sandbox (attributed when its proof
@@ -719,13 +808,22 @@ def _adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | No
         claim = provenance.verified_writer(project_id=locked.project_id, key=locked.key,
                                            data=data, metadata=found.metadata)
         actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
-        message, restored_from = system_message("external_change"), None
+        message, restored_from, renamed_from = system_message("external_change"), None, None
         action = "file.external_change"
         storage.write(snap, data, metadata=_write_metadata(actor, message, None, None),
                       legal_hold=bool(_holds_over(locked)))
     return _record(locked, number=number, sha=sha, size=len(data), actor=actor, message=message,
                    snapshot_key=snap, etag=etag, restored_from=restored_from, action=action,
-                   details=details, data=data)
+                   details=details, data=data, renamed_from=renamed_from)
+
+
+def _file_named(project_id, value: str) -> MemoryFile | None:
+    """The project's file a metadata value names (a rename's source), None for anything else."""
+    try:
+        return MemoryFile.objects.filter(pk=uuid.UUID(value), project_id=project_id).first() \
+            if value else None
+    except ValueError:
+        return None
 
 
 def adopt(file: MemoryFile) -> Revision | None:

@@ -112,10 +112,16 @@ def _invalid(request, exc):
 
 
 def _location(loc) -> list[str]:
-    """Where a field is, as the caller wrote it: ["body", "session"], not django-ninja's
-    ["body", "body", "session"] (the second "body" is the name of the view's parameter)."""
+    """Where a field is, as the caller wrote it: ["body", "writes", "0", "base_revision"], not
+    django-ninja's ["body", "body", ...] (the second "body" is the name of the view's
+    parameter) nor pydantic's name of the write's kind after its index (a write is one schema
+    per mode: ["...", "0", "replace", "base_revision"])."""
     parts = [str(part) for part in loc]
-    return parts[:1] + parts[2:] if parts[:2] == ["body", "body"] else parts
+    if parts[:2] == ["body", "body"]:
+        parts = parts[:1] + parts[2:]
+    return [part for index, part in enumerate(parts)
+            if not (index and parts[index - 1].isdigit() and part in hooks.MODES
+                    and index + 1 < len(parts))]
 
 
 @api.exception_handler(AuthenticationError)
@@ -213,25 +219,61 @@ class PreOut(Schema):
                                              "writes to the bucket may not be in the prompt.")
 
 
-class WriteIn(Strict):
+class _Write(Strict):
     path: Text = Field(min_length=1, max_length=400)
-    mode: hooks.WriteMode
-    # Characters, at most as many as the bytes a file may hold; the store checks the bytes.
-    content: str = Field(max_length=settings.MGC_MAX_FILE_BYTES)
-    base_revision: int | None = Field(None, ge=0, le=MAX_REVISION)
+    base_revision: int | None = Field(None, ge=0, le=MAX_REVISION,
+                                      description="The revision a replace, delete or rename "
+                                                  "starts from (default: the one the session "
+                                                  "was shown).")
+
+
+# Characters, at most as many as the bytes a file may hold; the store checks the bytes.
+Content = Annotated[str, Field(max_length=settings.MGC_MAX_FILE_BYTES)]
+
+
+class AppendIn(_Write):
+    mode: Literal["append"]
+    content: Content = Field(description="Added at the end of the file (a new file holds it).")
+
+
+class ReplaceIn(_Write):
+    mode: Literal["replace"]
+    content: Content = Field(description="The file's whole new text.")
+
+
+class DeleteIn(_Write):
+    mode: Literal["delete"]
+
+
+class RenameIn(_Write):
+    mode: Literal["rename"]
+    new_path: Text = Field(min_length=1, max_length=400,
+                           description="The new workspace/<path>.md; it must not hold a file.")
+
+
+# One schema per mode (the OpenAPI description says which fields go with which); the agent's
+# hook policy says which modes it may use on a path, and whether directly or as a proposal.
+WriteIn = Annotated[AppendIn | ReplaceIn | DeleteIn | RenameIn, Field(discriminator="mode")]
 
 
 class PostIn(Strict):
     session: uuid.UUID
     writes: list[WriteIn] = Field(default_factory=list, max_length=50)
     summary: Text | None = Field(None, max_length=2000)
+    end: bool = Field(True, description="Whether this post ends the session (the default). "
+                                        "Runtimes that write as they go send false, then a "
+                                        "last post (writes may be empty) when the run ends.")
 
 
 class WriteResult(Schema):
     path: str
     mode: str
     status: Literal["written", "proposed", "rejected", "conflict"]
-    revision: int | None = None
+    revision: int | None = Field(None, description="The revision of `path` this write made "
+                                                   "(a delete's or a rename's is a tombstone).")
+    new_path: str | None = None
+    new_revision: int | None = Field(None, description="A rename: the revision at new_path, "
+                                                       "which names the file it came from.")
     unchanged: bool | None = Field(None, description="A replace with the head's own text, or an "
                                                      "empty append: no revision was made; "
                                                      "`revision` is the head.")
@@ -275,14 +317,53 @@ class SandboxIn(Strict):
     session: uuid.UUID
 
 
-class SandboxFile(Schema):
+Move = Literal["direct", "proposal", "never"]
+
+
+class FilePolicy(Schema):
+    writable: bool = Field(description="The policy lets the agent append or replace it.")
+    modes: list[str] = Field(description="Of append and replace, what the policy allows.")
+    approval: bool = Field(description="Appends and replaces become proposals a person "
+                                       "approves.")
+    delete: Move = Field(description="How a delete goes: directly, as a proposal, or never.")
+    rename: Move = Field(description="How a rename goes: directly, as a proposal, or never.")
+
+
+class SandboxFile(FilePolicy):
     path: str
     revision: int | None
     content: str
-    writable: bool
-    modes: list[str]
     key: str = Field(description="The object's key in the bucket.")
     direct: bool = Field(description="The runner's S3 credentials may replace it in place.")
+
+
+class FilesIn(Strict):
+    session: uuid.UUID
+
+
+class ListedFile(FilePolicy):
+    path: str
+    revision: int
+    size: int = Field(description="Bytes.")
+
+
+class FilesOut(Schema):
+    session: uuid.UUID
+    files: list[ListedFile]
+    truncated: bool = Field(description="More files than one answer lists (2,000).")
+
+
+class ReadIn(Strict):
+    session: uuid.UUID
+    path: Text = Field(min_length=1, max_length=400)
+
+
+class ReadOut(FilePolicy):
+    session: uuid.UUID
+    path: str
+    exists: bool
+    revision: int | None = Field(description="The head (for a deleted file: its tombstone).")
+    content: str
 
 
 class SandboxStorage(Schema):
@@ -386,9 +467,10 @@ def post(request, body: PostIn):
     record, replay = _idempotent(request, "hooks/post")
     if replay is not None:
         return replay
-    writes = [hooks.WriteRequest(w.path, w.mode, w.content, w.base_revision) for w in body.writes]
+    writes = [hooks.WriteRequest(w.path, w.mode, getattr(w, "content", ""), w.base_revision,
+                                 getattr(w, "new_path", None)) for w in body.writes]
     results = hooks.hook_post(session=session, writes=writes, summary=body.summary or "",
-                              record=record)
+                              record=record, end=body.end)
     return Status(200, {"session": session.pk, "results": results})
 
 
@@ -426,3 +508,19 @@ def sandbox_files(request, body: SandboxIn):
     return Status(200, {"session": session.pk, "agent": session.agent_id, "files": files,
                         "storage": {"bucket": project.bucket_name, "prefix": project.prefix,
                                     "workspace_prefix": layout.workspace_prefix(project.prefix)}})
+
+
+@api.post("/files/list", response={200: FilesOut, **ERRORS},
+          summary="The memory files a session may read")
+def files_list(request, body: FilesIn):
+    session = _session(request, body.session)
+    files, truncated = hooks.files_list(session=session)
+    return Status(200, {"session": session.pk, "files": files, "truncated": truncated})
+
+
+@api.post("/files/read", response={200: ReadOut, **ERRORS},
+          summary="One memory file as it stands now")
+def files_read(request, body: ReadIn):
+    session = _session(request, body.session)
+    return Status(200, {"session": session.pk, **hooks.file_current(session=session,
+                                                                     path=body.path)})

@@ -31,8 +31,9 @@ def _revision_at(files: list[MemoryFile], at: dt.datetime | None) -> dict:
 
 def context_files(*, agent: Agent, user, manifest: injection.Manifest,
                   at: dt.datetime | None = None, records: list[MemoryFile] | None = None
-                  ) -> dict[str, list[injection.SourceFile]]:
-    """The files each section of `manifest` draws from, keyed by tag, with their texts.
+                  ) -> tuple[dict[str, list[injection.SourceFile]], list[dict]]:
+    """The files each section of `manifest` draws from, keyed by tag, with their texts, and
+    the overlaps (files two sections select: injected once, by the first; `injection.claim`).
     `records`: the agent's, the user's and the workspace's file records with their heads,
     when the caller has just read them (the pre hook's catch-up does)."""
     if records is None:
@@ -42,31 +43,37 @@ def context_files(*, agent: Agent, user, manifest: injection.Manifest,
         if any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections):
             wanted |= Q(project=agent.project, scope=MemoryFile.Scope.WORKSPACE)
         records = list(MemoryFile.objects.filter(wanted).select_related("head", "project"))
-    files = records
-    heads = _revision_at(files, at)
-    by_source: dict[str, list[tuple[MemoryFile, Revision]]] = {}
-    workspace = {f.path: f for f in files if f.scope == MemoryFile.Scope.WORKSPACE}
-    for spec in manifest.sections:
-        chosen: list[MemoryFile] = []
-        if spec.source in injection.AGENT_SOURCES:
-            chosen = [f for f in files if f.scope == MemoryFile.Scope.AGENT
-                      and f.path == spec.source]
-        elif spec.source == injection.USER_SOURCE:
-            chosen = [f for f in files if f.scope == MemoryFile.Scope.USER]
-        else:
-            chosen = [workspace[p] for p in injection.workspace_matches(spec.source,
-                                                                        list(workspace))]
-        pairs = [(f, heads.get(f.pk)) for f in chosen]
-        by_source[spec.tag] = [(f, r) for f, r in pairs if r is not None and not r.is_deletion]
+    heads = _revision_at(records, at)
+    live = {f.source_path: (f, heads[f.pk]) for f in records
+            if f.pk in heads and not heads[f.pk].is_deletion
+            and (f.scope != MemoryFile.Scope.USER or f.path == injection.USER_SOURCE)}
+    chosen, overlaps = injection.claim(manifest, list(live))
+    by_source = {tag: [live[path] for path in paths] for tag, paths in chosen.items()}
     revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
     texts = store.revision_texts(agent.project, list(revisions.values()))
-    return {
-        # A revision larger than a file may be (adopted before adoption refused them) is cut
-        # to the limit first: the section's cap would cut it anyway, after counting it all.
+    files = {
         tag: [injection.SourceFile(path=f.source_path, text=within_limit(texts[r.pk])[0],
                                    revision=r.number, file_id=str(f.pk)) for f, r in pairs]
         for tag, pairs in by_source.items()
     }
+    return files, overlaps
+
+
+def manifest_warnings(*, agent: Agent, manifest: dict | injection.Manifest) -> dict:
+    """What the settings page warns about a manifest, from the records alone (no S3 read):
+    files two sections select (`overlaps`), and sections that would inject the hook policy's
+    tool or error logs under a large cap (`logs`)."""
+    if not isinstance(manifest, injection.Manifest):
+        manifest = injection.parse_manifest(manifest)
+    paths = [f"{injection.WORKSPACE_PREFIX}{p}" for p in MemoryFile.objects.filter(
+        project=agent.project, scope=MemoryFile.Scope.WORKSPACE, head__isnull=False,
+        head__is_deletion=False).values_list("path", flat=True)]
+    paths += [*injection.AGENT_SOURCES, injection.USER_SOURCE]  # as if each were there
+    _chosen, overlaps = injection.claim(manifest, paths)
+    policy = agent.hook_policy or {}
+    logs = [policy[kind]["log"] for kind in ("tool", "error")
+            if isinstance(policy.get(kind), dict) and policy[kind].get("log")]
+    return {"overlaps": overlaps, "logs": injection.log_warnings(manifest, logs)}
 
 
 # Moments as people type them: ISO (the English pages show 2026-12-04 11:45) and day first
@@ -114,5 +121,8 @@ def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenize
     own, already parsed, so the pre hook parses it once); `records` as in `context_files`."""
     if not isinstance(manifest, injection.Manifest):
         manifest = injection.parse_manifest(agent.manifest if manifest is None else manifest)
-    files = context_files(agent=agent, user=user, manifest=manifest, at=at, records=records)
-    return injection.assemble(manifest, files, tokenizer or get_tokenizer())
+    files, overlaps = context_files(agent=agent, user=user, manifest=manifest, at=at,
+                                    records=records)
+    assembly = injection.assemble(manifest, files, tokenizer or get_tokenizer())
+    assembly.overlaps = overlaps
+    return assembly

@@ -5,6 +5,7 @@ person's approval are decided here too. The API and the console call these funct
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -34,8 +35,11 @@ from projects.runners import context as prompt_context
 from projects.runners import credentials, idempotency, injection
 from projects.system_text import message as system_message
 
-WriteMode = Literal["append", "replace"]  # the post hook's modes; the API schema uses it
+WriteMode = Literal["append", "replace", "delete", "rename"]  # the post hook's; the API's schema
 MODES: tuple[str, ...] = get_args(WriteMode)
+CONTENT_MODES = ("append", "replace")  # a rule's "modes": writes that carry content
+MOVE_MODES = ("delete", "rename")  # each a key of its own in a rule: how, or absent for never
+HOW = ("direct", "proposal", "never")
 MAX_RULES = 50  # write rules in one hook policy
 TOKEN_PREFIX = "mgc_"
 
@@ -196,8 +200,22 @@ def _target(session: AgentSession, path: str) -> MemoryFile:
 class WriteRequest:
     path: str
     mode: str
-    content: str
+    content: str = ""
     base_revision: int | None = None
+    new_path: str | None = None  # a rename's target
+
+
+def rule_how(rule: dict | None, mode: str) -> str | None:
+    """How a rule lets `mode` happen: "direct", "proposal", or None (never). Rules saved
+    before delete and rename existed have no key for them: never."""
+    if rule is None:
+        return None
+    if mode in CONTENT_MODES:
+        if mode not in rule.get("modes", []):
+            return None
+        return "proposal" if rule.get("approval") else "direct"
+    how = rule.get(mode, "never")
+    return how if how in ("direct", "proposal") else None
 
 
 def _apply(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor,
@@ -209,14 +227,15 @@ def _apply(file: MemoryFile, mode: str, content: str, base: int | None, actor: A
 
 
 def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str = "",
-              record: IdempotencyRecord | None = None) -> list[dict]:
+              record: IdempotencyRecord | None = None, end: bool = True) -> list[dict]:
     """Apply each write per policy; one result per write, in order. Never raises for a single
     write's refusal: the runner learns what happened to each.
 
     Each write commits on its own together with its result in `record` (the request's
     idempotency record), so a retry after a crash or a 503 goes on from the first write that
     did not commit and never applies one twice; the answer is stored with the session's event
-    in the last transaction."""
+    in the last transaction. `end`: the post ends the session (runtimes that write as they go,
+    such as the MCP server, send end=false until their client leaves)."""
     agent = session.agent
     actor = Actor.for_agent(agent, str(session.id))
     seen = receipt_revisions(session)
@@ -232,8 +251,10 @@ def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str
         results.append(done)
     with transaction.atomic():
         SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.POST,
-                                    payload={"summary": summary[:2000], "results": results})
-        AgentSession.objects.filter(pk=session.pk).update(ended_at=timezone.now())
+                                    payload={"summary": summary[:2000], "results": results,
+                                             "end": end})
+        if end:
+            AgentSession.objects.filter(pk=session.pk).update(ended_at=timezone.now())
         idempotency.finish(record, 200, {"session": str(session.id), "results": results})
     return results
 
@@ -242,37 +263,34 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
               message) -> dict:
     agent = session.agent
     result = {"path": write.path, "mode": write.mode}
+    if write.new_path is not None:
+        result["new_path"] = write.new_path
     # One spelling for the policy, the receipt and the store (which keeps paths as NFC).
-    write = WriteRequest(unicodedata.normalize("NFC", write.path), write.mode, write.content,
-                         write.base_revision)
+    nfc = functools.partial(unicodedata.normalize, "NFC")
+    write = WriteRequest(nfc(write.path), write.mode, write.content, write.base_revision,
+                         nfc(write.new_path) if write.new_path is not None else None)
     try:
         if write.mode not in MODES:
-            raise HookError("bad_mode", "mode is append or replace.")
+            raise HookError("bad_mode", "mode is append, replace, delete or rename.")
         rule = policy_rule(agent, write.path)
+        if write.mode in MOVE_MODES:
+            _post_move(session, write, rule, actor, seen, message, result)
+            return result
         if rule is None:
             raise HookError("policy_denied", f"The hook policy does not let this agent write "
                                              f"{write.path}.")
-        if write.mode not in rule.get("modes", []):
+        if rule_how(rule, write.mode) is None:
+            modes = [m for m in MODES if rule_how(rule, m)]
             raise HookError("policy_denied", f"The hook policy allows only "
-                                             f"{', '.join(rule.get('modes', [])) or 'no'} "
+                                             f"{', '.join(modes) or 'no'} "
                                              f"writes to {write.path}.")
         file = _target(session, write.path)
         base = write.base_revision
         if write.mode == "replace" and base is None:
-            base = seen.get(write.path)
-            if base is None and file.head is not None and not file.is_deleted:
-                raise HookError("base_required", "This file existed before the session saw "
-                                                 "it: send base_revision with a replace.")
-            if base is None and file.head is not None:
-                base = file.head.number
+            base = _default_base(file, write.path, seen)
         if rule.get("approval"):
             encode(write.content)  # refuse bad content now, not at approval
-            proposal = Proposal.objects.create(
-                project=agent.project, file=file, agent=agent, session=session,
-                mode=write.mode, content=write.content, base_revision=base)
-            audit_record(actor=actor, action="proposal.create", project=agent.project,
-                         obj=proposal, details={"path": write.path, "mode": write.mode})
-            result.update(status="proposed", proposal=proposal.pk)
+            _propose(session, file, actor, write, base, result)
         else:
             before = file.head.number if file.head is not None else None
             revision = _apply(file, write.mode, write.content, base, actor, message)
@@ -287,12 +305,111 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
         result.update(status="conflict", code="conflict", message=exc.summary,
                       head_revision=exc.head.number if exc.head else None,
                       head_text=exc.head_text)
-    except errors.ContentRejected as exc:
+    except (errors.ContentRejected, errors.FileDeleted, errors.TargetExists) as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
     return result
 
 
+def _default_base(file: MemoryFile, path: str, seen: dict) -> int | None:
+    """The base of a replace, delete or rename sent without one: the revision the session
+    was shown. A file the session was not shown needs the caller's base (it would otherwise
+    overwrite or remove what it never read)."""
+    base = seen.get(path)
+    if base is None and file.head is not None and not file.is_deleted:
+        raise HookError("base_required", "This file existed before the session saw it: send "
+                                         "base_revision with a replace, delete or rename.")
+    if base is None and file.head is not None:
+        base = file.head.number
+    return base
+
+
+def _propose(session: AgentSession, file: MemoryFile, actor: Actor, write: WriteRequest,
+             base: int | None, result: dict) -> None:
+    agent = session.agent
+    proposal = Proposal.objects.create(
+        project=agent.project, file=file, agent=agent, session=session, mode=write.mode,
+        content=write.content, base_revision=base, new_path=write.new_path or "")
+    details = {"path": write.path, "mode": write.mode}
+    if write.new_path:
+        details["new_path"] = write.new_path
+    audit_record(actor=actor, action="proposal.create", project=agent.project, obj=proposal,
+                 details=details)
+    result.update(status="proposed", proposal=proposal.pk)
+
+
+def _post_move(session: AgentSession, write: WriteRequest, rule: dict | None, actor: Actor,
+               seen: dict, message: str, result: dict) -> None:
+    """A delete or a rename, per the rule of the file's path (and, for a rename, the rule of
+    the new path, which must let the agent write there: a rename is a write at the new path)."""
+    how = rule_how(rule, write.mode)
+    verb = "delete" if write.mode == "delete" else "rename"
+    if how is None:
+        raise HookError("policy_denied", f"The hook policy does not let this agent {verb} "
+                                         f"{write.path}.")
+    target = None
+    if write.mode == "rename":
+        if not write.new_path:
+            raise HookError("new_path_required", "A rename needs new_path.")
+        if not (write.path.startswith(injection.WORKSPACE_PREFIX)
+                and write.new_path.startswith(injection.WORKSPACE_PREFIX)):
+            raise HookError("bad_path", "Only workspace files are renamed, within the "
+                                        "workspace.")
+        target_rule = policy_rule(session.agent, write.new_path)
+        if not any(rule_how(target_rule, m) for m in CONTENT_MODES):
+            raise HookError("policy_denied", f"The hook policy does not let this agent write "
+                                             f"{write.new_path}.")
+        if target_rule.get("approval"):
+            how = "proposal"
+    file = _existing(session, write.path)
+    if file is None or file.head is None or file.is_deleted:
+        raise HookError("not_found", f"{write.path} does not exist (or is deleted already).")
+    base = write.base_revision if write.base_revision is not None else _default_base(
+        file, write.path, seen)
+    if write.mode == "rename":
+        target = _target(session, write.new_path)
+        if target.head is not None and not target.is_deleted:
+            raise errors.TargetExists(f"{write.new_path} exists already; nothing was renamed.")
+    if how == "proposal":
+        _propose(session, file, actor, write, base, result)
+    elif write.mode == "delete":
+        revision = store.file_delete(file=file, actor=actor, message=message, base_revision=base)
+        result.update(status="written", revision=revision.number)
+    else:
+        tombstone, moved = store.file_rename(file=file, target=target, actor=actor,
+                                             message=message, base_revision=base)
+        result.update(status="written", revision=tombstone.number, new_revision=moved.number)
+
+
+def _existing(session: AgentSession, path: str) -> MemoryFile | None:
+    """The record of a file an agent names, or None; nothing is created (see `_target`)."""
+    agent = session.agent
+    if path in layout.AGENT_FILES:
+        return store.file_lookup(project=agent.project, scope=MemoryFile.Scope.AGENT,
+                                 agent=agent, path=path)
+    if path == layout.USER_FILE:
+        if session.user is None:
+            raise HookError("no_user", "This session has no user, so USER.md has no owner.")
+        if not Membership.objects.filter(project=agent.project, user=session.user).exists():
+            raise HookError("not_a_member", "The session's user is no longer a member of this "
+                                            "project, so their USER.md is not changed.")
+        return store.file_lookup(project=agent.project, scope=MemoryFile.Scope.USER,
+                                 user=session.user, path=path)
+    if path.startswith(injection.WORKSPACE_PREFIX):
+        try:
+            relative = layout.validate_workspace_path(path[len(injection.WORKSPACE_PREFIX):])
+        except ValidationError as exc:
+            raise HookError("bad_path", " ".join(exc.messages)) from None
+        return store.file_lookup(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
+                                 path=relative)
+    raise HookError("bad_path", "Paths are SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+                                "workspace/<relative path>.md.")
+
+
 # --- Tool and error --------------------------------------------------------------------------------
+
+
+def _first_line(text: str) -> str:
+    return next((line for line in (text or "").splitlines() if line.strip()), "")
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -309,10 +426,12 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict,
         outcome = {"session": str(session.id), "recorded": True, "event": event.pk}
         log_path = ((session.agent.hook_policy or {}).get(kind) or {}).get("log")
         if log_path:
+            # A line says what happened and where to look, never what a file holds: a tool's
+            # summary (its input and output: paths, file contents) stays in the session's
+            # event, and an error is its first line, cut short.
             when = timezone.now().strftime("%Y-%m-%d %H:%M:%SZ")
-            what = (f"tool `{_one_line(payload.get('name', ''), 80)}`: "
-                    f"{_one_line(payload.get('summary', ''))}" if kind == "tool"
-                    else f"error: {_one_line(payload.get('message', ''))}")
+            what = (f"tool `{_one_line(payload.get('name', ''), 80)}`" if kind == "tool"
+                    else f"error: {_one_line(_first_line(payload.get('message', '')), 160)}")
             line = f"- {when} session {str(session.id)[:8]} {what}\n"
             try:
                 file = _target(session, log_path)
@@ -331,6 +450,7 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict,
 
 def proposal_approve(*, proposal: Proposal, by, note: str = ""):
     """Apply a pending proposal as the agent's revision; the approver is in the audit trail.
+    Returns the revision it wrote: a delete's tombstone, a rename's revision at the new path.
 
     One transaction holds the proposal's row lock, the state check, the write and the audit
     event, so a double click (or two reviewers at once) applies it once: the second sees it
@@ -342,15 +462,30 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
         if locked.status != Proposal.Status.PENDING:
             raise HookError("not_pending", _("This proposal was already decided."))
         file = MemoryFile.objects.select_related("head", "project").get(pk=locked.file_id)
-        if locked.mode == "append" and file.is_deleted:
+        if locked.mode != "replace" and file.is_deleted:
             # Appending would bring the file back holding only the addition, which nobody
             # proposed; a replace on a deleted file is refused by its stale base already.
             raise HookError("file_deleted", _("The file was deleted after this was proposed: "
                                               "restore it first, or reject the proposal."))
         actor = Actor.for_agent(locked.agent, str(locked.session_id or ""))
-        revision = _apply(file, locked.mode, locked.content, locked.base_revision, actor,
-                          system_message("approved_note", user=by.get_username(), note=note)
-                          if note else system_message("approved", user=by.get_username()))
+        message = (system_message("approved_note", user=by.get_username(), note=note) if note
+                   else system_message("approved", user=by.get_username()))
+        if locked.mode == "delete":
+            revision = store.file_delete(file=file, actor=actor, message=message,
+                                         base_revision=locked.base_revision)
+        elif locked.mode == "rename":
+            try:
+                target = store.workspace_file_new(
+                    project=file.project,
+                    path=locked.new_path.removeprefix(injection.WORKSPACE_PREFIX))
+            except ValidationError as exc:
+                raise HookError("bad_path", " ".join(exc.messages)) from None
+            _tombstone, revision = store.file_rename(file=file, target=target, actor=actor,
+                                                     message=message,
+                                                     base_revision=locked.base_revision)
+        else:
+            revision = _apply(file, locked.mode, locked.content, locked.base_revision, actor,
+                              message)
         locked.status = Proposal.Status.APPROVED
         locked.decided_by, locked.decided_at = by, timezone.now()
         locked.decision_note, locked.revision = note[:500], revision
@@ -375,6 +510,15 @@ def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:
         audit_record(actor=Actor.person(by), action="proposal.reject", project=locked.project,
                      obj=locked, details={"note": note[:500]})
     proposal.refresh_from_db()
+
+
+def policy_summary(rule: dict | None) -> dict:
+    """What a rule lets an agent do to a file, as runners are told: `writable` and `modes`
+    (content writes), `approval`, and how `delete` and `rename` go (direct, proposal, never)."""
+    modes = [m for m in CONTENT_MODES if rule_how(rule, m)]
+    return {"writable": bool(modes), "modes": modes, "approval": bool((rule or {}).get("approval")),
+            "delete": rule_how(rule, "delete") or "never",
+            "rename": rule_how(rule, "rename") or "never"}
 
 
 # --- Sandbox ---------------------------------------------------------------------------------------
@@ -402,12 +546,57 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
             continue
         rule = policy_rule(session.agent, path)
         out.append({"path": path, "revision": number, "content": texts[revision.pk],
-                    "writable": rule is not None, "modes": list((rule or {}).get("modes", [])),
+                    **policy_summary(rule),
                     "key": revision.file.key,
                     "direct": any(fnmatch.fnmatchcase(revision.file.key, p)
                                   for p in writable)})
     return out
 
+
+
+# --- Reads ----------------------------------------------------------------------------------------
+
+MAX_LISTED = 2000  # files in one listing (files_list); the rest is left off and said so
+
+
+def _visible(session: AgentSession) -> Q:
+    """The files a session's agent may read: its own files, the session user's profile (the
+    pre hook injects it), the project's workspace."""
+    agent = session.agent
+    wanted = Q(scope=MemoryFile.Scope.AGENT, agent=agent) | Q(scope=MemoryFile.Scope.WORKSPACE)
+    if session.user is not None and Membership.objects.filter(project=agent.project,
+                                                              user=session.user).exists():
+        wanted |= Q(scope=MemoryFile.Scope.USER, user=session.user)
+    return Q(wanted, project=agent.project)
+
+
+def files_list(*, session: AgentSession) -> tuple[list[dict], bool]:
+    """The live memory files the session's agent may read, with their head revision, size and
+    what the hook policy lets it do to each; and whether the list was cut at MAX_LISTED."""
+    files = list(MemoryFile.objects.filter(_visible(session), head__isnull=False,
+                                           head__is_deletion=False)
+                 .select_related("head").order_by("scope", "path")[:MAX_LISTED + 1])
+    out = [{"path": f.source_path, "revision": f.head.number, "size": f.head.size,
+            **policy_summary(policy_rule(session.agent, f.source_path))}
+           for f in files[:MAX_LISTED]]
+    return out, len(files) > MAX_LISTED
+
+
+def file_current(*, session: AgentSession, path: str) -> dict:
+    """One file as it stands now (its head's text and number), with what the policy lets the
+    agent do to it. A file that does not exist (or is deleted) answers exists=false, so a
+    runner can tell "create" from "edit"."""
+    path = unicodedata.normalize("NFC", path)
+    file = _existing(session, path)
+    if file is not None and not MemoryFile.objects.filter(_visible(session), pk=file.pk).exists():
+        file = None
+    answer = {"path": path, **policy_summary(policy_rule(session.agent, path))}
+    if file is None or file.head is None or file.is_deleted:
+        return {**answer, "exists": False, "revision": file.head.number if file and file.head
+                else None, "content": ""}
+    current = store.file_read(file)
+    return {**answer, "exists": True, "revision": current.revision.number,
+            "content": current.text}
 
 
 # --- Settings ----------------------------------------------------------------------------------------
@@ -430,13 +619,23 @@ def validate_policy(data: object) -> dict:
             raise ValidationError(_("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                                     "workspace/<path or glob>.md."), code="policy_target",
                                   params={"target": target})
-        if (not isinstance(rule, dict) or set(rule) - {"modes", "approval"}
-                or not isinstance(rule.get("modes"), list) or not rule["modes"]
-                or set(rule["modes"]) - set(MODES)
-                or not isinstance(rule.get("approval", False), bool)):
+        if (not isinstance(rule, dict) or set(rule) - {"modes", "approval", *MOVE_MODES}
+                or not isinstance(rule.get("modes", []), list)
+                or set(rule.get("modes", [])) - set(CONTENT_MODES)
+                or not isinstance(rule.get("approval", False), bool)
+                or any(rule.get(mode, "never") not in HOW for mode in MOVE_MODES)):
             raise ValidationError(_('%(target)s: a rule is {"modes": ["append"|"replace", ...], '
-                                    '"approval": true|false}.'), code="policy_rule",
+                                    '"approval": true|false, "delete": "direct"|"proposal"|'
+                                    '"never", "rename": "direct"|"proposal"|"never"}.'),
+                                  code="policy_rule", params={"target": target})
+        if not rule.get("modes") and not any(rule_how(rule, mode) for mode in MOVE_MODES):
+            raise ValidationError(_("%(target)s: the rule allows nothing; allow append, "
+                                    "replace, delete or rename."), code="policy_rule",
                                   params={"target": target})
+        if rule_how(rule, "rename") and not target.startswith(injection.WORKSPACE_PREFIX):
+            raise ValidationError(_("%(target)s: only workspace files can be renamed (an "
+                                    "agent's files and USER.md keep their names)."),
+                                  code="policy_rule", params={"target": target})
     for kind in ("tool", "error"):
         section = data.get(kind, {})
         if not isinstance(section, dict) or set(section) - {"log"}:

@@ -44,6 +44,7 @@ class SectionSpec:
     tag: str
     source: str
     max_tokens: int | None = None
+    exclude: tuple[str, ...] = ()  # workspace globs this section leaves out
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class Assembly:
     # Whether the pre hook adopted the bucket's direct writes before assembling (None: not a
     # pre hook, e.g. a simulation, which has no side effects).
     bucket_checked: bool | None = None
+    # Files two sections select: injected once, by the first (see `claim`).
+    overlaps: list[dict] = field(default_factory=list)
 
 
 # --- Manifest ------------------------------------------------------------------------------------
@@ -123,11 +126,12 @@ def parse_manifest(data: object, *, saving: bool = False) -> Manifest:
                               params={"max": MAX_SECTIONS})
     sections, tags = [], set()
     for index, raw in enumerate(raw_sections, start=1):
-        if not isinstance(raw, dict) or set(raw) - {"tag", "source", "max_tokens"}:
+        if not isinstance(raw, dict) or set(raw) - {"tag", "source", "max_tokens", "exclude"}:
             raise ValidationError(
-                _("Section %(n)s must be an object with tag, source and max_tokens."),
-                code="manifest_section", params={"n": index})
+                _("Section %(n)s must be an object with tag, source, max_tokens and (for a "
+                  "workspace glob) exclude."), code="manifest_section", params={"n": index})
         tag, source, cap = raw.get("tag"), raw.get("source"), raw.get("max_tokens")
+        exclude = _exclude(raw.get("exclude", []), source, index, saving)
         if isinstance(tag, str) and not saving:
             tag = tag.removesuffix("\n")  # `$` once let a final newline through
         if isinstance(source, str):
@@ -149,12 +153,32 @@ def parse_manifest(data: object, *, saving: bool = False) -> Manifest:
             raise ValidationError(_("Section %(n)s: max_tokens must be a whole number from 1 to "
                                     "%(max)s."), code="manifest_cap",
                                   params={"n": index, "max": MAX_TOKENS})
-        sections.append(SectionSpec(tag, source, None if cap is None else min(cap, MAX_TOKENS)))
+        sections.append(SectionSpec(tag, source, None if cap is None else min(cap, MAX_TOKENS),
+                                    exclude))
     total = data.get("total_tokens")
     if total is not None and not _token_count(total, saving):
         raise ValidationError(_("total_tokens must be a whole number from 1 to %(max)s."),
                               code="manifest_total", params={"max": MAX_TOKENS})
     return Manifest(tuple(sections), None if total is None else min(total, MAX_TOKENS))
+
+
+MAX_EXCLUDES = 10
+
+
+def _exclude(value: object, source: object, index: int, saving: bool) -> tuple[str, ...]:
+    """A section's exclude: workspace globs, for a workspace source only."""
+    if value in ([], None):
+        return ()
+    if (not isinstance(value, list) or len(value) > MAX_EXCLUDES
+            or not isinstance(source, str) or not source.startswith(WORKSPACE_PREFIX)
+            or not all(isinstance(g, str) and (valid_source(g) if saving else
+                                               _inside_workspace(g))
+                       and g.startswith(WORKSPACE_PREFIX) for g in value)):
+        raise ValidationError(
+            _("Section %(n)s: exclude is a list of up to %(max)s workspace/<glob>.md, for a "
+              "workspace source."), code="manifest_exclude",
+            params={"n": index, "max": MAX_EXCLUDES})
+    return tuple(unicodedata.normalize("NFC", g) for g in value)
 
 
 def _token_count(value: object, saving: bool = True) -> bool:
@@ -193,6 +217,55 @@ def valid_source(source: str) -> bool:
     except ValidationError:
         return False
     return True
+
+
+def section_matches(spec: SectionSpec, paths: list[str]) -> list[str]:
+    """Workspace paths (relative) a workspace section selects: its source, less its exclude."""
+    chosen = workspace_matches(spec.source, paths)
+    if spec.exclude:
+        left_out = {p for glob in spec.exclude for p in workspace_matches(glob, chosen)}
+        chosen = [p for p in chosen if p not in left_out]
+    return chosen
+
+
+def claim(manifest: Manifest, paths: list[str]) -> tuple[dict[str, list[str]], list[dict]]:
+    """The files each section injects, by tag, given the live files' paths as an agent names
+    them (SOUL.md, USER.md, workspace/a.md). A file two sections select is injected once, by
+    the first in the manifest's order; each such case is an overlap ({path, section, also}),
+    which the settings page and the simulation show."""
+    present = set(paths)
+    workspace = [p[len(WORKSPACE_PREFIX):] for p in paths if p.startswith(WORKSPACE_PREFIX)]
+    claimed: dict[str, str] = {}
+    chosen: dict[str, list[str]] = {}
+    overlaps: list[dict] = []
+    for spec in manifest.sections:
+        if spec.source in AGENT_SOURCES or spec.source == USER_SOURCE:
+            selected = [spec.source] if spec.source in present else []
+        else:
+            selected = [WORKSPACE_PREFIX + p for p in section_matches(spec, workspace)]
+        chosen[spec.tag] = []
+        for path in selected:
+            if path in claimed:
+                overlaps.append({"path": path, "section": claimed[path], "also": spec.tag})
+            else:
+                claimed[path] = spec.tag
+                chosen[spec.tag].append(path)
+    return chosen, overlaps
+
+
+LOG_SECTION_CAP = 500  # tokens: a section that injects tool or error logs stays under this
+
+
+def log_warnings(manifest: Manifest, log_paths: list[str]) -> list[dict]:
+    """Sections that would inject a tool or error log (the hook policy's `log` paths: the
+    first section that selects it, as `claim` decides) under a cap above LOG_SECTION_CAP, or
+    none: logs grow with every run and would crowd real memory out of the prompt. {tag, log,
+    cap} each."""
+    chosen, _overlaps = claim(manifest, list(dict.fromkeys(log_paths)))
+    caps = {spec.tag: spec.max_tokens for spec in manifest.sections}
+    return [{"tag": tag, "log": log, "cap": caps[tag]}
+            for tag, logs in chosen.items() for log in logs
+            if caps[tag] is None or caps[tag] > LOG_SECTION_CAP]
 
 
 

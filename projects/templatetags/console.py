@@ -78,8 +78,10 @@ def isolation_kind_label(kind: str) -> str:
 
 @register.filter
 def write_mode_label(mode: str) -> str:
-    """A proposal's 'append' or 'replace', as words of the page's language."""
-    return str({"append": _("append"), "replace": _("replace")}.get(mode, mode))
+    """A proposal's 'append', 'replace', 'delete' or 'rename', as words of the page's
+    language."""
+    return str({"append": _("append"), "replace": _("replace"), "delete": _("delete"),
+                "rename": _("rename")}.get(mode, mode))
 
 
 @register.filter

@@ -46,7 +46,8 @@ def _file_or_404(request, slug, file_id, *, edit: bool = False):
 
 
 def _revision_or_404(file, number) -> Revision:
-    return get_object_or_404(Revision.objects.select_related("author_user", "author_agent"),
+    return get_object_or_404(Revision.objects.select_related("author_user", "author_agent",
+                                                             "renamed_from", "renamed_to"),
                              file=file, number=number)
 
 
@@ -303,6 +304,13 @@ def revision_detail(request, slug, file_id, number):
         restore_default=_("Restore revision %(number)s") % {"number": revision.number},
         is_head=file.head_id == revision.pk,
     )
+    if revision.renamed_to_id and file.is_deleted and file.head_id == revision.pk:
+        moved = MemoryFile.objects.select_related("head").filter(pk=revision.renamed_to_id).first()
+        if moved is not None and moved.head is not None and not moved.is_deleted and \
+                permissions.can_delete_file(request.user, role, moved):
+            context["undo_rename"] = {"file": moved, "form": RestoreForm(initial={
+                "base_revision": moved.head.number,
+                "message": _("Undo the rename to %(path)s") % {"path": moved.source_path}})}
     return render(request, "projects/revision_detail.html", context)
 
 
@@ -420,3 +428,35 @@ def refused_delete(request, slug, refused_id):
             not target.startswith("/"):
         target = reverse("projects:workspace", args=[project.slug])
     return redirect(target)
+
+
+@login_required
+@require_POST
+def file_rename_undo(request, slug, file_id, number):
+    """Undo a rename from the tombstone it left: the file goes back to this path (its history
+    grows on both sides: a tombstone at the new path, a revision here that names it)."""
+    project, role, file = _file_or_404(request, slug, file_id, edit=True)
+    tombstone = _revision_or_404(file, number)
+    moved = (MemoryFile.objects.select_related("head", "project", "agent", "user")
+             .filter(project=project, pk=tombstone.renamed_to_id).first())
+    if moved is None or not permissions.can_delete_file(request.user, role, moved):
+        raise Http404("No such rename.")
+    form = RestoreForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _("The form was incomplete; nothing was changed."))
+        return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
+    try:
+        _gone, revision = store.file_rename(
+            file=moved, target=file, actor=Actor.person(request.user),
+            message=form.cleaned_data["message"] or _("Undo the rename to %(path)s")
+            % {"path": moved.source_path}, base_revision=form.cleaned_data["base_revision"])
+    except errors.SaveConflict as conflict:
+        messages.error(request, _("%(summary)s Nothing was renamed; look at the latest revision "
+                                  "and try again.") % {"summary": conflict.summary})
+        return redirect("projects:file_history", slug=slug, file_id=moved.pk)
+    except errors.StoreError as exc:
+        messages.error(request, exc.message)
+        return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
+    messages.success(request, _("Renamed back: %(path)s is revision %(number)s again.")
+                     % {"path": file.source_path, "number": revision.number})
+    return redirect("projects:file_detail", slug=slug, file_id=file.pk)

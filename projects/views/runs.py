@@ -170,8 +170,13 @@ def agent_settings(request, slug, agent_slug):
         agent=agent, revoked_at__isnull=True)}
     for token in tokens:
         token.live_credential = live.get(token.pk)
+    try:
+        warnings = prompt_context.manifest_warnings(agent=agent, manifest=agent.manifest)
+    except ValidationError:  # a manifest that no longer parses says so at the pre hook
+        warnings = None
     return render(request, "projects/agent_settings.html", {
         "project": project, "role": role, "agent": agent, **page, "members": members,
+        "manifest_warnings": warnings,
         "preview": preview, "sources": agent_forms.SOURCE_SUGGESTIONS,
         "tokens": tokens, "token_form": TokenForm(),
         "new_token": request.session.pop("new_token", None),
@@ -194,10 +199,14 @@ def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> d
         current = prompt_context.build_context(agent=agent, user=user)
     except (errors.StoreError, ValidationError):  # today's manifest no longer valid: no diff
         current = None
+    warnings = {"overlaps": draft.overlaps,
+                **{k: v for k, v in prompt_context.manifest_warnings(
+                    agent=agent, manifest=manifest).items() if k == "logs"}}
     if current is None:
-        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None}
+        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None,
+                "warnings": warnings}
     return {"assembly": draft, "user": user, "current_tokens": current.total_tokens,
-            "diff": diff_texts(current.prompt, draft.prompt)}
+            "diff": diff_texts(current.prompt, draft.prompt), "warnings": warnings}
 
 
 def _refresh_credentials(request, agent: Agent) -> None:
@@ -410,8 +419,8 @@ def proposal_list(request, slug):
             current = store.file_read(proposal.file).text if proposal.file.head else ""
         except errors.StoreError:
             current = ""
-        after = (appended(current, proposal.content) if proposal.mode == "append"
-                 else proposal.content)
+        after = {"append": appended(current, proposal.content), "delete": "",
+                 "rename": current}.get(proposal.mode, proposal.content)
         proposal.can_decide = permissions.can_decide_proposal(request.user, role, proposal)
         proposal.session_visible = proposal.session_id is not None and (
             permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk)
@@ -436,8 +445,13 @@ def proposal_decide(request, slug, proposal_id):
     try:
         if request.POST.get("decision") == "approve":
             revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
-            messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
-                             % {"file": proposal.file, "number": revision.number})
+            if proposal.mode == "delete":
+                messages.success(request, _("Approved: %(file)s is deleted (revision "
+                                            "%(number)s); its history is kept.")
+                                 % {"file": proposal.file, "number": revision.number})
+            else:
+                messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
+                                 % {"file": revision.file, "number": revision.number})
             decided = True
         elif request.POST.get("decision") == "reject":
             hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
@@ -448,7 +462,7 @@ def proposal_decide(request, slug, proposal_id):
     except hooks.HookError as exc:
         messages.error(request, exc.message)
     except errors.SaveConflict as exc:
-        messages.error(request, _("The file changed since the agent proposed this replace: "
+        messages.error(request, _("The file changed since the agent proposed this change: "
                                   "%(summary)s Reject it, or ask the agent again.")
                        % {"summary": exc.summary})
     except errors.StoreError as exc:

@@ -61,6 +61,11 @@ def world(s3, make_project, make_user) -> World:
                                content="ivan\n", actor=Actor.person(ivan))
     notes = store.file_create(project=project, scope="workspace", path="notes/a.md",
                               content="note\n", actor=system)
+    old = store.file_create(project=project, scope="workspace", path="notes/old.md",
+                            content="old\n", actor=system)
+    store.file_rename(file=old.file, target=store.workspace_file_new(project=project,
+                                                                     path="notes/new.md"),
+                      actor=system, base_revision=1)
     token, _ = bearer.token_create(agent=agent, name="runner", created_by=people[ADMIN])
     own_session = AgentSession.objects.create(agent=agent, user=people[EMPLOYEE],
                                               prompt_sha256="0" * 64)
@@ -87,7 +92,7 @@ def world(s3, make_project, make_user) -> World:
            "proposal": proposal.pk, "ivan_proposal": ivan_proposal.pk,
            "soul_proposal": soul_proposal.pk, "flag": flag.pk, "mine_flag": mine_flag.pk,
            "ivan": ivan.pk, "refused": refused.pk, "hold": hold.pk,
-           "ivan_membership": Membership.objects.get(user=ivan).pk}
+           "ivan_membership": Membership.objects.get(user=ivan).pk, "renamed": old.file_id}
     return World(project, other, people, ids)
 
 
@@ -169,6 +174,8 @@ ROWS = [
     ("file_restore", "post", {"slug": "slug", "file_id": "mine", "number": 1}, {}, OWNER),
     ("file_restore", "post", {"slug": "slug", "file_id": "soul", "number": 1}, {}, MANAGE),
     ("file_delete", "post", {"slug": "slug", "file_id": "notes"}, {}, MANAGE),
+    ("file_rename_undo", "post", {"slug": "slug", "file_id": "renamed", "number": 2}, {},
+     MANAGE),
     ("file_delete", "post", {"slug": "slug", "file_id": "mine"}, {}, set()),  # only workspace
     ("refused_delete", "post", {"slug": "slug", "refused_id": "refused"}, {}, MANAGE),
     ("retention", "get", {"slug": "slug"}, None, REVIEW),
@@ -274,6 +281,8 @@ API = [
     ("/api/v1/hooks/tool", {"session": "{own_session}", "name": "grep"}, {"own"}),
     ("/api/v1/hooks/error", {"session": "{own_session}", "message": "boom"}, {"own"}),
     ("/api/v1/sandbox/files", {"session": "{own_session}"}, {"own"}),
+    ("/api/v1/files/list", {"session": "{own_session}"}, {"own"}),
+    ("/api/v1/files/read", {"session": "{own_session}", "path": "USER.md"}, {"own"}),
 ]
 
 

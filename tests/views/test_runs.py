@@ -173,6 +173,7 @@ def _structured(manifest: dict) -> dict:
     for i, section in enumerate(sections):
         data.update({f"manifest-sections-{i}-tag": section["tag"],
                      f"manifest-sections-{i}-source": section["source"],
+                     f"manifest-sections-{i}-exclude": " ".join(section.get("exclude", [])),
                      f"manifest-sections-{i}-max_tokens": section.get("max_tokens", ""),
                      f"manifest-sections-{i}-ORDER": str(i + 1)})
     return data
