@@ -170,7 +170,12 @@ class SeaweedMini:
         data.mkdir(parents=True, exist_ok=True)
         config = self.folder / "s3.json"
         write_identities(config, self.access_key, self.secret_key)
-        (master, master_g, volume, volume_g, filer, filer_g, s3_g, admin, admin_g) = free_ports(9)
+        # The same ports on a restart (the filer's address stays valid for its followers).
+        self._ports = getattr(self, "_ports", None) or free_ports(9)
+        (master, master_g, volume, volume_g, filer, filer_g, s3_g, admin, admin_g) = self._ports
+        # The filer's address as weed's own tools take it (host:port.grpcPort): its metadata
+        # stream tells what changed in the bucket (projects/memory/feed.py).
+        self.filer_address = f"127.0.0.1:{filer}.{filer_g}"
         args = [
             weed_binary(), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             "-master.telemetry=false", "-admin.ui=false", "-webdav=false",

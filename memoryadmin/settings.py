@@ -259,6 +259,15 @@ MGC_S3_OPTIONS = {
 # its project's prefix. Empty: the S3 endpoint (SeaweedFS and MinIO serve IAM there), or AWS
 # IAM itself when the S3 endpoint is empty too.
 MGC_S3_IAM_ENDPOINT_URL = env_str("MGC_S3_IAM_ENDPOINT_URL")
+# Knowing what changed in the bucket without listing it (projects/memory/feed.py): "seaweedfs"
+# follows the filer's metadata stream at MGC_S3_FILER_ADDRESS (host:port.grpcPort) with
+# `weed filer.meta.tail` (MGC_S3_FILER_BINARY, else the venv's or PATH's weed); empty lists
+# the prefixes runners may write on every pre hook instead.
+MGC_S3_CHANGE_FEED = env_str("MGC_S3_CHANGE_FEED")
+if MGC_S3_CHANGE_FEED not in {"", "seaweedfs"}:
+    raise ImproperlyConfigured("MGC_S3_CHANGE_FEED must be empty or seaweedfs")
+MGC_S3_FILER_ADDRESS = env_str("MGC_S3_FILER_ADDRESS")
+MGC_S3_FILER_BINARY = env_str("MGC_S3_FILER_BINARY")
 # Timeouts and retries for every S3 call; surfaced to people as a clear "storage unavailable".
 MGC_S3_CONNECT_TIMEOUT = env_float("MGC_S3_CONNECT_TIMEOUT", 3.0)
 MGC_S3_READ_TIMEOUT = env_float("MGC_S3_READ_TIMEOUT", 10.0)

@@ -59,6 +59,11 @@ class Project(models.Model):
         help_text="Own key prefix (ending with '/'); empty uses projects/<id>/.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the project was created.")
+    runner_writable = models.JSONField(
+        default=dict, blank=True,
+        help_text="Where live runner S3 credentials may write directly: {workspace: bool, agents: "
+                  "[agent ids]}; only these prefixes can change behind the console's back "
+                  "between two pre hooks (kept by runners.credentials).")
     archived_at = models.DateTimeField(
         null=True, blank=True,
         help_text="Archived: hidden from lists, its agents' pre hooks refused; reversible.")

@@ -93,6 +93,10 @@ def test_pre_hook_injects_a_direct_write_another_hook_adopted_while_it_assembled
     # come back; the hook must still see that its own assembly missed it.
     file = store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE,
                              path="notes/a.md", content="# A\n", actor=Actor.system("t")).file
+    # As if a runner held credentials that may write the workspace (only then is it listed).
+    project.runner_writable = {"workspace": True, "agents": []}
+    project.save(update_fields=["runner_writable"])
+    agent.project = project
     s3.put(file.key, b"# A\n\nwritten directly\n")
     assemblies = []
     real = prompt_context.build_context

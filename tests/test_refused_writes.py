@@ -121,9 +121,8 @@ BAD_NAMES = [".hidden.md", "notes/.x.md", "AGENTS.md", "notes/USER.md", "ＡＧ�
 
 def test_look_alike_and_dot_names_written_directly_are_refused_on_adoption(
         s3, project, agent, person, admin, runner, client):
+    # In the workspace, where the runner's credentials may write: the next pre hook finds them.
     keys = [layout.workspace_prefix(project.prefix) + name for name in BAD_NAMES]
-    keys += [f"{layout.agent_prefix(project.prefix, agent.pk)}\uff33\uff2f\uff35\uff2c.md",
-             f"{layout.agent_prefix(project.prefix, agent.pk)}SOUL.md.bak"]
     for key in keys:
         s3.put(key, b"# Pretending\n")
     session, assembly, _ms = _pre(agent, person)
@@ -137,7 +136,17 @@ def test_look_alike_and_dot_names_written_directly_are_refused_on_adoption(
     _pre(agent, person)
     assert _gets_of(s3, keys, mark) == []
     assert [r for r in reconcile.reconcile(project=project) if r.key in keys] == []
+    # In the agent's folder, which no runner credential may write: written with other keys,
+    # out of band, and found by reconcile (the pre hook does not list it).
+    others = [f"{layout.agent_prefix(project.prefix, agent.pk)}\uff33\uff2f\uff35\uff2c.md",
+              f"{layout.agent_prefix(project.prefix, agent.pk)}SOUL.md.bak"]
+    for key in others:
+        s3.put(key, b"# Pretending\n")
+    assert "Pretending" not in _pre(agent, person)[1].prompt
+    assert {r.key for r in reconcile.reconcile(project=project)} == set(others)
+    keys += others
     assert RefusedWrite.objects.count() == len(keys)
+    found = {r.key: r for r in RefusedWrite.objects.filter(project=project)}
 
     client.force_login(admin)
     text = client.get(reverse("projects:workspace", args=[project.slug])).content.decode()

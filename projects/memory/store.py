@@ -59,6 +59,7 @@ from projects.memory.errors import (
     StorageUnavailable,
     TargetExists,
 )
+from projects.memory.feed import feed_for
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
 from projects.models import Agent, Lock, MemoryFile, Project, RefusedWrite, Revision
 from projects.system_text import Message
@@ -835,8 +836,8 @@ def adopt(file: MemoryFile) -> Revision | None:
 # --- Catching up with the bucket --------------------------------------------------------------
 
 
-def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: bool = True
-                    ) -> list[Revision]:
+def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: bool = True,
+                    everything: bool = False) -> list[Revision]:
     """Adopt what the bucket holds under the prefixes a prompt draws from (the agent's files,
     the user's profile, the workspace), so the pre hook injects it and its receipt names it.
 
@@ -845,8 +846,8 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
     waited for, then seen as what it is). New workspace files get a record first. Changes a
     runner proved it wrote are attributed to it (see projects.provenance), others are
     `external`. Returns the revisions it recorded."""
-    return bucket_catch_up_start(project=project, agent=agent, user=user,
-                                 workspace=workspace).finish()
+    return bucket_catch_up_start(project=project, agent=agent, user=user, workspace=workspace,
+                                 everything=everything).finish()
 
 
 class _SharedListings:
@@ -911,17 +912,32 @@ class CatchUp:
     def __init__(self, project: Project, agent: Agent, user, prefixes: list[str], wanted: Q):
         self.project, self.agent, self.user = project, agent, user
         storage = storage_for(project)
-        self._listings = [_LISTINGS.get(storage, p) for p in prefixes]
+        self._feed = feed_for(storage.bucket_name)
+        self._listings = []  # (prefix, the feed's mark when it was sent, its future)
+        for prefix in prefixes:
+            mark = self._feed.mark(prefix) if self._feed is not None else None
+            if mark is not None and self._feed.seen(prefix, mark):
+                continue  # the feed saw nothing change there since this process listed it
+            self._listings.append((prefix, mark, _LISTINGS.get(storage, prefix)))
         self.records = list(MemoryFile.objects.filter(wanted, project=project)
                             .select_related("head"))
         for record in self.records:  # one project object for all, not one per row
             record.project = project
         self.changed = False
 
+    @property
+    def listed_prefixes(self) -> list[str]:
+        """The prefixes this catch-up lists (the rest were not written past the console)."""
+        return [prefix for prefix, _mark, _future in self._listings]
+
     def finish(self) -> list[Revision]:
         project, agent, user = self.project, self.agent, self.user
-        records = {f.key: f for f in self.records}
-        listed = {key: etag for future in self._listings
+        prefixes = self.listed_prefixes
+        if not prefixes:
+            return []
+        # Only the records under a listed prefix can be compared with what the LIST saw.
+        records = {f.key: f for f in self.records if f.key.startswith(tuple(prefixes))}
+        listed = {key: etag for _prefix, _mark, future in self._listings
                   for key, etag in future.result().items()}
         adopted: list[Revision] = []
         for key, record in records.items():
@@ -949,21 +965,37 @@ class CatchUp:
                                  user=user if parsed.kind == layout.SCOPE_USER else None,
                                  path=parsed.path)
             adopted += _found(adopt(record))
+        if self._feed is not None:
+            for prefix, mark, _future in self._listings:
+                self._feed.listed(prefix, mark)
         return adopted
 
 
-def bucket_catch_up_start(*, project: Project, agent: Agent, user=None, workspace: bool = True
-                          ) -> CatchUp:
-    """Start a catch-up's LISTs (see `bucket_catch_up`) and return at once."""
+def bucket_catch_up_start(*, project: Project, agent: Agent, user=None, workspace: bool = True,
+                          everything: bool = False) -> CatchUp:
+    """Start a catch-up's LISTs (see `bucket_catch_up`) and return at once.
+
+    Only what a runner's S3 credentials may write is listed (Project.runner_writable): the
+    agent's folder if its runners may replace an agent file, the workspace if any runner of
+    the project may write there; never the profiles (no runner credential writes USER.md).
+    Writes with the console's own keys, or anyone else's, are out-of-band: reconcile and the
+    next save's ETag check find them. With a change feed (memory.feed), a prefix is listed
+    only when something changed under it since this process last listed it. `everything`
+    lists all three prefixes whatever the credentials (reconcile-like callers)."""
     prefix = project.prefix
-    prefixes = [layout.agent_prefix(prefix, agent.pk)]
+    writable = project.runner_writable or {}
+    prefixes = []
     wanted = Q(scope=MemoryFile.Scope.AGENT, agent=agent)
+    if everything or str(agent.pk) in writable.get("agents", []):
+        prefixes.append(layout.agent_prefix(prefix, agent.pk))
     if user is not None:
-        prefixes.append(layout.user_prefix(prefix, user.pk))
         wanted |= Q(scope=MemoryFile.Scope.USER, user=user)
+        if everything:
+            prefixes.append(layout.user_prefix(prefix, user.pk))
     if workspace:
-        prefixes.append(layout.workspace_prefix(prefix))
         wanted |= Q(scope=MemoryFile.Scope.WORKSPACE)
+        if everything or writable.get("workspace"):
+            prefixes.append(layout.workspace_prefix(prefix))
     return CatchUp(project, agent, user, prefixes, wanted)
 
 

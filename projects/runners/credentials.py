@@ -89,6 +89,7 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
         credential = RunnerCredential.objects.create(
             token=token, agent=agent, iam_user=name, access_key_id=key["AccessKeyId"],
             policy=policy, created_by=by)
+        _note_writable(agent.project)
         audit_record(actor=Actor.person(by), action="credentials.issue", project=agent.project,
                      obj=credential, details={"agent": agent.slug, "token": token.name,
                                               "access_key_id": key["AccessKeyId"],
@@ -118,6 +119,7 @@ def credentials_revoke(*, token: AgentToken, by) -> int:
                          project=credential.agent.project, obj=credential,
                          details={"agent": credential.agent.slug,
                                   "access_key_id": credential.access_key_id})
+        _note_writable(live[0].agent.project)
     return len(live)
 
 
@@ -135,6 +137,7 @@ def credentials_refresh(*, agent: Agent, by) -> int:
         raise _failed(exc) from exc
     with transaction.atomic():
         RunnerCredential.objects.filter(pk__in=[c.pk for c in live]).update(policy=policy)
+        _note_writable(agent.project)
         audit_record(actor=Actor.person(by), action="credentials.policy", project=agent.project,
                      obj=agent, details={"credentials": [c.access_key_id for c in live]})
     return len(live)
@@ -240,6 +243,37 @@ def runner_access(agent: Agent) -> RunnerAccess:
         scratch=layout.agent_sessions_prefix(prefix, agent.pk),
         rules=direct_write_rules(agent),
         deny_taken=all(has_deny(p) for p in live) if live else None)
+
+
+def runner_writable(project) -> dict:
+    """Where the project's live runner credentials may write directly, read from the policies
+    attached to them: {"workspace": bool, "agents": [agent ids whose folder they may write]}.
+    Only these prefixes can change behind the console's back between two pre hooks, so only
+    these need a look at the bucket (memory.freshness)."""
+    workspace = layout.workspace_prefix(project.prefix)
+    agents, anywhere = set(), False
+    for agent_id, policy in (RunnerCredential.objects.filter(agent__project=project,
+                                                             revoked_at__isnull=True)
+                             .values_list("agent_id", "policy")):
+        for statement in (policy or {}).get("Statement", []):
+            if statement.get("Sid") != "WriteWhatTheHookPolicyAllows":
+                continue
+            for resource in statement.get("Resource", []):
+                key = resource.split(":::", 1)[-1].split("/", 1)[-1]
+                if key.startswith(workspace):
+                    anywhere = True
+                elif key.startswith(layout.agent_prefix(project.prefix, agent_id)):
+                    agents.add(str(agent_id))
+    return {"workspace": anywhere, "agents": sorted(agents)}
+
+
+def _note_writable(project) -> None:
+    """Keep Project.runner_writable in step with the live credentials (inside their change's
+    transaction, so a pre hook never reads one without the other)."""
+    value = runner_writable(project)
+    if project.runner_writable != value:
+        type(project).objects.filter(pk=project.pk).update(runner_writable=value)
+        project.runner_writable = value
 
 
 def has_deny(policy: dict) -> bool:
