@@ -328,8 +328,10 @@ CACHES = {
         # Django's default of 300 entries is less than one text and one token count per file
         # of a large workspace: past it every pre hook would fetch most texts from S3 again
         # (bench/run.py, growth with files).
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-              "OPTIONS": {"MAX_ENTRIES": env_int("MGC_LOCAL_CACHE_ENTRIES", 20_000)}}
+        # and texts up to 256 KiB each: bounded in bytes too (projects/cache.py).
+        else {"BACKEND": "projects.cache.BoundedLocMemCache",
+              "OPTIONS": {"MAX_ENTRIES": env_int("MGC_LOCAL_CACHE_ENTRIES", 20_000),
+                          "MAX_BYTES": env_int("MGC_LOCAL_CACHE_BYTES", 128 * 1024 * 1024)}}
     )
 }
 

@@ -5,6 +5,8 @@ import uuid
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -59,6 +61,9 @@ class Project(models.Model):
         help_text="Own key prefix (ending with '/'); empty uses projects/<id>/.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the project was created.")
+    members_version = models.PositiveIntegerField(
+        default=0, help_text="Moves whenever a membership of the project changes: what the "
+                             "runner API caches about members is keyed by it.")
     runner_writable = models.JSONField(
         default=dict, blank=True,
         help_text="Where live runner S3 credentials may write directly: {workspace: bool, agents: "
@@ -189,6 +194,15 @@ class GroupMapping(models.Model):
 
     def __str__(self) -> str:
         return f"group {self.group} -> {self.project.slug} as {self.role}"
+
+
+@receiver([post_save, post_delete], sender=Membership)
+def _members_changed(sender, instance, **kwargs):
+    """Whatever way a membership changes (services, admin, tests), the project's member
+    version moves, so nothing keyed by the old one is used again (the runner API's cache of
+    who may be served)."""
+    Project.objects.filter(pk=instance.project_id).update(
+        members_version=models.F("members_version") + 1)
 
 
 class Agent(models.Model):
@@ -594,6 +608,10 @@ class AgentSession(models.Model):
                                       help_text="Before any cut to the budget, the prompt was over it.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, help_text="Pre hook time.")
     ended_at = models.DateTimeField(null=True, blank=True, help_text="When the post hook came.")
+    bucket_checked = models.BooleanField(
+        null=True, blank=True,
+        help_text="The pre hook looked at what runners may have written to the bucket (false: "
+                  "storage could not be listed; empty: a session from before this was kept).")
     prompt_removed = models.JSONField(
         null=True, blank=True,
         help_text="Why the kept prompt is gone: {how: erased|expired, at, by, reason or rule}.")

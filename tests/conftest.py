@@ -33,7 +33,7 @@ ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 ONCE = ("tests/browser/", "tests/test_i18n.py", "tests/test_xss.py", "tests/test_layout.py",
         "tests/test_injection_corpus.py", "tests/test_injection.py", "tests/test_diffing.py",
         "tests/test_scanning.py", "tests/test_settings.py", "tests/test_architecture.py",
-        "tests/test_runner_adapters.py", "tests/test_runner_example.py")
+        "tests/test_runner_adapters.py", "tests/test_runner_example.py", "tests/test_cache.py")
 # Also independent of the test database (the demo brings its own), but slow: when both runs go
 # side by side (scripts/test.sh sets MGC_TEST_SPLIT=1) they run in the PostgreSQL run, which
 # otherwise ends first, so the two end together. Alone, either run has them.

@@ -97,7 +97,7 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
         # kept prompts: wait for it (or hold it off) so that either it sees this session, or
         # this hook sees the profile gone and takes its prompt back.
         if profiles and len(list(MemoryFile.objects.select_for_update()
-                                 .filter(pk__in=profiles).values_list("pk", flat=True))) \
+                                 .filter(pk__in=profiles).order_by().values_list("pk", flat=True))) \
                 < len(profiles):
             erased = True
         else:
@@ -120,15 +120,14 @@ def _forget_prompt(project, sha256: str) -> None:
 
 def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Assembly,
                  stored: bool) -> AgentSession:
-    session = AgentSession.objects.create(
+    # One row is the receipt and the pre hook's event (the session page shows it as the first
+    # event): one INSERT on the hook's path, not two.
+    return AgentSession.objects.create(
         agent=agent, user=user, external_ref=external_ref[:200], prompt_sha256=assembly.sha256,
         total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt,
         prompt_stored=stored, budget=assembly.budget, over_budget=assembly.over_budget,
-        truncated=any(s.truncated for s in assembly.sections))
-    SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.PRE, payload={
-        "total_tokens": assembly.total_tokens, "prompt_sha256": assembly.sha256,
-        "bucket_checked": assembly.bucket_checked})
-    return session
+        truncated=any(s.truncated for s in assembly.sections),
+        bucket_checked=bool(assembly.bucket_checked))
 
 
 def receipt_revisions(session: AgentSession) -> dict[str, int]:

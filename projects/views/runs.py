@@ -31,6 +31,7 @@ from projects.models import (
     MemoryFile,
     Proposal,
     RunnerCredential,
+    SessionEvent,
 )
 from projects.runners import bearer, credentials, hooks
 from projects.runners import context as prompt_context
@@ -338,7 +339,7 @@ def session_detail(request, slug, session_id):
                "events": [(e, _event_lines(e),
                            json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True)
                            if raw else None)
-                          for e in session.events.all()],
+                          for e in _events_of(session)],
                "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")}
     if session.prompt_removed:
         # Erased or expired on purpose: say who and why, instead of a receipt that fails its
@@ -364,6 +365,19 @@ def session_detail(request, slug, session_id):
             context["reassembly_diff"] = diff_texts(context["stored_prompt"], again.prompt)
     audit_read(user=request.user, role=role, action="read.session", project=project, obj=session)
     return render(request, "projects/session_detail.html", context)
+
+
+def _events_of(session: AgentSession) -> list[SessionEvent]:
+    """The session's events, the pre hook's first: kept on the session row itself since the
+    hook writes one row (older sessions have it as an event of its own)."""
+    events = list(session.events.all())
+    if not any(e.kind == SessionEvent.Kind.PRE for e in events):
+        events.insert(0, SessionEvent(session=session, kind=SessionEvent.Kind.PRE,
+                                      created_at=session.created_at, payload={
+                                          "total_tokens": session.total_tokens,
+                                          "prompt_sha256": session.prompt_sha256,
+                                          "bucket_checked": session.bucket_checked}))
+    return events
 
 
 def _event_lines(event) -> list[str]:
