@@ -168,6 +168,7 @@ def main() -> None:
             # Persistent connections, as docs/DEPLOY.md advises for production.
             "MGC_DB_CONN_MAX_AGE": "60",
             "MGC_WEB_WORKERS": str(WORKERS), "MGC_WEB_THREADS": str(THREADS),
+            "BENCH_FILER_ADDRESS": seaweed.filer_address,
         }
         os.environ.update(env)
         import django
@@ -189,6 +190,7 @@ def main() -> None:
             ("gunicorn", lambda: _under_gunicorn(table, world, env, seaweed, quick,
                                                        tmp / "gunicorn.log")),
             ("refused direct write", lambda: _bench_refused_write(table, world, n)),
+            ("change feed staleness", lambda: _bench_staleness(table, world, 20 if quick else 300)),
             ("growth with files", lambda: _bench_growth_files(
                 table, world, (1, 10) if quick else (1, 10, 100, 1_000), 5 if quick else 20)),
             ("growth with history", lambda: _bench_growth_sessions(
@@ -231,32 +233,52 @@ def text_of(kb: int) -> str:
 
 
 def _world() -> dict:
+    """Two projects with the same memory (6 files): in `bench` no runner holds S3 credentials
+    (its pre hook lists nothing), in `bench-direct` the runner holds credentials that may write
+    the workspace (its pre hook looks at the workspace: a LIST, or the change feed)."""
     from django.contrib.auth import get_user_model
 
+    from projects.audit import Actor
+    from projects.runners import credentials
+
+    User = get_user_model()
+    admin = User.objects.create_user("bench-admin", password="bench", is_superuser=True)
+    employee = User.objects.create_user("bench-employee", password="bench")
+    world = {"admin": admin, "employee": employee, "actor": Actor.system("bench")}
+    for slug in ("bench", "bench-direct"):
+        project, agent, token, token_row = _project_with_memory(world, slug)
+        if slug == "bench":
+            world.update(project=project, agent=agent, token=token)
+        else:
+            credential, secret = credentials.credentials_issue(token=token_row, by=admin)
+            project.refresh_from_db()
+            assert project.runner_writable.get("workspace")
+            world.update(direct_project=project, direct_agent=agent, direct_token=token,
+                         direct_keys=(credential.access_key_id, secret))
+    return world
+
+
+def _project_with_memory(world: dict, slug: str):
     from projects.audit import Actor
     from projects.memory import store
     from projects.models import Agent, Membership, Project
     from projects.runners import bearer
 
-    User = get_user_model()
-    admin = User.objects.create_user("bench-admin", password="bench", is_superuser=True)
-    employee = User.objects.create_user("bench-employee", password="bench")
-    project = Project.objects.create(slug="bench", name="Bench")
-    Membership.objects.create(user=admin, project=project, role="admin")
-    Membership.objects.create(user=employee, project=project, role="employee")
+    project = Project.objects.create(slug=slug, name=slug.title())
+    Membership.objects.create(user=world["admin"], project=project, role="admin")
+    Membership.objects.create(user=world["employee"], project=project, role="employee")
     agent = Agent.objects.create(project=project, slug="analyst", name="Analyst")
-    actor = Actor.system("bench")
+    actor = world["actor"]
     for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4), ("TOOLS.md", 3)):
         store.file_create(project=project, scope="agent", agent=agent, path=name,
                           content=text_of(kb), actor=actor)
-    store.file_create(project=project, scope="user", user=employee, path="USER.md",
-                      content=text_of(1), actor=Actor.person(employee))
+    store.file_create(project=project, scope="user", user=world["employee"], path="USER.md",
+                      content=text_of(1), actor=Actor.person(world["employee"]))
     for name in ("decisions/a.md", "incidents/b.md"):
         store.file_create(project=project, scope="workspace", path=name, content=text_of(2),
                           actor=actor)
-    _, token = bearer.token_create(agent=agent, name="bench", created_by=admin)
-    return {"admin": admin, "employee": employee, "project": project, "agent": agent,
-            "token": token, "actor": actor}
+    row, token = bearer.token_create(agent=agent, name="bench", created_by=world["admin"])
+    return project, agent, token, row
 
 
 def _hook_client(token: str):
@@ -267,10 +289,11 @@ def _hook_client(token: str):
     body = json.dumps({"user": "bench-employee"})
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
-    def pre():
+    def pre(body_of: bool = False):
         response = client.post("/api/v1/hooks/pre", body, content_type="application/json",
                                **headers)
         assert response.status_code == 200, response.content[:300]
+        return response.json()["prompt"] if body_of else None
 
     def floor():
         response = client.post("/api/bench/floor", body, content_type="application/json",
@@ -284,10 +307,15 @@ def _hook_client(token: str):
 
 
 def _bench_pre(table: Table, world: dict, n: int) -> None:
+    """Cold and warm pre hooks against their floors: for an agent no runner may write for (no
+    LIST at all), and for one whose runner holds credentials that may write the workspace,
+    with the change feed off (one LIST a hook) and on (no LIST while nothing changed)."""
     import boto3
     from botocore.config import Config
+    from django.conf import settings
     from django.core.cache import cache
 
+    from projects.memory import feed
     from projects.models import Revision
 
     snapshots = list(Revision.objects.filter(file__project=world["project"])
@@ -303,61 +331,72 @@ def _bench_pre(table: Table, world: dict, n: int) -> None:
         list(pool.map(lambda k: s3.get_object(Bucket="bench", Key=k)["Body"].read(), snapshots))
 
     pre, floor = _hook_client(world["token"])
+    direct, _floor = _hook_client(world["direct_token"])
+    feed_on, feed_off = _feed_switch(settings)
 
     def pre_cold():
         cache.clear()
         pre()
 
-    unchecked_pre, unchecked_cold = _without_freshness_check(pre), _without_freshness_check(
-        pre_cold)
-    cold, raw, cold_unchecked = interleaved([pre_cold, cold_floor, unchecked_cold], n)
-    warm, floor_times, warm_unchecked = interleaved([pre, floor, unchecked_pre], n)
+    def direct_cold():
+        feed_off()
+        cache.clear()
+        direct()
+
+    def direct_listing():
+        feed_off()
+        direct()
+
+    def direct_fed():
+        feed_on()
+        direct()
+
+    feed_on()
+    _wait_following(feed.feed_for("bench"))
+    feed_off()
+    cold, raw, cold_direct = interleaved([pre_cold, cold_floor, direct_cold], n)
+    warm, floor_times, warm_listing, warm_fed = interleaved(
+        [pre, floor, direct_listing, direct_fed], n)
+    feed_off()
     ratio = p50(cold) / p50(raw)
-    table.add("pre hook, 6 files, cold cache", ms(cold),
+    table.add("pre hook, 6 files, cold cache, no direct credentials (no LIST)", ms(cold),
               "cold floor, the same 6 objects by parallel boto3 GETs: " + ms(raw), ratio,
               "<= 1.3x (p50)", ratio <= 1.3)
-    table.add("  the same without its freshness check (reference only)", ms(cold_unchecked),
-              "cold floor", p50(cold_unchecked) / p50(raw), "", None)
+    ratio = p50(cold_direct) / p50(raw)
+    table.add("  the same, runner with direct credentials (one LIST beside)", ms(cold_direct),
+              "cold floor", ratio, "<= 1.3x (p50)", ratio <= 1.3)
     ratio = p50(warm) / p50(floor_times)
-    table.add("pre hook, warm cache", ms(warm),
+    table.add("pre hook, warm cache, no direct credentials (no LIST)", ms(warm),
               "warm floor, bearer token by hash + one row in one transaction, same middleware: "
               + ms(floor_times), ratio, "<= 2x (p50)", ratio <= 2)
-    table.add("  the same without its freshness check (reference only)", ms(warm_unchecked),
-              "warm floor", p50(warm_unchecked) / p50(floor_times), "", None)
+    ratio = p50(warm_listing) / p50(floor_times)
+    table.add("pre hook, warm, direct credentials, no change feed (one LIST a hook)",
+              ms(warm_listing), "warm floor", ratio, "<= 2x (p50)", ratio <= 2)
+    ratio = p50(warm_fed) / p50(floor_times)
+    table.add("pre hook, warm, direct credentials, SeaweedFS change feed (no LIST when idle)",
+              ms(warm_fed), "warm floor", ratio, "<= 2x (p50)", ratio <= 2)
     _pre_breakdown(table, world, n)
 
 
-def _without_freshness_check(call):
-    """`call` with the pre hook's catch-up reduced to reading the records (no LISTs): what
-    the freshness check costs, measured, not guessed. Never how the product runs."""
-    from django.db.models import Q
+def _feed_switch(settings):
+    """Turn the in-process change feed on or off between calls (the feed's thread, once
+    started, keeps following; off, the hook does not ask it and lists)."""
+    address = os.environ["BENCH_FILER_ADDRESS"]
 
-    from projects.memory import store
-    from projects.models import MemoryFile
+    def on():
+        settings.MGC_S3_CHANGE_FEED, settings.MGC_S3_FILER_ADDRESS = "seaweedfs", address
 
-    class Unchecked:
-        changed = False
+    def off():
+        settings.MGC_S3_CHANGE_FEED = ""
 
-        def __init__(self, *, project, agent, user=None, workspace=True):
-            wanted = Q(scope=MemoryFile.Scope.AGENT, agent=agent)
-            if user is not None:
-                wanted |= Q(scope=MemoryFile.Scope.USER, user=user)
-            if workspace:
-                wanted |= Q(scope=MemoryFile.Scope.WORKSPACE)
-            self.records = list(MemoryFile.objects.filter(wanted, project=project)
-                                .select_related("head", "project"))
+    return on, off
 
-        def finish(self) -> list:
-            return []
 
-    def unchecked():
-        real = store.bucket_catch_up_start
-        store.bucket_catch_up_start = Unchecked
-        try:
-            call()
-        finally:
-            store.bucket_catch_up_start = real
-    return unchecked
+def _wait_following(follower, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not follower.following and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert follower.following, "the change feed did not connect"
 
 
 def _pre_breakdown(table: Table, world: dict, n: int) -> None:
@@ -366,7 +405,7 @@ def _pre_breakdown(table: Table, world: dict, n: int) -> None:
     from projects.memory import store
     from projects.runners import context as prompt_context
 
-    agent, employee, project = world["agent"], world["employee"], world["project"]
+    agent, employee, project = world["direct_agent"], world["employee"], world["direct_project"]
     storage = store.storage_for(project)
     lists = lambda: store.bucket_catch_up(project=project, agent=agent, user=employee)  # noqa: E731
     workspace = f"{project.prefix}workspace/"
@@ -375,7 +414,8 @@ def _pre_breakdown(table: Table, world: dict, n: int) -> None:
         Bucket=storage.bucket_name, Prefix=workspace)
     assemble = lambda: prompt_context.build_context(agent=agent, user=employee)  # noqa: E731
     catch_up, one_lean, one_client, assembly = interleaved([lists, lean, client, assemble], n)
-    table.add("  in it: freshness check, 3 LISTs in parallel + records (beside assembly)",
+    table.add("  in it (direct credentials, no feed): the workspace's LIST + records, beside "
+              "assembly",
               ms(catch_up), f"one LIST: {ms(one_lean)}; through boto3's client: "
               f"{ms(one_client)}", p50(catch_up) / p50(one_lean), "", None)
     table.add("  in it: assembly (records, cached texts, token counts)", ms(assembly), "", None,
@@ -398,12 +438,14 @@ def _start_gunicorn(env: dict, log: Path):
 
 def _under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool,
                     log: Path) -> None:
+    env = {**env, "MGC_S3_CHANGE_FEED": "seaweedfs", "MGC_S3_FILER_ADDRESS": seaweed.filer_address}
     gunicorn, port = _start_gunicorn(env, log)
     try:
         done = _bench_throughput(table, world, port, gunicorn, seaweed,
                                  seconds=3 if quick else 15)
         _bench_memory(table, world, port, gunicorn, seaweed, done=done,
                       total=400 if quick else 10_000)
+        _bench_large_texts(table, world, port, gunicorn, rounds=20 if quick else 1_500)
         _bench_login_flood(table, world, port, seconds=3 if quick else 10, throttled=True)
     finally:
         _stop(gunicorn)
@@ -546,36 +588,75 @@ def _cpu_seconds(pids: list[int]) -> float:
 def _bench_throughput(table: Table, world: dict, port: int, gunicorn, seaweed,
                       seconds: float) -> int:
     """Pre hooks a second against the floor view's, same server, same clients, with the CPU
-    each request cost the workers and the S3 server. Returns how many pre hooks the server
-    answered."""
-    token = world["token"]
+    each request cost the workers and the S3 server: for the agent no runner may write for,
+    and for the one with direct credentials (the server follows the change feed). Returns how
+    many pre hooks of the first the server answered."""
+    token, direct = world["token"], world["direct_token"]
     warmup = WORKERS * THREADS * 4  # every thread warm
-    for path in ("/api/bench/floor", "/api/v1/hooks/pre"):
-        _load(port, path, token, count=warmup)
+    for path, key in (("/api/bench/floor", token), ("/api/v1/hooks/pre", token),
+                      ("/api/v1/hooks/pre", direct)):
+        _load(port, path, key, count=warmup)
     workers, s3 = _workers(gunicorn.pid), [seaweed.process.pid]
     runs = {}
-    for name, path in (("floor", "/api/bench/floor"), ("pre", "/api/v1/hooks/pre")):
+    for name, path, key in (("floor", "/api/bench/floor", token),
+                            ("pre", "/api/v1/hooks/pre", token),
+                            ("direct", "/api/v1/hooks/pre", direct)):
         before = _cpu_seconds(workers), _cpu_seconds(s3)
-        load = _load(port, path, token, seconds=seconds)
+        load = _load(port, path, key, seconds=seconds)
         done = max(1, load["ok"] + load["errors"])
         load["cpu"] = (_cpu_seconds(workers) - before[0]) * 1000 / done
         load["s3_cpu"] = (_cpu_seconds(s3) - before[1]) * 1000 / done
         runs[name] = load
-    floor, pre = runs["floor"], runs["pre"]
-    ratio = pre["rps"] / floor["rps"]
+    floor = runs["floor"]
 
     def figures(load: dict) -> str:
         return (f"{load['rps']:.0f} req/s, {load['errors']} errors of "
                 f"{load['ok'] + load['errors']}; {ms(load['latencies'])}; CPU a request: "
                 f"workers {load['cpu']:.1f} ms, S3 server {load['s3_cpu']:.1f} ms")
 
-    table.add(f"pre hook throughput, {CLIENTS} clients", figures(pre),
-              "floor view, same gunicorn: " + figures(floor), ratio, ">= 0.5x, 0 errors",
-              ratio >= 0.5 and pre["errors"] == 0)
-    for name, load in (("pre hook", pre), ("floor view", floor)):
+    for name, label in (("pre", "no direct credentials"),
+                        ("direct", "direct credentials, change feed")):
+        load = runs[name]
+        ratio = load["rps"] / floor["rps"]
+        table.add(f"pre hook throughput, {CLIENTS} clients, {label}", figures(load),
+                  "floor view, same gunicorn: " + figures(floor), ratio, ">= 0.5x, 0 errors",
+                  ratio >= 0.5 and load["errors"] == 0)
+    for name, load in runs.items():
         if load["errors"]:
             table.wrong.append(f"{name} under gunicorn: answers {load['statuses']}")
-    return warmup + pre["ok"] + pre["errors"]
+    return warmup + runs["pre"]["ok"] + runs["pre"]["errors"]
+
+
+def _bench_large_texts(table: Table, world: dict, port: int, gunicorn, rounds: int) -> None:
+    """Memory under many large, distinct texts: each round saves a new 200 KB revision of a
+    workspace file and the workers assemble it (its text enters their caches). The local cache
+    is bounded in bytes (MGC_LOCAL_CACHE_BYTES), so RSS stays under a ceiling however many
+    distinct megabytes pass."""
+    from django.conf import settings
+
+    from projects.memory import store
+
+    project, _agent, token, _row = _project_with_memory(world, "large-texts")
+    workers = _workers(gunicorn.pid)
+    warm = [_rss_kb(pid) for pid in workers]
+    files = [store.file_create(project=project, scope="workspace", path=f"large/{n}.md",
+                               content=text_of(1), actor=world["actor"]).file for n in range(4)]
+    filler = "x" * (200 * 1024 - 100)
+    for round_ in range(rounds):
+        file = files[round_ % len(files)]
+        revision = store.file_save(file=file, content=f"# Large {round_}\n\n{filler}\n",
+                                   actor=world["actor"], base_revision=file.head.number)
+        file.head = revision
+        _load(port, "/api/v1/hooks/pre", token, count=2, clients=2)
+    after = [_rss_kb(pid) for pid in _workers(gunicorn.pid)]
+    budget = settings.CACHES["default"].get("OPTIONS", {}).get("MAX_BYTES", 0) // 1024
+    ceiling = max(warm) + budget + 96 * 1024  # the cache's budget and some slack, in KB
+    table.add(f"worker memory (RSS) after {rounds:,} distinct 200 KB texts "
+              f"({rounds * 200 // 1024} MB)",
+              ", ".join(f"{kb / 1024:.0f} MB" for kb in after),
+              f"after warm-up: {', '.join(f'{kb / 1024:.0f} MB' for kb in warm)}; cache "
+              f"budget {budget // 1024} MB", None, f"<= {ceiling / 1024:.0f} MB each",
+              max(after) <= ceiling)
 
 
 def _rss_kb(pid: int) -> int:
@@ -615,6 +696,60 @@ def _bench_memory(table: Table, world: dict, port: int, gunicorn, seaweed, *, do
               f"after warm-up: {s3_before / 1024:.0f} MB", None, "", None)
 
 
+# --- How stale a prompt can be with the change feed -------------------------------------------------
+
+
+def _bench_staleness(table: Table, world: dict, rounds: int) -> None:
+    """A runner writes the workspace with its own credentials; (1) how long until this
+    process's feed has seen it, and (2) whether a pre hook sent the moment the PUT is answered
+    already has it (it does when the feed saw it first; otherwise the next hook does)."""
+    import boto3
+    from django.conf import settings
+
+    from projects.memory import feed, layout, store
+
+    feed_on, feed_off = _feed_switch(settings)
+    feed_on()
+    try:
+        follower = feed.feed_for("bench")
+        _wait_following(follower)
+        project = world["direct_project"]
+        key_id, secret = world["direct_keys"]
+        runner = boto3.client("s3", endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
+                              region_name="us-east-1", aws_access_key_id=key_id,
+                              aws_secret_access_key=secret)
+        file = store.file_create(project=project, scope="workspace", path="notes/stale.md",
+                                 content="# Stale?\n", actor=world["actor"]).file
+        prefix = layout.workspace_prefix(project.prefix)
+        pre, _floor = _hook_client(world["direct_token"])
+        latencies, missed, lost = [], 0, 0
+        for round_ in range(rounds):
+            seen = follower.count(prefix)
+            runner.put_object(Bucket="bench", Key=file.key, Body=f"# Stale?\n\nround {round_}\n"
+                              .encode())
+            answered = time.perf_counter()
+            if follower.wait_past(prefix, seen, timeout=5):
+                latencies.append((time.perf_counter() - answered) * 1000)
+            else:
+                lost += 1
+        for round_ in range(rounds):
+            marker = f"again {round_}"
+            runner.put_object(Bucket="bench", Key=file.key, Body=f"# Stale?\n\n{marker}\n".encode())
+            if marker not in pre(body_of=True):
+                missed += 1
+                pre()  # the next one
+        table.add("change feed: a runner's write seen by this process", ms(latencies)
+                  + f", max {max(latencies):.2f} ms; {lost} of {rounds} never seen",
+                  "after the PUT was answered", None,
+                  "stated bound: p95 (docs/ARCHITECTURE.md)", None)
+        table.add("  a pre hook sent the moment the PUT is answered", f"stale in {missed} of "
+                  f"{rounds} (missing the write; the next hook had it)", "", None, "", None)
+        if lost:
+            table.wrong.append(f"the change feed never saw {lost} of {rounds} writes")
+    finally:
+        feed_off()
+
+
 # --- A direct write the console refuses -------------------------------------------------------------
 
 
@@ -622,22 +757,21 @@ def _bench_refused_write(table: Table, world: dict, n: int) -> None:
     """Warm pre hooks of an agent before and after 20 MiB land in its workspace straight in the
     bucket (as a runner's S3 credentials can write it): the first hook after finds it, reads
     at most a file's worth and records it as refused; later ones list it and skip it."""
-    from projects.memory import layout, store
-    from projects.models import Membership, Project, RefusedWrite
+    import boto3
 
-    project = Project.objects.create(slug="refused", name="Refused")
-    Membership.objects.create(user=world["employee"], project=project, role="employee")
-    agent, token = _agent_with_token(world, project, "analyst")
-    for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4)):
-        store.file_create(project=project, scope="agent", agent=agent, path=name,
-                          content=text_of(kb), actor=world["actor"])
-    store.file_create(project=project, scope="workspace", path="notes/a.md", content=text_of(2),
-                      actor=world["actor"])
+    from projects.memory import layout
+    from projects.models import RefusedWrite
+    from projects.runners import credentials
+
+    project, _agent, token, row = _project_with_memory(world, "refused")
+    credential, secret = credentials.credentials_issue(token=row, by=world["admin"])
     pre, _ = _hook_client(token)
     before = timed(pre, n)
-    storage = store.storage_for(project)
-    storage.client.put_object(Bucket=storage.bucket_name, Body=b"x" * (20 * 1024 * 1024),
-                              Key=layout.workspace_file_key(project.prefix, "huge-20mb.md"))
+    runner = boto3.client("s3", endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
+                          region_name="us-east-1", aws_access_key_id=credential.access_key_id,
+                          aws_secret_access_key=secret)
+    runner.put_object(Bucket="bench", Body=b"x" * (20 * 1024 * 1024),  # the runner's own keys
+                      Key=layout.workspace_file_key(project.prefix, "huge-20mb.md"))
     first = timed(pre, 1, warmup=0)
     after = timed(pre, n, warmup=0)
     assert RefusedWrite.objects.filter(project=project, reason="too_large").count() == 1

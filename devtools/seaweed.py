@@ -294,7 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     server.start()
-    print(f"SeaweedFS S3 ready on {server.endpoint} (data in {server.folder})", flush=True)
+    print(f"SeaweedFS S3 ready on {server.endpoint} (data in {server.folder}); filer "
+          f"{server.filer_address}", flush=True)
     try:
         while not stopping and server.process and server.process.poll() is None:
             time.sleep(0.5)

@@ -64,6 +64,11 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 grep -q "ready on" "$DEMO/s3.log" || { echo "SeaweedFS did not start; see $DEMO/s3.log" >&2; exit 1; }
+# The console follows the filer's change stream, so pre hooks list the bucket only when a
+# runner wrote something (projects/memory/feed.py).
+export MGC_S3_CHANGE_FEED=seaweedfs
+MGC_S3_FILER_ADDRESS="$(sed -n 's/.*; filer \([^ ]*\)$/\1/p' "$DEMO/s3.log" | tail -n1)"
+export MGC_S3_FILER_ADDRESS
 
 python manage.py ensure_bucket
 python manage.py migrate --noinput -v 0

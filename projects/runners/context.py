@@ -4,7 +4,9 @@ as they were at a moment in the past. Assembly itself is pure (runners.injection
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone
@@ -36,6 +38,14 @@ def context_files(*, agent: Agent, user, manifest: injection.Manifest,
     the overlaps (files two sections select: injected once, by the first; `injection.claim`).
     `records`: the agent's, the user's and the workspace's file records with their heads,
     when the caller has just read them (the pre hook's catch-up does)."""
+    by_source, overlaps = _chosen(agent=agent, user=user, manifest=manifest, at=at,
+                                  records=records)
+    return _with_texts(agent, by_source), overlaps
+
+
+def _chosen(*, agent: Agent, user, manifest: injection.Manifest, at: dt.datetime | None,
+            records: list[MemoryFile] | None) -> tuple[dict, list[dict]]:
+    """tag -> [(file, revision)] each section injects, and the overlaps; no text read."""
     if records is None:
         wanted = Q(project=agent.project, agent=agent, scope=MemoryFile.Scope.AGENT)
         if user is not None:
@@ -48,15 +58,19 @@ def context_files(*, agent: Agent, user, manifest: injection.Manifest,
             if f.pk in heads and not heads[f.pk].is_deletion
             and (f.scope != MemoryFile.Scope.USER or f.path == injection.USER_SOURCE)}
     chosen, overlaps = injection.claim(manifest, list(live))
-    by_source = {tag: [live[path] for path in paths] for tag, paths in chosen.items()}
+    return {tag: [live[path] for path in paths] for tag, paths in chosen.items()}, overlaps
+
+
+def _with_texts(agent: Agent, by_source: dict) -> dict[str, list[injection.SourceFile]]:
     revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
     texts = store.revision_texts(agent.project, list(revisions.values()))
-    files = {
+    return {
+        # A revision larger than a file may be (adopted before adoption refused them) is cut
+        # to the limit first: the section's cap would cut it anyway, after counting it all.
         tag: [injection.SourceFile(path=f.source_path, text=within_limit(texts[r.pk])[0],
                                    revision=r.number, file_id=str(f.pk)) for f, r in pairs]
         for tag, pairs in by_source.items()
     }
-    return files, overlaps
 
 
 def manifest_warnings(*, agent: Agent, manifest: dict | injection.Manifest) -> dict:
@@ -121,8 +135,31 @@ def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenize
     own, already parsed, so the pre hook parses it once); `records` as in `context_files`."""
     if not isinstance(manifest, injection.Manifest):
         manifest = injection.parse_manifest(agent.manifest if manifest is None else manifest)
-    files, overlaps = context_files(agent=agent, user=user, manifest=manifest, at=at,
-                                    records=records)
-    assembly = injection.assemble(manifest, files, tokenizer or get_tokenizer())
+    tokenizer = tokenizer or get_tokenizer()
+    by_source, overlaps = _chosen(agent=agent, user=user, manifest=manifest, at=at,
+                                  records=records)
+    # The same manifest over the same revisions (each named by its sha256) assembles the same
+    # prompt: kept by those, it is not assembled again (texts read, tokens counted and cut)
+    # while nothing it draws from changed.
+    key = _assembly_key(manifest, by_source, tokenizer)
+    assembly = cache.get(key)
+    if assembly is None:
+        assembly = injection.assemble(manifest, _with_texts(agent, by_source), tokenizer)
+        cache.set(key, assembly, timeout=ASSEMBLY_SECONDS)
     assembly.overlaps = overlaps
     return assembly
+
+
+# Kept ten minutes: an entry whose files were erased is never asked for again (its key names
+# their revisions) and is gone from every process's cache by then.
+ASSEMBLY_SECONDS = 600
+
+
+def _assembly_key(manifest: injection.Manifest, by_source: dict, tokenizer) -> str:
+    parts = [tokenizer.name, repr(manifest)]
+    for tag, pairs in by_source.items():
+        parts.append(tag)
+        parts += [f"{f.pk}:{f.source_path}:{r.number}:{r.sha256}" for f, r in pairs]
+    digest = hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"),
+                             digest_size=20).hexdigest()
+    return f"mgc:assembly:{digest}"
