@@ -291,10 +291,18 @@ def neutralize(text: str, tags) -> tuple[str, int]:
     Matching runs on the folded view of the text, so invisible characters, look-alike letters
     and brackets change nothing; the defused sequence is written `&lt;/user_profile&gt;` in
     plain letters, and the rest of the line stays as it was."""
-    return _neutralize(text, tuple(sorted(set(tags))))
+    tags = tuple(sorted(set(tags)))
+    if len(text) > _REMEMBERED_CHARS:
+        return _neutralize(text, tags)
+    return _neutralize_remembered(text, tags)
 
 
-@lru_cache(maxsize=256)
+# Short texts are remembered (the same section text comes back hook after hook); long ones are
+# not: 256 of them could hold a hundred megabytes, and whole prompts are kept by their
+# revisions anyway (runners.context).
+_REMEMBERED_CHARS = 8192
+
+
 def _neutralize(text: str, tags: tuple[str, ...]) -> tuple[str, int]:
     if not any("<" in lookalikes.fold_char(c) for c in set(text)):
         return text, 0  # nothing reads as an opening bracket: no tag is possible
@@ -313,6 +321,9 @@ def _neutralize(text: str, tags: tuple[str, ...]) -> tuple[str, int]:
         return text, 0
     pieces.append(text[last:])
     return "".join(pieces), count
+
+
+_neutralize_remembered = lru_cache(maxsize=256)(_neutralize)
 
 
 # --- Assembly --------------------------------------------------------------------------------------
