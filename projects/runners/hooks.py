@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects import outbox
 from projects.audit import Actor, audit_record
 from projects.errors import Refusal
 from projects.memory import errors, layout, receipts, store
@@ -124,6 +125,12 @@ def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Asse
     SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.PRE, payload={
         "total_tokens": assembly.total_tokens, "prompt_sha256": assembly.sha256,
         "bucket_checked": assembly.bucket_checked})
+    # Not an audited change, so its event is emitted here (no subscription: no query at all).
+    outbox.emit(outbox.SESSION_STARTED, project=agent.project, at=session.created_at, data=lambda: {
+        "project": agent.project.slug, "session": str(session.id), "agent": agent.slug,
+        "user": user.get_username() if user is not None else None,
+        "external_ref": session.external_ref or None, "total_tokens": assembly.total_tokens,
+        "truncated": session.truncated, "prompt_sha256": assembly.sha256})
     return session
 
 
@@ -233,8 +240,16 @@ def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str
     with transaction.atomic():
         SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.POST,
                                     payload={"summary": summary[:2000], "results": results})
-        AgentSession.objects.filter(pk=session.pk).update(ended_at=timezone.now())
+        ended = timezone.now()
+        AgentSession.objects.filter(pk=session.pk).update(ended_at=ended)
         idempotency.finish(record, 200, {"session": str(session.id), "results": results})
+        outbox.emit(outbox.SESSION_ENDED, project=agent.project, at=ended, data=lambda: {
+            "project": agent.project.slug, "session": str(session.id), "agent": agent.slug,
+            "user": session.user.get_username() if session.user_id else None,
+            "summary": summary[:2000],
+            "writes": [{key: result.get(key) for key in ("path", "mode", "status", "revision",
+                                                         "proposal", "code") if key in result}
+                       for result in results]})
     return results
 
 
