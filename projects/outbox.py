@@ -98,6 +98,10 @@ def subscriptions_changed() -> None:
     transaction.on_commit(lambda: cache.delete(_CACHE_KEY))
 
 
+def forget_targets() -> None:
+    cache.delete(_CACHE_KEY)
+
+
 def new_event_id() -> str:
     return f"msg_{uuid.uuid4().hex}"
 
