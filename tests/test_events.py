@@ -10,6 +10,7 @@ import time
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.tasks import TaskContext
 from django.test.utils import CaptureQueriesContext
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks import Webhook, WebhookVerificationError
@@ -57,7 +58,8 @@ def drain(until=lambda: True, timeout: float = 5.0) -> None:
         delivery.relay()
         for task in DBTaskResult.objects.ready().filter(queue_name=QUEUE):
             task.claim("test")
-            task.set_successful(task.task.call(*task.task_result.args))
+            result = task.task_result
+            task.set_successful(task.task.call(TaskContext(task_result=result), *result.args))
         if until():
             return
         assert time.monotonic() < deadline, "the events were not delivered in time"
