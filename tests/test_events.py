@@ -178,7 +178,8 @@ def test_backoff_doubles_with_jitter_up_to_the_cap_over_about_a_day(settings):
 
 
 def test_a_subscription_failing_for_its_whole_window_is_disabled_and_admins_are_told(
-        s3, project, admin, actor, workspace_file, receiver, settings, mailoutbox, client):
+        s3, project, admin, actor, workspace_file, receiver, settings, mailoutbox, client,
+        django_capture_on_commit_callbacks):
     settings.MGC_EVENTS_RETRY_WINDOW_HOURS = 0.2 / 3600  # 0.2 s
     admin.email = "olga@example.com"
     admin.save()
@@ -186,7 +187,8 @@ def test_a_subscription_failing_for_its_whole_window_is_disabled_and_admins_are_
     receiver.statuses = [503] * 100
     _save(workspace_file, "second\n", actor)
 
-    drain(until=lambda: OutboxEvent.objects.filter(state="failed").exists())
+    with django_capture_on_commit_callbacks(execute=True):  # the mail goes once it committed
+        drain(until=lambda: OutboxEvent.objects.filter(state="failed").exists())
 
     subscription.refresh_from_db()
     assert subscription.disabled_at is not None and "HTTP 503" in subscription.disabled_reason
@@ -448,3 +450,47 @@ def test_the_webhooks_command_adds_lists_tests_rotates_logs_and_removes(
                      "--events", "memory.changed")
     actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {"webhook.create", "webhook.rotate", "webhook.remove"} <= actions
+
+
+# --- The console ------------------------------------------------------------------------------------
+
+
+def test_admins_make_webhooks_in_the_console_with_errors_at_the_field_and_see_the_log(
+        client, s3, project, admin, person, actor, workspace_file, receiver, settings):
+    url = f"/p/{project.slug}/webhooks/"
+    client.force_login(person)
+    assert client.get(url).status_code == 404  # employees: as if it did not exist
+    client.force_login(admin)
+    settings.MGC_WEBHOOK_ALLOWED_NETWORKS = []
+    refused = client.post(url, {"kind": "webhook", "url": receiver.url,
+                                "events": ["memory.revision.created"]})
+    assert refused.status_code == 400 and "non-public" in refused.text
+    assert receiver.url in refused.text  # the typed URL stays in the form
+    missing = client.post(url, {"kind": "webhook", "url": "https://example.com/x"})
+    assert missing.status_code == 400 and "Pick at least one event type" in missing.text
+    settings.MGC_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1"]
+    made = client.post(url, {"kind": "webhook", "url": receiver.url,
+                             "events": ["memory.revision.created"], "headers": "X-Team: sre"})
+    assert made.status_code == 302
+    page = client.get(url)
+    subscription = WebhookSubscription.objects.get()
+    assert subscription.secret in page.text and subscription.headers == {"X-Team": "sre"}
+    assert subscription.secret not in client.get(url).text  # shown once
+
+    receiver.statuses = [500]
+    _save(workspace_file, "second\n", actor)
+    drain(until=lambda: DeliveryAttempt.objects.exists())
+    detail = client.get(f"{url}{subscription.pk}/")
+    assert "HTTP 500" in detail.text and "receiver says no" in detail.text
+    event = OutboxEvent.objects.get()
+    drain(until=lambda: OutboxEvent.objects.filter(state="delivered").exists())
+    client.post(f"{url}{subscription.pk}/do/", {"action": "redeliver", "event": event.pk})
+    drain(until=lambda: len(receiver.requests) == 3)
+    assert {r.id for r in receiver.requests} == {event.event_id}
+    assert "HTTP 200" in client.get(f"{url}{subscription.pk}/").text
+    client.post(f"{url}{subscription.pk}/do/", {"action": "rotate"})
+    rotated = client.get(f"{url}{subscription.pk}/")
+    subscription.refresh_from_db()
+    assert subscription.secret in rotated.text and subscription.previous_secret
+    client.post(f"{url}{subscription.pk}/do/", {"action": "remove"})
+    assert WebhookSubscription.objects.get().removed_at is not None
