@@ -215,6 +215,11 @@ def relay(limit: int = 200) -> int:
     return len(due)
 
 
+def enqueue(pk: int, run_after=None) -> None:
+    """Put one event on the worker's queue (in the caller's transaction)."""
+    _enqueue(pk, run_after)
+
+
 def _enqueue(pk: int, run_after) -> None:
     from projects.events.tasks import deliver_event  # the task module imports this one
 

@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 
 from projects import outbox
 from projects.audit import Actor, audit_record
-from projects.events import signing, targets
+from projects.events import delivery, signing, targets
 from projects.events.delivery import TEST_TYPE
 from projects.models import OutboxEvent, Project, WebhookSubscription
 
@@ -180,16 +180,21 @@ def event_redeliver(*, by, event: OutboxEvent) -> OutboxEvent:
 
 
 @transaction.atomic
-def webhook_test(*, by, subscription: WebhookSubscription) -> OutboxEvent:
-    """A `webhook.test` event for this subscription only (one attempt, no retries)."""
+def webhook_test(*, by, subscription: WebhookSubscription, queue: bool = True) -> OutboxEvent:
+    """A `webhook.test` event for this subscription only (one attempt, no retries), put on the
+    worker's queue; with queue=False the caller delivers it itself (`webhooks test`), and the
+    relay leaves it alone for a lease's time."""
     now = timezone.now()
-    return OutboxEvent.objects.create(
+    event = OutboxEvent.objects.create(
         event_id=outbox.new_event_id(), subscription=subscription, project=subscription.project,
-        type=TEST_TYPE, created_at=now,
+        type=TEST_TYPE, created_at=now, queued_for=now,
         body={"type": TEST_TYPE, "timestamp": now.isoformat().replace("+00:00", "Z"),
               "data": {"project": subscription.project.slug if subscription.project else None,
                        "subscription": subscription.pk,
                        "by": _actor(by).label, "message": "A test event from the console."}})
+    if queue:
+        delivery.enqueue(event.pk)
+    return event
 
 
 def _actor(by) -> Actor:

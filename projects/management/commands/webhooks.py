@@ -109,7 +109,7 @@ class Command(BaseCommand):
         subscription = self._subscription(id)
         if not subscription.active:
             raise CommandError(f"Webhook {id} is disabled or removed.")
-        event = subscriptions.webhook_test(by=admin, subscription=subscription)
+        event = subscriptions.webhook_test(by=admin, subscription=subscription, queue=False)
         outcome = delivery.deliver(event.pk)
         attempt = DeliveryAttempt.objects.filter(event=event).first()
         answer = f"HTTP {attempt.status_code}" if attempt and attempt.status_code else (
