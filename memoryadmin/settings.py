@@ -44,6 +44,9 @@ INSTALLED_APPS = [
     "axes",
     # Single sign-on through OpenID Connect (python-social-auth; projects/sso/ says why).
     "social_django",
+    # The events worker's queue: Django's Tasks framework with django-tasks-db's database
+    # backend (projects/events/__init__.py says why this one).
+    "django_tasks_db",
     "projects",
 ]
 
@@ -334,6 +337,31 @@ CACHES = {
                           "MAX_BYTES": env_int("MGC_LOCAL_CACHE_BYTES", 128 * 1024 * 1024)}}
     )
 }
+
+# --- Events out: webhooks and audit streams (projects/events/) -----------------------------
+# The worker (manage.py events_worker) runs Django's Tasks on the database backend of
+# django-tasks-db: the queue lives beside the outbox, in the same database.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "events"]}}
+# Receivers on loopback, private, link-local or other non-public addresses are refused unless
+# named here (comma-separated addresses or networks, e.g. 127.0.0.1,10.2.0.0/16).
+MGC_WEBHOOK_ALLOWED_NETWORKS = env_list("MGC_WEBHOOK_ALLOWED_NETWORKS", [])
+MGC_WEBHOOK_CONNECT_TIMEOUT = env_float("MGC_WEBHOOK_CONNECT_TIMEOUT", 3.0)
+MGC_WEBHOOK_READ_TIMEOUT = env_float("MGC_WEBHOOK_READ_TIMEOUT", 10.0)
+# Retries: exponential backoff with jitter from the base up to the cap, for the window; then
+# the event is given up and a subscription with no success since is disabled.
+MGC_EVENTS_RETRY_BASE_SECONDS = env_float("MGC_EVENTS_RETRY_BASE_SECONDS", 30.0)
+MGC_EVENTS_RETRY_MAX_SECONDS = env_float("MGC_EVENTS_RETRY_MAX_SECONDS", 4 * 3600.0)
+MGC_EVENTS_RETRY_WINDOW_HOURS = env_float("MGC_EVENTS_RETRY_WINDOW_HOURS", 24.0)
+# How long a worker owns an event it is delivering (longer than a request can take); a worker
+# killed mid-delivery leaves it to another after this.
+MGC_EVENTS_LEASE_SECONDS = env_float("MGC_EVENTS_LEASE_SECONDS", 60.0)
+# How often the worker's relay looks for events to enqueue (new, or whose task was lost).
+MGC_EVENTS_POLL_SECONDS = env_float("MGC_EVENTS_POLL_SECONDS", 1.0)
+# How long the list of subscriptions stays cached (one query, then none per change); a change
+# clears the shared cache at once, so without Redis other processes see it after this.
+MGC_EVENTS_SUBSCRIPTIONS_SECONDS = env_float("MGC_EVENTS_SUBSCRIPTIONS_SECONDS", 5.0)
+# A rotated secret keeps signing (beside the new one) for this long.
+MGC_WEBHOOK_ROTATION_HOURS = env_float("MGC_WEBHOOK_ROTATION_HOURS", 24.0)
 
 # --- Security ---------------------------------------------------------------------------------
 # A strict policy: no inline scripts or styles anywhere, so templates keep JS in static/.

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext_lazy as _
 
+from projects import outbox
 from projects.models import Agent, AuditChain, AuditCheckpoint, AuditEvent, Project, Revision
 
 # Every action the console records, for the audit page's filter (a fixed list: a DISTINCT over
@@ -54,6 +55,9 @@ ACTIONS = {
     "retention.rule": _("changed retention rules"),
     "legal_hold.place": _("placed a legal hold"), "legal_hold.release": _("released a legal hold"),
     "audit.prune": _("pruned the audit trail"),
+    "webhook.create": _("added a webhook"), "webhook.remove": _("removed a webhook"),
+    "webhook.rotate": _("rotated a webhook's secret"), "webhook.enable": _("enabled a webhook"),
+    "webhook.disable": _("disabled a webhook"), "webhook.redeliver": _("redelivered an event"),
     "read.file": _("read a file"), "read.history": _("read a history"), "read.revision": _("read a revision"),
     "read.download": _("downloaded a revision"), "read.diff": _("read a diff"),
     "read.simulate": _("simulated a prompt"), "read.session": _("read a session"),
@@ -107,10 +111,15 @@ def audit_record(
     project: Project | None = None,
     obj: object | None = None,
     details: dict | None = None,
+    text: str | None = None,
 ) -> AuditEvent:
     """Append one event to the hash chain; call inside the transaction of the change. An object
     whose label is the console's words (`audit_label()`) keeps a code with parameters beside
-    its English text, so the trail reads in each reader's language."""
+    its English text, so the trail reads in each reader's language.
+
+    The outbox rows the event implies (webhooks that asked for its type, audit streams) are
+    written in the same transaction; `text` (a revision's content) goes only to subscriptions
+    that asked for content and is never stored in the event."""
     code, params = obj.audit_label() if hasattr(obj, "audit_label") else ("", {})
     with transaction.atomic():
         chain = _chain_head()
@@ -134,6 +143,7 @@ def audit_record(
         event.save()
         chain.last_seq, chain.last_hash = event.seq, event.hash
         chain.save(update_fields=["last_seq", "last_hash"])
+        outbox.emit_audit(event, actor=actor, obj=obj, text=text)
     return event
 
 

@@ -32,12 +32,14 @@ LABELS = {
     "membership": _("%(user)s in %(project)s as %(role)s"),
     "session": _("session %(id)s of %(agent)s"),
     "credential": _("S3 credentials %(key)s of %(token)s"),
+    "webhook": _("%(kind)s to %(url)s"),
 }
 
 # Parameters that are themselves words of the console (a write mode, a role).
 _WORDS = {
     "mode": {"append": _("append"), "replace": _("replace")},
     "role": {"admin": _("Admin"), "compliance": _("Compliance"), "employee": _("Employee")},
+    "kind": {"webhook": _("Webhook"), "audit": _("Audit stream")},
 }
 
 

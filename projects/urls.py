@@ -1,6 +1,6 @@
 from django.urls import path
 
-from projects.views import browse, dashboard, files, governance, groups, lifecycle, runs
+from projects.views import browse, dashboard, files, governance, groups, lifecycle, runs, webhooks
 
 app_name = "projects"
 
@@ -35,6 +35,10 @@ urlpatterns = [
     path("p/<slug:slug>/members/<int:membership_id>/", governance.member_change,
          name="member_change"),
     path("p/<slug:slug>/groups/", groups.group_mappings, name="group_mappings"),
+    path("p/<slug:slug>/webhooks/", webhooks.webhook_list, name="webhook_list"),
+    path("p/<slug:slug>/webhooks/<int:webhook_id>/", webhooks.webhook_detail, name="webhook_detail"),
+    path("p/<slug:slug>/webhooks/<int:webhook_id>/do/", webhooks.webhook_action,
+         name="webhook_action"),
     path("p/<slug:slug>/members/<int:membership_id>/set-password-link/",
          governance.member_reinvite, name="member_reinvite"),
     path("p/<slug:slug>/people/<int:user_id>/erase/", governance.profile_erase,

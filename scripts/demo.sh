@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The embedded demo: SeaweedFS (a real S3 server) on 127.0.0.1, SQLite, demo data, and the
-# console (gunicorn) on http://127.0.0.1:8000. Everything lives under .demo/ and survives
-# Ctrl+C: the next `make demo` serves the same memory, edits included. `make demo-reset`
-# starts over.
+# The embedded demo: SeaweedFS (a real S3 server) on 127.0.0.1, SQLite, demo data, the
+# console (gunicorn) on http://127.0.0.1:8000 and the events worker beside it. Everything
+# lives under .demo/ and survives Ctrl+C: the next `make demo` serves the same memory, edits
+# included. `make demo-reset` starts over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,9 +49,12 @@ export MGC_DEBUG="${MGC_DEBUG:-1}"
 export DATABASE_URL="${DATABASE_URL:-sqlite:///$DEMO/db.sqlite3}"
 export MGC_S3_ENDPOINT_URL="${MGC_S3_ENDPOINT_URL:-http://127.0.0.1:$S3_PORT}"
 export MGC_S3_BUCKET="${MGC_S3_BUCKET:-agent-memory}"
+# Webhook receivers on this machine are allowed in the demo (production refuses them).
+export MGC_WEBHOOK_ALLOWED_NETWORKS="${MGC_WEBHOOK_ALLOWED_NETWORKS:-127.0.0.1,::1}"
 # What scripts/demo-manage.sh needs to run manage.py against this demo while it runs.
-printf 'DATABASE_URL=%s\nMGC_S3_ENDPOINT_URL=%s\nMGC_S3_BUCKET=%s\n' "$DATABASE_URL" \
-  "$MGC_S3_ENDPOINT_URL" "$MGC_S3_BUCKET" >"$DEMO/running.env"
+printf 'DATABASE_URL=%s\nMGC_S3_ENDPOINT_URL=%s\nMGC_S3_BUCKET=%s\nMGC_WEBHOOK_ALLOWED_NETWORKS=%s\n' \
+  "$DATABASE_URL" "$MGC_S3_ENDPOINT_URL" "$MGC_S3_BUCKET" "$MGC_WEBHOOK_ALLOWED_NETWORKS" \
+  >"$DEMO/running.env"
 
 echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in $DEMO/s3) ..."
 # The secrets reach both commands through the environment (exported above), never argv.
@@ -128,7 +131,12 @@ fi
 python -m devtools.ports announce "$WEB_PORT" \
   "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" &
 ANNOUNCE_PID=$!
-trap 'kill $ANNOUNCE_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
+# The events worker (webhooks, audit streams) beside the console: one is enough here;
+# docs/DEPLOY.md runs several in production.
+python manage.py events_worker >"$DEMO/worker.log" 2>&1 &
+WORKER_PID=$!
+echo "Events worker: webhooks and audit streams (manage.py events_worker; log in $DEMO/worker.log)"
+trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $WORKER_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 # The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI
 # application serves the static files itself.

@@ -205,6 +205,16 @@ def default_language() -> None:
     translation.activate(settings.LANGUAGE_CODE)
 
 
+@pytest.fixture(autouse=True)
+def no_cached_subscriptions():
+    """The outbox's cached list of webhook subscriptions outlives a test's rolled-back rows."""
+    from projects import outbox
+
+    outbox.forget_targets()
+    yield
+    outbox.forget_targets()
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     server = SeaweedMini(tmp_path_factory.mktemp("seaweedfs"), access_key=ACCESS_KEY,

@@ -1,7 +1,8 @@
 """Imports run one way between the packages of projects/ (docs/ARCHITECTURE.md draws the map):
 
-    models, audit, errors  <-  memory  <-  runners
-                                       <-  governance
+    models, audit, errors, outbox  <-  memory  <-  runners
+                                               <-  governance
+                                   <-  events (delivery: only the foundation)
     and the console (views, forms, admin, api wiring, commands) on top of all of them.
 
 Read from the source with ast, so an import hidden inside a function counts too."""
@@ -13,13 +14,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "projects"
 FOUNDATION = {"projects.models", "projects.audit", "projects.errors", "projects.jsontext",
-              "projects.system_text"}
+              "projects.system_text", "projects.outbox"}
 PURE = {"projects.memory.layout", "projects.memory.lookalikes"}  # may be imported by anything
 ALLOWED = {
     "foundation": FOUNDATION | PURE,
     "projects.memory": FOUNDATION | {"projects.memory"},
     "projects.runners": FOUNDATION | {"projects.memory", "projects.runners"},
     "projects.governance": FOUNDATION | {"projects.memory", "projects.governance"},
+    "projects.events": FOUNDATION | {"projects.events"},
 }
 
 
@@ -31,7 +33,7 @@ def _module_name(path: Path) -> str:
 def _layer(module: str) -> str | None:
     if module in FOUNDATION:
         return "foundation"
-    for package in ("projects.memory", "projects.runners", "projects.governance"):
+    for package in ("projects.memory", "projects.runners", "projects.governance", "projects.events"):
         if module == package or module.startswith(package + "."):
             return package
     return None  # the console: may import anything

@@ -5,6 +5,7 @@ folder of its own, on free ports, and drives the console over HTTP in between.
 """
 
 import http.cookiejar
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from devtools.seaweed import free_ports
+from tests.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,6 +94,39 @@ class Browser:
         return self.opener.open(request, timeout=20).read().decode()
 
 
+def _webhook_delivered_within_seconds(demo, output: str, env: dict, folder: Path) -> None:
+    """The issue's 'done means': a webhook added with demo-manage.sh, then a post hook's write,
+    reaches a receiver on 127.0.0.1 signed, within seconds (the demo's events worker)."""
+    receiver = Receiver()
+    try:
+        added = subprocess.run(
+            ["bash", str(ROOT / "scripts/demo-manage.sh"), "webhooks", "add", "--project",
+             "incident-analysis", "--url", receiver.url, "--events", "memory.revision.created"],
+            cwd=ROOT, env={**env, "MGC_DEMO_DIR": str(folder), "PYTHON_BIN": sys.executable},
+            capture_output=True, text=True, timeout=120)
+        assert added.returncode == 0, added.stderr
+        secret = re.search(r"(whsec_\S+)", added.stdout).group(1)
+        token = re.search(r"runner token for incident-analyst: (mgc_\S+)", output).group(1)
+
+        def call(path: str, body: dict) -> dict:
+            request = urllib.request.Request(
+                demo.url + path, data=json.dumps(body).encode(),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            return json.loads(urllib.request.urlopen(request, timeout=20).read())
+
+        session = call("/api/v1/hooks/pre", {"user": "employee"})["session"]
+        started = time.monotonic()
+        call("/api/v1/hooks/post", {"session": session, "writes": [
+            {"path": "workspace/notes/webhook.md", "mode": "append", "content": "- sent\n"}]})
+        [request] = receiver.wait_for(1, timeout=15)
+        assert time.monotonic() - started < 10
+        body = receiver.verified(secret, request)
+        assert body["type"] == "memory.revision.created"
+        assert body["data"]["path"] == "workspace/notes/webhook.md"
+    finally:
+        receiver.close()
+
+
 @pytest.fixture
 def demos():
     started: list[Demo] = []
@@ -123,6 +158,7 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     assert prompt.returncode == 0, prompt.stderr
     assert "<agent_identity>" in prompt.stdout
     assert "runner token for incident-analyst: mgc_" in first
+    _webhook_delivered_within_seconds(demo, first, env, folder)
     assert "unsigned requests get 403" in first
     browser = Browser(demo.url)
     login = browser.get("/accounts/login/")

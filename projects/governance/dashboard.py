@@ -16,6 +16,7 @@ from projects.models import (
     Project,
     Proposal,
     Revision,
+    WebhookSubscription,
 )
 
 DASHBOARD_PROJECTS = 20
@@ -53,6 +54,11 @@ def dashboard(user) -> dict:
         check_ids = (Project.objects.filter(pk__in=ids).annotate(check=Subquery(latest))
                      .values_list("check", flat=True))
         checks = {c.project_id: c for c in IsolationCheck.objects.filter(pk__in=check_ids)}
+        # Webhooks disabled after failing: the admins' notice (mail goes too, where it can).
+        data["disabled_webhooks"] = list(
+            WebhookSubscription.objects.filter(project__in=ids, disabled_at__isnull=False,
+                                               removed_at__isnull=True)
+            .select_related("project").order_by("-disabled_at")[:10])
         data["admin_rows"] = [{"project": p, "agents": agents.get(p.pk, 0),
                                "pending": pending.get(p.pk, 0), "members": members.get(p.pk, 0),
                                "check": checks.get(p.pk)} for p in managed]

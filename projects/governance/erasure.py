@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects import outbox
 from projects.audit import Actor, audit_record
 from projects.memory import holds, layout, receipts, store
 from projects.memory.errors import Held
@@ -71,6 +72,8 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
             quoted = _scrub_profile_texts(project, [s.pk for s in sessions.only("pk")],
                                           {r.sha256 for r in revisions})
             store.forget_cached(revisions)
+            # Events about the profile not yet sent (and those kept for redelivery) lose its texts.
+            events = outbox.scrub_files([f.pk for f in files])
             MemoryFile.objects.filter(pk__in=[f.pk for f in files]).update(head=None)
             Proposal.objects.filter(file__in=files).delete()
             Flag.objects.filter(file__in=files).delete()
@@ -80,7 +83,8 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
                          details={"user_id": user.pk, "user": user.get_username(),
                                   "reason": reason[:500], "files": len(files),
                                   "revisions": len(revisions), "objects": objects,
-                                  "prompts": len(shas), "answers_scrubbed": quoted})
+                                  "prompts": len(shas), "answers_scrubbed": quoted,
+                                  "events_scrubbed": events})
         total.files += len(files)
         total.revisions += len(revisions)
         total.objects += objects

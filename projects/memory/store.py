@@ -746,7 +746,8 @@ def _record(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Acto
         cache.set(_cache_key(revision), text, timeout=None)
     audit_record(actor=actor, action=action, project=locked.project, obj=locked,
                  details={"revision": number, "sha256": sha, "size": size,
-                          "message": message[:500], **(details or {})})
+                          "message": message[:500], **(details or {})},
+                 text=text if not is_deletion else None)
     return revision
 
 

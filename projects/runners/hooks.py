@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects import outbox
 from projects.audit import Actor, audit_record
 from projects.errors import Refusal
 from projects.memory import errors, layout, receipts, store
@@ -122,12 +123,19 @@ def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Asse
                  stored: bool) -> AgentSession:
     # One row is the receipt and the pre hook's event (the session page shows it as the first
     # event): one INSERT on the hook's path, not two.
-    return AgentSession.objects.create(
+    session = AgentSession.objects.create(
         agent=agent, user=user, external_ref=external_ref[:200], prompt_sha256=assembly.sha256,
         total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt,
         prompt_stored=stored, budget=assembly.budget, over_budget=assembly.over_budget,
         truncated=any(s.truncated for s in assembly.sections),
         bucket_checked=bool(assembly.bucket_checked))
+    # Not an audited change, so its event is emitted here (no subscription: no query at all).
+    outbox.emit(outbox.SESSION_STARTED, project=agent.project, at=session.created_at, data=lambda: {
+        "project": agent.project.slug, "session": str(session.id), "agent": agent.slug,
+        "user": user.get_username() if user is not None else None,
+        "external_ref": session.external_ref or None, "total_tokens": assembly.total_tokens,
+        "truncated": session.truncated, "prompt_sha256": assembly.sha256})
+    return session
 
 
 def receipt_revisions(session: AgentSession) -> dict[str, int]:
@@ -252,9 +260,17 @@ def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str
         SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.POST,
                                     payload={"summary": summary[:2000], "results": results,
                                              "end": end})
-        if end:
-            AgentSession.objects.filter(pk=session.pk).update(ended_at=timezone.now())
         idempotency.finish(record, 200, {"session": str(session.id), "results": results})
+        if end:
+            ended = timezone.now()
+            AgentSession.objects.filter(pk=session.pk).update(ended_at=ended)
+            outbox.emit(outbox.SESSION_ENDED, project=agent.project, at=ended, data=lambda: {
+                "project": agent.project.slug, "session": str(session.id), "agent": agent.slug,
+                "user": session.user.get_username() if session.user_id else None,
+                "summary": summary[:2000],
+                "writes": [{key: result.get(key) for key in ("path", "mode", "status",
+                                                             "revision", "proposal", "code")
+                            if key in result} for result in results]})
     return results
 
 

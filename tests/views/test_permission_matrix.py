@@ -16,7 +16,15 @@ from django.urls import get_resolver, reverse
 from projects.audit import Actor
 from projects.governance import review
 from projects.memory import store
-from projects.models import Agent, AgentSession, LegalHold, Membership, Proposal, RefusedWrite
+from projects.models import (
+    Agent,
+    AgentSession,
+    LegalHold,
+    Membership,
+    Proposal,
+    RefusedWrite,
+    WebhookSubscription,
+)
 from projects.runners import bearer
 
 pytestmark = pytest.mark.django_db
@@ -86,12 +94,14 @@ def world(s3, make_project, make_user) -> World:
     # On a revision Maria wrote: hers to read and answer, not to resolve.
     mine_flag = review.flag_create(by=people[COMPLIANCE], file=mine.file, number=2,
                                    comment="is this yours?")
+    webhook = WebhookSubscription.objects.create(project=project, url="https://example.com/h",
+                                                 events=["flag.created"], secret="whsec_AAAA")
     ids = {"slug": project.slug, "agent": agent.slug, "soul": soul.file_id, "mine": mine.file_id,
            "theirs": theirs.file_id, "notes": notes.file_id, "token": token.pk,
            "own_session": own_session.pk, "ivan_session": ivan_session.pk,
            "proposal": proposal.pk, "ivan_proposal": ivan_proposal.pk,
            "soul_proposal": soul_proposal.pk, "flag": flag.pk, "mine_flag": mine_flag.pk,
-           "ivan": ivan.pk, "refused": refused.pk, "hold": hold.pk,
+           "ivan": ivan.pk, "refused": refused.pk, "hold": hold.pk, "webhook": webhook.pk,
            "ivan_membership": Membership.objects.get(user=ivan).pk, "renamed": old.file_id}
     return World(project, other, people, ids)
 
@@ -134,6 +144,11 @@ ROWS = [
      {"role": "employee"}, MANAGE),
     ("group_mappings", "get", {"slug": "slug"}, None, MANAGE),
     ("group_mappings", "post", {"slug": "slug"}, {"group": "", "role": "admin"}, MANAGE),
+    ("webhook_list", "get", {"slug": "slug"}, None, MANAGE),
+    ("webhook_list", "post", {"slug": "slug"}, {"url": ""}, MANAGE),
+    ("webhook_detail", "get", {"slug": "slug", "webhook_id": "webhook"}, None, MANAGE),
+    ("webhook_action", "post", {"slug": "slug", "webhook_id": "webhook"}, {"action": "none"},
+     MANAGE),
     ("profile_erase", "get", {"slug": "slug", "user_id": "ivan"}, None, MANAGE),
     ("isolation", "get", {"slug": "slug"}, None, MANAGE),
     ("project_export", "get", {"slug": "slug"}, None, REVIEW),
