@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 
 def proof(token: str, key: str, body: bytes, session: str) -> str:
-    """The HMAC the console checks (projects/provenance.py): keyed with sha256(token)."""
+    """The HMAC the console checks (projects/memory/provenance.py): keyed with sha256(token)."""
     token_sha = hashlib.sha256(token.encode("utf-8")).hexdigest()
     message = f"{key}\n{hashlib.sha256(body).hexdigest()}\n{session}".encode()
     return hmac.new(token_sha.encode(), message, hashlib.sha256).hexdigest()
