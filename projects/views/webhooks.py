@@ -12,10 +12,10 @@ from django.views.decorators.http import require_POST
 
 from projects.errors import explain
 from projects.events import subscriptions
+from projects.forms.webhooks import WebhookForm
 from projects.governance import permissions
 from projects.models import DeliveryAttempt, OutboxEvent, WebhookSubscription
 from projects.views.paging import LIST, page_of
-from projects.webhook_forms import WebhookForm
 
 
 def _managed(request, slug):
