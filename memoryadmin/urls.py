@@ -14,7 +14,7 @@ urlpatterns = [
     # The one-time set-password link of an account an admin created (members page).
     path("accounts/set-password/<uidb64>/<token>/", signin.SetPasswordView.as_view(),
          name="password_reset_confirm"),
-    path("accounts/lockouts/", signin.lockouts, name="lockouts"),
+    path("accounts/lockouts/", signin.lockouts_view, name="lockouts"),
     path("accounts/set-password/done/", auth_views.PasswordResetCompleteView.as_view(),
          name="password_reset_complete"),
     path("admin/", admin.site.urls),

@@ -8,17 +8,17 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.views.decorators.http import require_POST
 
-from projects.forms import NewWorkspaceFileForm
+from projects.forms.files import NewWorkspaceFileForm
 from projects.governance import permissions, prompts, review, setup
 from projects.memory import layout, refusals, store, tree
 from projects.models import Agent, Membership, MemoryFile
 from projects.views import paging
+from projects.views.base import project_view
 
 
 @login_required
-def project_list(request):
+def project_list_view(request):
     visible = permissions.visible_projects(request.user)
     archived = request.GET.get("archived") == "1"  # archived ones are listed on request only
     projects = visible.filter(archived_at__isnull=not archived).order_by("name", "pk")
@@ -30,9 +30,8 @@ def project_list(request):
         "archived_count": visible.filter(archived_at__isnull=False).count()})
 
 
-@login_required
-def project_detail(request, slug):
-    project, role = permissions.project_or_404(request.user, slug)
+@project_view()
+def project_detail_view(request, project, role):
     archived = request.GET.get("archived") == "1"
     agents = Agent.objects.filter(project=project).order_by("name")
     context = {
@@ -58,9 +57,8 @@ def project_detail(request, slug):
     return render(request, "projects/project_detail.html", context)
 
 
-@login_required
-def agent_detail(request, slug, agent_slug):
-    project, role = permissions.project_or_404(request.user, slug)
+@project_view()
+def agent_detail_view(request, project, role, agent_slug):
     agent = get_object_or_404(Agent, project=project, slug=agent_slug)
     existing = {f.path: f for f in MemoryFile.objects.filter(project=project, agent=agent)
                 .select_related("head")}
@@ -74,9 +72,8 @@ def agent_detail(request, slug, agent_slug):
     })
 
 
-@login_required
-def people(request, slug):
-    project, role = permissions.project_or_404(request.user, slug)
+@project_view()
+def people_view(request, project, role):
     members = Membership.objects.filter(project=project).select_related("user").order_by(
         "user__username")
     if not permissions.sees_everyone(role):
@@ -98,22 +95,17 @@ def people(request, slug):
     })
 
 
-@login_required
-def workspace(request, slug):
-    project, role = permissions.project_or_404(request.user, slug)
-    if not permissions.can_see_workspace(role):
-        raise Http404("No such page.")
+@project_view(capability=permissions.can_see_workspace)
+def workspace_view(request, project, role):
     folder = request.GET.get("dir", "").strip("/")
     form = NewWorkspaceFileForm(initial={"path": f"{folder}/" if folder else ""})
     return _workspace_page(request, project, role, folder, form)
 
 
-@login_required
-@require_POST
-def workspace_new(request, slug):
-    """Check the path, then open the editor; the file is created by its first save (files.file_new)."""
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_manage(role))
+@project_view(capability=permissions.can_manage, methods=("POST",))
+def workspace_new_view(request, project, role):
+    """Check the path, then open the editor; the file is created by its first save
+    (editor.file_new_view)."""
     form = NewWorkspaceFileForm(request.POST)
     if form.is_valid():
         path = form.cleaned_data["path"]
@@ -144,11 +136,9 @@ def _workspace_page(request, project, role, folder: str, form, status: int = 200
     }, status=status)
 
 
-@login_required
-@require_POST
-def file_open(request, slug):
+@project_view(methods=("POST",))
+def file_open_view(request, project, role):
     """Create the record of an agent's or employee's file that has no content yet, then edit."""
-    project, role = permissions.project_or_404(request.user, slug)
     scope = request.POST.get("scope")
     try:
         if scope == MemoryFile.Scope.AGENT:

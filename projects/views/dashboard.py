@@ -3,9 +3,9 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from projects.governance import dashboard as dashboard_data
+from projects.governance import dashboard
 
 
 @login_required
-def dashboard(request):
-    return render(request, "projects/dashboard.html", dashboard_data.dashboard(request.user))
+def dashboard_view(request):
+    return render(request, "projects/dashboard.html", dashboard.dashboard(request.user))

@@ -3,24 +3,21 @@ holds (placed and released by admins and compliance officers)."""
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
 
-from projects.forms import HoldForm, HoldReleaseForm, RetentionRuleForm
+from projects.forms.lifecycle import HoldForm, HoldReleaseForm, RetentionRuleForm
 from projects.governance import holds, permissions, retention
 from projects.memory import errors
 from projects.models import LegalHold, MemoryFile, RetentionRule
+from projects.views.base import project_view
 
 
-@login_required
-def retention_page(request, slug):
+@project_view(capability=permissions.can_review)
+def retention_view(request, project, role):
     """The rules (admins add and remove them, errors at the field) and what they expire today
     and in the next 30 days, exactly as `manage.py retention --dry-run` prints it."""
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_review(role))
     form = RetentionRuleForm(request.POST or None)
     status = 200
     if request.method == "POST":
@@ -29,7 +26,7 @@ def retention_page(request, slug):
             rule = get_object_or_404(RetentionRule, project=project, pk=request.POST["remove"])
             retention.rule_remove(by=request.user, rule=rule)
             messages.success(request, _("Removed the rule %(rule)s.") % {"rule": rule.describe()})
-            return redirect("projects:retention", slug=slug)
+            return redirect("projects:retention", slug=project.slug)
         if form.is_valid():
             try:
                 rule = retention.rule_add(by=request.user, project=project, **form.cleaned_data)
@@ -38,7 +35,7 @@ def retention_page(request, slug):
             else:
                 messages.success(request, _("Added the rule %(rule)s. The preview below shows "
                                             "what it expires.") % {"rule": rule.describe()})
-                return redirect("projects:retention", slug=slug)
+                return redirect("projects:retention", slug=project.slug)
         status = 400
     return render(request, "projects/retention.html", {
         "project": project, "role": role, "form": form,
@@ -46,11 +43,9 @@ def retention_page(request, slug):
         "can_edit": permissions.can_manage(role)}, status=status)
 
 
-@login_required
-def holds_page(request, slug):
+@project_view(capability=permissions.can_hold)
+def holds_view(request, project, role):
     """Standing and released holds; place one on the project, a person, a file or a glob."""
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_hold(role))
     people = get_user_model().objects.filter(memberships__project=project).order_by("username")
     form = HoldForm(request.POST or None, people=people)
     status = 200
@@ -69,7 +64,7 @@ def holds_page(request, slug):
                     glob=data["glob"])
             except ValidationError as exc:
                 form.add_error(None, exc)
-            except errors.StoreError as exc:
+            except errors.StoreError as exc:  # at the form, with what was typed
                 form.add_error(None, exc.message)
             else:
                 messages.success(request, _(
@@ -78,24 +73,21 @@ def holds_page(request, slug):
                                                "count": sweep.versions})
                 if sweep.note:
                     messages.warning(request, sweep.note)
-                return redirect("projects:holds", slug=slug)
+                return redirect("projects:holds", slug=project.slug)
         status = 400
     return render(request, "projects/holds.html", {
         "project": project, "role": role, "form": form, "release_form": HoldReleaseForm(),
         "holds": holds.holds_of(project)}, status=status)
 
 
-@login_required
-@require_POST
-def hold_release(request, slug, hold_id):
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_hold(role))
+@project_view(capability=permissions.can_hold, methods=("POST",))
+def hold_release_view(request, project, role, hold_id):
     hold = get_object_or_404(LegalHold, project=project, pk=hold_id)
     form = HoldReleaseForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:
         sweep = holds.hold_release(by=request.user, hold=hold, note=note)
-    except errors.StoreError as exc:
+    except errors.StoreError as exc:  # released all the same: say what is left to do
         messages.error(request, _("The hold is released in the console, but the storage did not "
                                   "answer: %(problem)s Release it again.") % {
             "problem": exc.message})
@@ -103,4 +95,4 @@ def hold_release(request, slug, hold_id):
         messages.success(request, _("Released legal hold #%(id)s on %(what)s (%(count)s stored "
                                     "versions).") % {"id": hold.pk, "what": hold.describe(),
                                                      "count": sweep.versions})
-    return redirect("projects:holds", slug=slug)
+    return redirect("projects:holds", slug=project.slug)

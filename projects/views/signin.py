@@ -27,7 +27,7 @@ def lockout_response(request, original_response=None, credentials=None):
 
 
 @login_required
-def lockouts(request):
+def lockouts_view(request):
     """Failed sign-ins within the cool-off, by account name and by address; Unlock forgets
     them (audited). Superusers only: accounts are global."""
     permissions.require(permissions.can_manage_accounts(request.user))

@@ -2,31 +2,23 @@
 delivery log of each, and redelivery. The services are projects/events/subscriptions.py."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
 
 from projects.errors import explain
 from projects.events import subscriptions
+from projects.forms.webhooks import WebhookForm
 from projects.governance import permissions
 from projects.models import DeliveryAttempt, OutboxEvent, WebhookSubscription
+from projects.views.base import project_view
 from projects.views.paging import LIST, page_of
-from projects.webhook_forms import WebhookForm
 
 
-def _managed(request, slug):
-    project, role = permissions.project_or_404(request.user, slug)
-    permissions.require(permissions.can_manage(role))
-    return project, role
-
-
-@login_required
-def webhook_list(request, slug):
-    project, role = _managed(request, slug)
+@project_view(capability=permissions.can_manage)
+def webhook_list_view(request, project, role):
     form, status, secret = WebhookForm(), 200, None
     if request.method == "POST":
         form = WebhookForm(request.POST)
@@ -41,7 +33,7 @@ def webhook_list(request, slug):
                 form.add_error("url" if exc.code == "webhook_url" else None, exc)
             else:
                 request.session["new_webhook_secret"] = [subscription.pk, secret]
-                return redirect("projects:webhook_list", slug=slug)
+                return redirect("projects:webhook_list", slug=project.slug)
         status = 400
     shown = request.session.pop("new_webhook_secret", None)
     found = (WebhookSubscription.objects.filter(project=project, removed_at__isnull=True)
@@ -54,9 +46,8 @@ def webhook_list(request, slug):
     }, status=status)
 
 
-@login_required
-def webhook_detail(request, slug, webhook_id):
-    project, role = _managed(request, slug)
+@project_view(capability=permissions.can_manage)
+def webhook_detail_view(request, project, role, webhook_id):
     subscription = get_object_or_404(WebhookSubscription, project=project, pk=webhook_id)
     events = (OutboxEvent.objects.filter(subscription=subscription).order_by("-created_at", "-id")
               .prefetch_related(Prefetch("log", queryset=DeliveryAttempt.objects.order_by("number"))))
@@ -71,10 +62,8 @@ def webhook_detail(request, slug, webhook_id):
     })
 
 
-@login_required
-@require_POST
-def webhook_action(request, slug, webhook_id):
-    project, _role = _managed(request, slug)
+@project_view(capability=permissions.can_manage, methods=("POST",))
+def webhook_action_view(request, project, role, webhook_id):
     subscription = get_object_or_404(WebhookSubscription, project=project, pk=webhook_id,
                                      removed_at__isnull=True)
     action = request.POST.get("action", "")
@@ -93,7 +82,7 @@ def webhook_action(request, slug, webhook_id):
             subscriptions.webhook_remove(by=request.user, subscription=subscription)
             messages.success(request, _("Removed the webhook to %(url)s; nothing more is sent "
                                         "to it.") % {"url": subscription.url})
-            return redirect("projects:webhook_list", slug=slug)
+            return redirect("projects:webhook_list", slug=project.slug)
         elif action == "redeliver":
             event = get_object_or_404(OutboxEvent, subscription=subscription,
                                       pk=_int(request.POST.get("event")))
@@ -102,7 +91,7 @@ def webhook_action(request, slug, webhook_id):
                                         "webhook-id.") % {"id": event.event_id})
     except ValidationError as exc:
         messages.error(request, explain(exc))
-    return redirect("projects:webhook_detail", slug=slug, webhook_id=subscription.pk)
+    return redirect("projects:webhook_detail", slug=project.slug, webhook_id=subscription.pk)
 
 
 def _int(raw) -> int:

@@ -1,0 +1,79 @@
+"""Proposals agents made under the hook policy: the list with a diff of each, and the
+decision (admins and compliance; an employee decides those on their own USER.md)."""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+
+from projects import drafts
+from projects.governance import permissions
+from projects.governance.trail import audit_reads
+from projects.memory import errors, store
+from projects.memory.content import appended
+from projects.memory.diffing import diff_texts
+from projects.models import Proposal
+from projects.runners import hooks
+from projects.views import paging
+from projects.views.base import project_view
+
+
+@project_view()
+def proposal_list_view(request, project, role):
+    """Admins and compliance see every proposal; an employee sees those on their own USER.md
+    and decides them (consent to what agents record about them)."""
+    status = request.GET.get("status", "pending")
+    proposals = (Proposal.objects.filter(permissions.visible_proposals(request.user, role),
+                                         project=project, status=status)
+                 .select_related("file", "file__head", "file__agent", "file__user", "agent",
+                                 "session", "decided_by", "revision").order_by("-created_at"))
+    page = paging.page_of(proposals, paging.REVIEW, request)
+    items = []
+    for proposal in page:
+        try:
+            current = store.file_read(proposal.file).text if proposal.file.head else ""
+        except errors.StoreError:  # the proposal is shown, its diff against nothing
+            current = ""
+        after = {"append": appended(current, proposal.content), "delete": "",
+                 "rename": current}.get(proposal.mode, proposal.content)
+        proposal.can_decide = permissions.can_decide_proposal(request.user, role, proposal)
+        proposal.session_visible = proposal.session_id is not None and (
+            permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk)
+        items.append((proposal, diff_texts(current, after)))
+    # One read per proposal shown (its diff quotes the file), not one per visit.
+    audit_reads(user=request.user, role=role, action="read.proposals", project=project,
+                reads=[(p, {"file": str(p.file_id)}) for p, _diff in items])
+    return render(request, "projects/proposal_list.html", {
+        "project": project, "role": role, "page": page, "items": items, "status": status})
+
+
+@project_view(methods=("POST",), refused_to="projects:proposal_list")
+def proposal_decide_view(request, project, role, proposal_id):
+    proposal = get_object_or_404(
+        Proposal.objects.filter(permissions.visible_proposals(request.user, role))
+        .select_related("file"), pk=proposal_id, project=project)
+    permissions.require(permissions.can_decide_proposal(request.user, role, proposal))
+    note = request.POST.get("note", "").replace("\x00", "\ufffd")[:500]  # storable anywhere
+    decision = request.POST.get("decision")
+    if decision == "approve":
+        try:
+            revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
+        except errors.SaveConflict as exc:
+            messages.error(request, _("The file changed since the agent proposed this change: "
+                                      "%(summary)s Reject it, or ask the agent again.")
+                           % {"summary": exc.summary})
+            return redirect("projects:proposal_list", slug=project.slug)
+        if proposal.mode == "delete":
+            messages.success(request, _("Approved: %(file)s is deleted (revision "
+                                        "%(number)s); its history is kept.")
+                             % {"file": proposal.file, "number": revision.number})
+        else:
+            messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
+                             % {"file": revision.file, "number": revision.number})
+    elif decision == "reject":
+        hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
+        messages.success(request, _("Rejected. Nothing was written."))
+    else:
+        messages.error(request, _("Choose approve or reject."))
+        return redirect("projects:proposal_list", slug=project.slug)
+    drafts.saved(request, "decide", proposal.pk)
+    return redirect("projects:proposal_list", slug=project.slug)
