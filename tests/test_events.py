@@ -417,6 +417,41 @@ def test_erasure_scrubs_pending_events_that_quote_the_profile(
     assert erased.details["events_scrubbed"] == 1
 
 
+def test_a_runners_delete_and_rename_send_their_events_like_any_write(
+        s3, project, agent, person, admin, receiver):
+    """A delete through the post hook is memory.file.deleted; a rename deletes the old path
+    and makes a revision at the new one, so it is both events, as a receiver re-indexing
+    memory needs."""
+    agent.hook_policy["post"]["workspace/**.md"].update(delete="direct", rename="direct")
+    agent.save()
+    system = Actor.system("t")
+    for path in ("drafts/plan.md", "drafts/old.md"):
+        store.file_create(project=project, scope="workspace", path=path, content=f"# {path}\n",
+                          actor=system)
+    subscription, secret = _hook(admin, project, receiver.url, include_content=True,
+                                 events=["memory.revision.created", "memory.file.deleted"])
+    session, _ = hooks.hook_pre(agent=agent, user=person)
+    results = hooks.hook_post(session=session, writes=[
+        hooks.WriteRequest("workspace/drafts/old.md", "delete"),
+        hooks.WriteRequest("workspace/drafts/plan.md", "rename",
+                           new_path="workspace/decisions/plan.md")])
+    assert [r["status"] for r in results] == ["written", "written"]
+
+    drain(until=lambda: len(receiver.requests) == 3)
+    bodies = [receiver.verified(secret, r) for r in receiver.requests]
+    assert [(b["type"], b["data"]["path"], b["data"]["revision"]) for b in bodies] == [
+        ("memory.file.deleted", "workspace/drafts/old.md", 2),
+        ("memory.revision.created", "workspace/decisions/plan.md", 1),
+        ("memory.file.deleted", "workspace/drafts/plan.md", 2)]
+    deleted, created, renamed_away = (b["data"] for b in bodies)
+    assert deleted["author_kind"] == created["author_kind"] == "agent"
+    assert deleted["session"] == created["session"] == renamed_away["session"] == str(session.pk)
+    assert created["text"] == "# drafts/plan.md\n" and "text" not in renamed_away
+    assert "sha256" not in renamed_away and "sha256" not in deleted
+    assert (created["renamed_from"], renamed_away["renamed_to"]) == (
+        "workspace/drafts/plan.md", "workspace/decisions/plan.md")
+
+
 def test_retention_holds_and_erasure_send_their_events_when_they_really_happen(
         s3, project, person, admin, reviewer, receiver):
     """Not a bare audit_record: a retention run that expires a file, a hold placed and
