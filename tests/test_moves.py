@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from projects.audit import Actor
+from projects.governance import review
 from projects.memory import errors, store
 from projects.models import AuditEvent, MemoryFile, Proposal, Revision
 from projects.runners import hooks
@@ -231,6 +232,37 @@ def test_a_rename_that_failed_halfway_is_finished_by_its_retry(s3, memory, agent
         store.file_rename(file=_file(memory, OLD), target=reload_file(other), actor=actor,
                           base_revision=3)
     assert s3.get(other.key) == b"theirs\n"
+
+
+def test_a_runners_delete_and_rename_wait_for_review_like_any_write(client, memory, token,
+                                                                   reviewer):
+    """A reviewer who read everything finds the runner's delete and both ends of its rename
+    in the queue, first (agents' writes), shown for what they are; marking them empties it."""
+    for file in MemoryFile.objects.filter(project=memory).select_related("head"):
+        review.review_mark(reviewer=reviewer, file=file, number=file.head.number)
+    assert not review.review_queue(reviewer=reviewer, project=memory).exists()
+    session = _session(client, token)
+    _post(client, token, session, [{"path": "workspace/drafts/old.md", "mode": "delete"},
+                                   {"path": OLD, "mode": "rename", "new_path": NEW}])
+
+    queue = list(review.review_queue(reviewer=reviewer, project=memory))
+    assert {f.source_path: f.by_agent for f in queue} == {
+        "workspace/drafts/old.md": True, OLD: True, NEW: True}
+    client.force_login(reviewer)
+    page = client.get(reverse("projects:review_queue", args=[memory.slug]))
+    items = {item.file.source_path: item for item in page.context["items"]}
+    assert [r.number for r in items["workspace/drafts/old.md"].revisions] == [2]
+    assert items["workspace/drafts/old.md"].revisions[0].is_deletion
+    assert (items[OLD].revisions[0].renamed_to.source_path,
+            items[NEW].revisions[0].renamed_from.source_path) == (NEW, OLD)
+    text = page.content.decode()
+    assert "deleted</span>" in text
+    assert f"renamed to {NEW}" in text and f"renamed from {OLD}" in text
+    for file in queue:
+        response = client.post(reverse("projects:review_mark", args=[memory.slug, file.pk]),
+                               {"number": file.head.number})
+        assert response.status_code == 302
+    assert not review.review_queue(reviewer=reviewer, project=memory).exists()
 
 
 def test_policies_with_delete_and_rename_are_checked():
