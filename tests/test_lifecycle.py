@@ -135,6 +135,38 @@ def test_a_run_stopped_partway_is_finished_by_the_next_and_nothing_reads_as_exte
                                                    "finished": 0}
 
 
+def test_a_deleted_file_expires_after_its_delete_and_a_stopped_expiry_of_it_is_finished(
+        s3, project, admin, workspace):
+    """A deleted file's texts stay in history; a rule takes them `days` after the delete. The
+    run that expires it is stopped (S3 refuses the deletes): the next run finishes it."""
+    old = MemoryFile.objects.get(pk=workspace["notes/old.md"].pk)
+    store.file_delete(file=old, actor=Actor.person(admin), base_revision=1)
+    retention.rule_add(by=admin, project=project, kind="files", glob="workspace/notes/old.md",
+                       days=30)
+    [row] = retention.preview(project)
+    assert not row["today"].due and {i.label for i in row["soon"]} == {"workspace/notes/old.md"}
+    assert retention.apply(project).files == 0  # deleted today: kept as long as any change
+
+    later = timezone.now() + 31 * DAY
+    s3.proxy.inject("DELETE", r"/", times=100)
+    with pytest.raises(errors.StorageUnavailable):
+        retention.apply(project, now=later)
+    s3.proxy.heal()
+    stopped = MemoryFile.objects.select_related("head").get(pk=old.pk)
+    assert stopped.head.expired_rule and stopped.head.number == 3
+    assert s3.keys(layout.history_prefix(project.prefix, old.pk))  # the texts are still there
+    assert reconcile.reconcile(project=project) == []
+
+    run = retention.apply(project, now=later)
+    assert (run.finished, run.files) == (1, 0)
+    assert _expired(project) == {"notes/old.md"}
+    assert not s3.keys(layout.history_prefix(project.prefix, old.pk))
+    assert not Revision.objects.filter(file=old, is_deletion=False, purged_at__isnull=True)
+    assert retention.apply(project, now=later).as_dict() == {
+        "files": 0, "revisions": 0, "sessions": 0, "prompts": 0, "answers": 0, "held": 0,
+        "finished": 0}
+
+
 def test_sessions_prompts_and_answers_expire_and_the_session_page_says_so(
         s3, project, agent, person, admin, workspace, client):
     session, _assembly = hooks.hook_pre(agent=agent, user=person)
