@@ -29,15 +29,17 @@ from projects.models import (
 )
 
 # Audit actions and the webhook event each one is. file.expire and legal_hold.* are recorded
-# by retention and legal holds (issue 25); issue 27's deletes and renames through the post
-# hook record file.delete and file.save.
+# by retention and legal holds (issue 25). A rename (issue 27) records file.rename_in at the
+# new path and file.rename at the old one: a revision there, a deletion here.
 ACTION_EVENTS = {
     "file.save": "memory.revision.created",
     "file.restore": "memory.revision.created",
     "file.external_change": "memory.revision.created",
     "file.save_recovered": "memory.revision.created",
+    "file.rename_in": "memory.revision.created",
     "file.delete": "memory.file.deleted",
     "file.external_delete": "memory.file.deleted",
+    "file.rename": "memory.file.deleted",
     "file.expire": "memory.file.expired",
     "proposal.create": "proposal.created",
     "proposal.approve": "proposal.decided",
@@ -191,9 +193,12 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
             data.update(revision=details.get("revision"), author=event.actor_label,
                         author_kind=getattr(actor, "kind", ""),
                         session=getattr(actor, "session_ref", "") or None)
-            if "sha256" in details and not event.action.endswith("delete"):
+            if "sha256" in details and ACTION_EVENTS.get(event.action) != "memory.file.deleted":
                 data.update(sha256=details["sha256"], size=details.get("size"),
                             message=details.get("message", ""))
+            for end in ("renamed_from", "renamed_to"):  # a rename's other path
+                if end in details:
+                    data[end] = details[end]
             if text is not None and ACTION_EVENTS.get(event.action) == "memory.revision.created":
                 content["text"] = text
         elif event.action.startswith("review."):

@@ -5,6 +5,7 @@ up and disabling, guarded targets, rotation, audit streams, erasure. The worker'
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.tasks import TaskContext
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks import Webhook, WebhookVerificationError
 
@@ -19,7 +21,7 @@ from projects import outbox
 from projects.audit import Actor, audit_record, event_hash
 from projects.events import delivery, signing, subscriptions, targets
 from projects.events.tasks import QUEUE
-from projects.governance import erasure, review
+from projects.governance import erasure, holds, retention, review
 from projects.memory import store
 from projects.models import (
     AuditEvent,
@@ -413,6 +415,79 @@ def test_erasure_scrubs_pending_events_that_quote_the_profile(
     assert all(secret_text.encode() not in r.body for r in receiver.requests)
     erased = AuditEvent.objects.get(action="profile.erase")
     assert erased.details["events_scrubbed"] == 1
+
+
+def test_a_runners_delete_and_rename_send_their_events_like_any_write(
+        s3, project, agent, person, admin, receiver):
+    """A delete through the post hook is memory.file.deleted; a rename deletes the old path
+    and makes a revision at the new one, so it is both events, as a receiver re-indexing
+    memory needs."""
+    agent.hook_policy["post"]["workspace/**.md"].update(delete="direct", rename="direct")
+    agent.save()
+    system = Actor.system("t")
+    for path in ("drafts/plan.md", "drafts/old.md"):
+        store.file_create(project=project, scope="workspace", path=path, content=f"# {path}\n",
+                          actor=system)
+    subscription, secret = _hook(admin, project, receiver.url, include_content=True,
+                                 events=["memory.revision.created", "memory.file.deleted"])
+    session, _ = hooks.hook_pre(agent=agent, user=person)
+    results = hooks.hook_post(session=session, writes=[
+        hooks.WriteRequest("workspace/drafts/old.md", "delete"),
+        hooks.WriteRequest("workspace/drafts/plan.md", "rename",
+                           new_path="workspace/decisions/plan.md")])
+    assert [r["status"] for r in results] == ["written", "written"]
+
+    drain(until=lambda: len(receiver.requests) == 3)
+    bodies = [receiver.verified(secret, r) for r in receiver.requests]
+    assert [(b["type"], b["data"]["path"], b["data"]["revision"]) for b in bodies] == [
+        ("memory.file.deleted", "workspace/drafts/old.md", 2),
+        ("memory.revision.created", "workspace/decisions/plan.md", 1),
+        ("memory.file.deleted", "workspace/drafts/plan.md", 2)]
+    deleted, created, renamed_away = (b["data"] for b in bodies)
+    assert deleted["author_kind"] == created["author_kind"] == "agent"
+    assert deleted["session"] == created["session"] == renamed_away["session"] == str(session.pk)
+    assert created["text"] == "# drafts/plan.md\n" and "text" not in renamed_away
+    assert "sha256" not in renamed_away and "sha256" not in deleted
+    assert (created["renamed_from"], renamed_away["renamed_to"]) == (
+        "workspace/drafts/plan.md", "workspace/decisions/plan.md")
+
+
+def test_retention_holds_and_erasure_send_their_events_when_they_really_happen(
+        s3, project, person, admin, reviewer, receiver):
+    """Not a bare audit_record: a retention run that expires a file, a hold placed and
+    released, and a person erased each put their event in the outbox, delivered signed."""
+    subscription, secret = _hook(admin, project, receiver.url, events=[
+        "memory.file.expired", "legal_hold.placed", "legal_hold.released", "profile.erased"])
+    log = store.file_create(project=project, scope="workspace", path="logs/tools.md",
+                            content="# tools\n", actor=Actor.system("t")).file
+    log.revisions.update(created_at=timezone.now() - dt.timedelta(days=40))
+    store.file_create(project=project, scope="user", user=person, path="USER.md",
+                      content="Maria prefers UTC.\n", actor=Actor.person(person))
+    retention.rule_add(by=admin, project=project, kind="files", glob="workspace/logs/**", days=30)
+
+    assert retention.apply(project).files == 1
+    hold, _sweep = holds.hold_place(by=reviewer, project=project, user=person,
+                                    reason="litigation", case_reference="case 1")
+    holds.hold_release(by=reviewer, hold=hold, note="settled")
+    erasure.profile_erase(by=admin, user=person, reason="GDPR request 17", projects=[project])
+
+    assert list(OutboxEvent.objects.order_by("id").values_list("type", flat=True)) == [
+        "memory.file.expired", "legal_hold.placed", "legal_hold.released", "profile.erased"]
+    drain(until=lambda: len(receiver.requests) == 4)
+    bodies = {body["type"]: body["data"]
+              for body in (receiver.verified(secret, r) for r in receiver.requests)}
+    expired = bodies["memory.file.expired"]
+    assert (expired["file"], expired["path"], expired["revision"]) == (
+        str(log.pk), "workspace/logs/tools.md", 2)
+    placed, released = bodies["legal_hold.placed"], bodies["legal_hold.released"]
+    assert (placed["object_id"], placed["by"]) == (str(hold.pk), "rita")
+    assert placed["details"] == {"covers": "person maria", "reason": "litigation",
+                                 "case": "case 1"}
+    assert (released["object_id"], released["details"]["note"]) == (str(hold.pk), "settled")
+    erased = bodies["profile.erased"]
+    assert (erased["user"], erased["user_id"], erased["by"], erased["reason"], erased["files"]) \
+        == ("maria", person.pk, "olga", "GDPR request 17", 1)
+    assert all(e.state == "delivered" for e in OutboxEvent.objects.all())
 
 
 # --- The command ---------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ their preview lists (safe to repeat, safe to stop), legal holds the storage itse
 (S3 Object Lock), and erasure of a person in every project."""
 
 import datetime as dt
+import json
 
 import pytest
 from botocore.exceptions import ClientError
@@ -16,6 +17,7 @@ from projects.memory import errors, layout, reconcile, store
 from projects.models import (
     AgentSession,
     AuditEvent,
+    IdempotencyRecord,
     LegalHold,
     Membership,
     MemoryFile,
@@ -133,6 +135,38 @@ def test_a_run_stopped_partway_is_finished_by_the_next_and_nothing_reads_as_exte
                                                    "finished": 0}
 
 
+def test_a_deleted_file_expires_after_its_delete_and_a_stopped_expiry_of_it_is_finished(
+        s3, project, admin, workspace):
+    """A deleted file's texts stay in history; a rule takes them `days` after the delete. The
+    run that expires it is stopped (S3 refuses the deletes): the next run finishes it."""
+    old = MemoryFile.objects.get(pk=workspace["notes/old.md"].pk)
+    store.file_delete(file=old, actor=Actor.person(admin), base_revision=1)
+    retention.rule_add(by=admin, project=project, kind="files", glob="workspace/notes/old.md",
+                       days=30)
+    [row] = retention.preview(project)
+    assert not row["today"].due and {i.label for i in row["soon"]} == {"workspace/notes/old.md"}
+    assert retention.apply(project).files == 0  # deleted today: kept as long as any change
+
+    later = timezone.now() + 31 * DAY
+    s3.proxy.inject("DELETE", r"/", times=100)
+    with pytest.raises(errors.StorageUnavailable):
+        retention.apply(project, now=later)
+    s3.proxy.heal()
+    stopped = MemoryFile.objects.select_related("head").get(pk=old.pk)
+    assert stopped.head.expired_rule and stopped.head.number == 3
+    assert s3.keys(layout.history_prefix(project.prefix, old.pk))  # the texts are still there
+    assert reconcile.reconcile(project=project) == []
+
+    run = retention.apply(project, now=later)
+    assert (run.finished, run.files) == (1, 0)
+    assert _expired(project) == {"notes/old.md"}
+    assert not s3.keys(layout.history_prefix(project.prefix, old.pk))
+    assert not Revision.objects.filter(file=old, is_deletion=False, purged_at__isnull=True)
+    assert retention.apply(project, now=later).as_dict() == {
+        "files": 0, "revisions": 0, "sessions": 0, "prompts": 0, "answers": 0, "held": 0,
+        "finished": 0}
+
+
 def test_sessions_prompts_and_answers_expire_and_the_session_page_says_so(
         s3, project, agent, person, admin, workspace, client):
     session, _assembly = hooks.hook_pre(agent=agent, user=person)
@@ -152,6 +186,65 @@ def test_sessions_prompts_and_answers_expire_and_the_session_page_says_so(
     retention.rule_add(by=admin, project=project, kind="sessions", days=150)
     assert retention.apply(project).sessions == 1
     assert not AgentSession.objects.filter(pk=old.pk).exists()
+
+
+def test_stored_runner_answers_expire_as_their_preview_said_and_young_ones_stay(
+        s3, project, agent, admin, workspace, token, client):
+    """The `idempotency` rule: answers kept for retries under an Idempotency-Key, taken from
+    real post hooks, go once older than the rule; the preview counts exactly those."""
+    session = client.post("/api/v1/hooks/pre", data="{}", content_type="application/json",
+                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    for key in ("old-1", "old-2", "young"):
+        body = {"session": session, "end": False, "writes": [
+            {"path": "workspace/notes/fresh.md", "mode": "append", "content": f"- {key}\n"}]}
+        answer = client.post("/api/v1/hooks/post", data=json.dumps(body),
+                             content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}",
+                             HTTP_IDEMPOTENCY_KEY=key)
+        assert answer.status_code == 200, answer.content
+    IdempotencyRecord.objects.filter(key__startswith="old-").update(
+        created_at=timezone.now() - 40 * DAY)
+    retention.rule_add(by=admin, project=project, kind="idempotency", days=30)
+
+    [row] = retention.preview(project)
+    [due] = row["today"].due
+    assert (due.label, due.count) == ("stored runner answers", 2)
+    assert sorted(IdempotencyRecord.objects.filter(pk__in=due.ids).values_list("key", flat=True)) \
+        == ["old-1", "old-2"]
+    assert row["soon_count"] == 1  # the young one, in 30 days
+    run = retention.apply(project)
+    assert run.answers == 2 and run.as_dict()["files"] == 0
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["young"]
+    assert AuditEvent.objects.get(action="retention.run").details["answers"] == 2
+    assert retention.apply(project).answers == 0
+    # The young key still answers a retry from its stored answer.
+    body = {"session": session, "end": False, "writes": [
+        {"path": "workspace/notes/fresh.md", "mode": "append", "content": "- young\n"}]}
+    again = client.post("/api/v1/hooks/post", data=json.dumps(body),
+                        content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}",
+                        HTTP_IDEMPOTENCY_KEY="young")
+    assert again["Idempotent-Replayed"] == "true"
+
+
+def test_the_history_page_shows_an_expired_file_and_its_expired_texts_as_such(
+        s3, project, admin, workspace, client):
+    retention.rule_add(by=admin, project=project, kind="files", glob="workspace/logs/**",
+                       days=30)
+    retention.apply(project)
+    tools = workspace["logs/tools.md"]
+    client.force_login(admin)
+    history = client.get(reverse("projects:file_history", args=[project.slug, tools.pk]))
+    rows = history.content.decode()
+    assert '<span class="badge warn" title="files workspace/logs/** 30 days">expired</span>' in rows
+    assert '<span class="badge">text expired</span>' in rows  # revision 1: its text is gone
+    assert "Expired under the retention rule files workspace/logs/** 30 days" in rows
+    detail = client.get(reverse("projects:file_detail", args=[project.slug, tools.pk]))
+    text = " ".join(detail.content.decode().split())
+    assert 'id="expired"' in text
+    assert "under the retention rule files workspace/logs/** 30 days: its texts are gone" in text
+    # A file that did not expire shows no such badge.
+    fresh = client.get(reverse("projects:file_history",
+                               args=[project.slug, workspace["notes/fresh.md"].pk]))
+    assert "expired</span>" not in fresh.content.decode()
 
 
 def test_the_pages_edit_rules_with_errors_at_the_field_and_show_the_preview(
@@ -272,6 +365,127 @@ def test_a_held_project_refuses_deletes_and_the_console_says_which_hold(
     client.post(reverse("projects:hold_release", args=[project.slug, hold.pk]), {"note": "done"})
     assert LegalHold.objects.get(pk=hold.pk).released_at is not None
     store.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
+
+
+def _file_versions(s3, project, file) -> list[dict]:
+    """Every stored version of a file: its head object's and its snapshots'."""
+    return (_versions(s3, file.key)
+            + _versions(s3, layout.history_prefix(project.prefix, file.pk)))
+
+
+def _refused_by_s3(s3, version: dict) -> str:
+    try:
+        s3.client.delete_object(Bucket=s3.bucket, Key=version["Key"],
+                                VersionId=version["VersionId"])
+    except ClientError as exc:
+        return exc.response["Error"]["Code"]
+    return ""
+
+
+def test_a_hold_on_one_file_holds_its_versions_and_nothing_else_until_release(
+        s3, project, admin, reviewer, workspace):
+    s3.lock()
+    notes = MemoryFile.objects.get(pk=workspace["notes/old.md"].pk)
+    store.file_save(file=notes, content="# v2\n", actor=Actor.system("t"), base_revision=1)
+    hold, sweep = holds.hold_place(by=reviewer, project=project, file=notes, reason="litigation",
+                                   case_reference="case 2")
+    assert sweep.enforced and hold.storage_enforced and hold.target == "file workspace/notes/old.md"
+    held = _file_versions(s3, project, notes)
+    assert len(held) >= 3 and all(_held(s3, v) for v in held)  # head, both snapshots
+    others = [v for path in ("notes/fresh.md", "logs/tools.md", "logs/errors.md")
+              for v in _file_versions(s3, project, workspace[path])]
+    assert others and not any(_held(s3, v) for v in others)
+    # S3 refuses to delete a held version, even to the console's own keys.
+    assert {_refused_by_s3(s3, v) for v in held} == {"AccessDenied"}
+    # The console refuses to delete it, naming the hold; the file next to it is not held.
+    with pytest.raises(errors.Held) as refused:
+        store.file_delete(file=notes, actor=Actor.person(admin), base_revision=2)
+    assert f"legal hold #{hold.pk} on file workspace/notes/old.md (litigation, case 2)" in \
+        refused.value.message
+    fresh = workspace["notes/fresh.md"]
+    store.file_delete(file=fresh, actor=Actor.person(admin), base_revision=1)
+    assert MemoryFile.objects.get(pk=fresh.pk).is_deleted
+    # Overwriting is a new version, held as it is written; the held ones stay as they were.
+    head_version = next(v for v in _versions(s3, notes.key) if v["IsLatest"])
+    store.file_save(file=notes, content="# v3\n", actor=Actor.person(admin), base_revision=2)
+    assert all(_held(s3, v) for v in _file_versions(s3, project, notes))
+    assert s3.client.get_object(Bucket=s3.bucket, Key=notes.key,
+                                VersionId=head_version["VersionId"])["Body"].read() == b"# v2\n"
+    # Retention skips it and expires the rest.
+    retention.rule_add(by=admin, project=project, kind="files", glob="workspace/**", days=5)
+    _aged(Revision.objects.filter(file=notes), 400)
+    run = retention.apply(project)
+    assert (run.files, run.held) == (2, 1) and _expired(project) == {"logs/tools.md",
+                                                                    "logs/errors.md"}
+
+    holds.hold_release(by=reviewer, hold=hold, note="settled")
+    assert not any(_held(s3, v) for v in _file_versions(s3, project, notes))
+    assert retention.apply(project).files == 1 and "notes/old.md" in _expired(project)
+
+
+def test_a_hold_on_a_workspace_glob_holds_what_matches_now_and_later_and_nothing_else(
+        s3, project, admin, reviewer, workspace):
+    s3.lock()
+    hold, sweep = holds.hold_place(by=admin, project=project, glob="workspace/logs/*.md",
+                                   reason="incident 12", case_reference="INC-12")
+    assert sweep.enforced and hold.target == "files workspace/logs/*.md"
+    logs = [workspace["logs/tools.md"], workspace["logs/errors.md"]]
+    notes = [workspace["notes/old.md"], workspace["notes/fresh.md"]]
+    held = [v for f in logs for v in _file_versions(s3, project, f)]
+    assert len(held) >= 4 and all(_held(s3, v) for v in held)
+    assert not any(_held(s3, v) for f in notes for v in _file_versions(s3, project, f))
+    # A file made under the glob while the hold stands is held from its first version.
+    new = store.file_create(project=project, scope="workspace", path="logs/new.md",
+                            content="# new\n", actor=Actor.system("t")).file
+    assert all(_held(s3, v) for v in _file_versions(s3, project, new))
+    assert _versions(s3, new.key)
+    # Deleting what the glob covers is refused by the console and by S3; the rest is not held.
+    for file in logs:
+        with pytest.raises(errors.Held) as refused:
+            store.file_delete(file=file, actor=Actor.person(admin), base_revision=1)
+        assert f"legal hold #{hold.pk} on files workspace/logs/*.md (incident 12, INC-12)" in \
+            refused.value.message
+    store.file_delete(file=notes[1], actor=Actor.person(admin), base_revision=1)
+    retention.rule_add(by=admin, project=project, kind="files", glob="workspace/**", days=5)
+    run = retention.apply(project)
+    assert (run.files, run.held) == (1, 2) and _expired(project) == {"notes/old.md"}
+    version = next(v for v in _versions(s3, logs[0].key) if v["IsLatest"])
+    assert _refused_by_s3(s3, version) == "AccessDenied"
+    # Someone with the bucket's keys writes over the key: a new version; the held one stays.
+    s3.put(logs[0].key, b"overwritten\n")
+    assert s3.client.get_object(Bucket=s3.bucket, Key=logs[0].key, VersionId=version["VersionId"]
+                                )["Body"].read() == b"# logs/tools.md\n"
+    assert _refused_by_s3(s3, version) == "AccessDenied"
+
+    holds.hold_release(by=admin, hold=hold, note="closed")
+    assert not any(_held(s3, v) for f in (*logs, new) for v in _file_versions(s3, project, f))
+    assert _refused_by_s3(s3, version) == ""  # released: S3 lets it go
+
+
+def test_ensure_bucket_makes_a_new_bucket_with_object_lock_and_turns_it_on_for_an_old_one(
+        s3, capsys):
+    def lock_and_versioning(bucket: str) -> tuple:
+        try:
+            lock = s3.client.get_object_lock_configuration(Bucket=bucket)[
+                "ObjectLockConfiguration"].get("ObjectLockEnabled")
+        except ClientError:
+            lock = None
+        return lock, s3.client.get_bucket_versioning(Bucket=bucket).get("Status")
+
+    s3._point_at("mgc-ensure-new")  # no such bucket yet
+    call_command("ensure_bucket")
+    assert "Created bucket mgc-ensure-new with Object Lock." in capsys.readouterr().out
+    assert lock_and_versioning("mgc-ensure-new") == ("Enabled", "Enabled")
+    call_command("ensure_bucket")  # again: nothing to do
+    assert capsys.readouterr().out == "Bucket mgc-ensure-new exists.\n"
+
+    s3.client.create_bucket(Bucket="mgc-ensure-old")  # made before, without Object Lock
+    s3.client.put_object(Bucket="mgc-ensure-old", Key="p/old.md", Body=b"old\n")
+    assert lock_and_versioning("mgc-ensure-old") == (None, None)
+    s3._point_at("mgc-ensure-old")
+    call_command("ensure_bucket")
+    assert "Turned on versioning and Object Lock for mgc-ensure-old." in capsys.readouterr().out
+    assert lock_and_versioning("mgc-ensure-old") == ("Enabled", "Enabled")
 
 
 def test_a_hold_without_object_lock_is_kept_by_the_console_and_says_so(

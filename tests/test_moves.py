@@ -4,13 +4,16 @@ tombstone at the old path that names the new one, and a revision at the new path
 the old); restore and "rename back" undo them; retries with the same Idempotency-Key, and
 answers lost on the way from S3, write nothing twice."""
 
+import datetime as dt
 import json
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from projects.audit import Actor
-from projects.memory import errors, store
+from projects.governance import retention, review
+from projects.memory import errors, layout, store
 from projects.models import AuditEvent, MemoryFile, Proposal, Revision
 from projects.runners import hooks
 from tests.conftest import reload_file
@@ -231,6 +234,69 @@ def test_a_rename_that_failed_halfway_is_finished_by_its_retry(s3, memory, agent
         store.file_rename(file=_file(memory, OLD), target=reload_file(other), actor=actor,
                           base_revision=3)
     assert s3.get(other.key) == b"theirs\n"
+
+
+def test_a_runners_delete_and_rename_wait_for_review_like_any_write(client, memory, token,
+                                                                   reviewer):
+    """A reviewer who read everything finds the runner's delete and both ends of its rename
+    in the queue, first (agents' writes), shown for what they are; marking them empties it."""
+    for file in MemoryFile.objects.filter(project=memory).select_related("head"):
+        review.review_mark(reviewer=reviewer, file=file, number=file.head.number)
+    assert not review.review_queue(reviewer=reviewer, project=memory).exists()
+    session = _session(client, token)
+    _post(client, token, session, [{"path": "workspace/drafts/old.md", "mode": "delete"},
+                                   {"path": OLD, "mode": "rename", "new_path": NEW}])
+
+    queue = list(review.review_queue(reviewer=reviewer, project=memory))
+    assert {f.source_path: f.by_agent for f in queue} == {
+        "workspace/drafts/old.md": True, OLD: True, NEW: True}
+    client.force_login(reviewer)
+    page = client.get(reverse("projects:review_queue", args=[memory.slug]))
+    items = {item.file.source_path: item for item in page.context["items"]}
+    assert [r.number for r in items["workspace/drafts/old.md"].revisions] == [2]
+    assert items["workspace/drafts/old.md"].revisions[0].is_deletion
+    assert (items[OLD].revisions[0].renamed_to.source_path,
+            items[NEW].revisions[0].renamed_from.source_path) == (NEW, OLD)
+    text = page.content.decode()
+    assert "deleted</span>" in text
+    assert f"renamed to {NEW}" in text and f"renamed from {OLD}" in text
+    for file in queue:
+        response = client.post(reverse("projects:review_mark", args=[memory.slug, file.pk]),
+                               {"number": file.head.number})
+        assert response.status_code == 302
+    assert not review.review_queue(reviewer=reviewer, project=memory).exists()
+
+
+def test_retention_counts_a_runners_delete_or_rename_as_the_files_last_change(
+        client, memory, token, admin, s3):
+    """Everything was written 100 days ago; today the runner renames one file and deletes
+    another. A 30-day rule expires only the untouched file now; in 31 days the renamed file
+    at its new path, and the deleted and renamed-away paths (their texts) go too."""
+    Revision.objects.filter(file__project=memory).update(
+        created_at=timezone.now() - dt.timedelta(days=100))
+    store.file_create(project=memory, scope="workspace", path="drafts/kept.md",
+                      content="# Kept\n", actor=Actor.system("t"))
+    Revision.objects.filter(file__path="drafts/kept.md").update(
+        created_at=timezone.now() - dt.timedelta(days=100))
+    session = _session(client, token)
+    _post(client, token, session, [{"path": "workspace/drafts/old.md", "mode": "delete"},
+                                   {"path": OLD, "mode": "rename", "new_path": NEW}])
+    retention.rule_add(by=admin, project=memory, kind="files", glob="workspace/**", days=30)
+
+    [row] = retention.preview(memory)
+    assert {item.label for item in row["today"].due} == {"workspace/drafts/kept.md"}
+    assert {item.label for item in row["soon"]} == {NEW, OLD, "workspace/drafts/old.md"}
+    assert retention.apply(memory).files == 1
+
+    later = timezone.now() + dt.timedelta(days=31)
+    run = retention.apply(memory, now=later)
+    assert run.files == 3
+    for path in (NEW, OLD, "workspace/drafts/old.md"):
+        file = _file(memory, path)
+        assert file.head.expired_rule == "files workspace/** 30 days", path
+        assert not s3.keys(file.key) and not s3.keys(
+            layout.history_prefix(memory.prefix, file.pk)), path
+    assert retention.apply(memory, now=later).files == 0
 
 
 def test_policies_with_delete_and_rename_are_checked():

@@ -165,7 +165,9 @@ def _files_due(rule, project, files, held_files, until) -> RulePlan:
     result = RulePlan(rule, [])
     days = dt.timedelta(days=rule.days)
     for file in _matching(rule, files):
-        if file.head is None or file.head.is_deletion:
+        # A deleted file (a delete or a rename away is a change like any other) still has its
+        # texts in history: it expires `days` after that change. An expired one is done.
+        if file.head is None or file.head.expired_rule:
             continue
         due = file.head.created_at + days
         if due > until:

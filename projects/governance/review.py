@@ -179,7 +179,8 @@ def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
     pending = Q()
     for file in files:
         pending |= Q(file=file, number__gte=max(file.seen, 1))
-    revisions = list(Revision.objects.filter(pending).order_by("file_id", "number"))
+    revisions = list(Revision.objects.filter(pending).select_related("renamed_from", "renamed_to")
+                     .order_by("file_id", "number"))  # the badges name a rename's other path
     by_file: dict = {}
     for revision in revisions:
         by_file.setdefault(revision.file_id, []).append(revision)

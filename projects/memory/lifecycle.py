@@ -7,7 +7,9 @@ would misread as somebody else's change:
 - an expiry first commits its `expired` revision (a tombstone that keeps the old head's ETag),
   then deletes the head object, every snapshot and every stored version, then forgets the ETag
   (store._finish_expiry). Until then the leftover object is known as the expired head, and the
-  next run (or the next save of the file) finishes the deletions;
+  next run (or the next save of the file) finishes the deletions. A file deleted before it
+  expired has no head object: its expiry is unfinished while any of its texts is not marked
+  purged (that happens after the deletions);
 - a pruned revision is marked purged first, then its snapshot (every version) is deleted; a
   snapshot left behind is one a revision still names, which classify counts as known.
 """
@@ -18,6 +20,7 @@ import datetime as dt
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from projects.audit import Actor
@@ -33,14 +36,15 @@ _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mgc-hold")
 def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None
                 ) -> Revision | None:
     """Expire a file under a retention rule: a final `expired` revision naming the rule and the
-    date, then its head, snapshots and stored versions go. None if it is already deleted or
-    expired (an unfinished expiry is finished). Held when a legal hold covers it."""
+    date, then its head, snapshots and stored versions go (a deleted file's too: its texts are
+    still in history). None if it is already expired (an unfinished expiry is finished). Held
+    when a legal hold covers it."""
     when = when or timezone.now()
     storage = storage_for(file.project)
     with transaction.atomic():
         locked = store._lock(file)
         head = locked.head
-        if head is None or head.is_deletion:
+        if head is None or head.expired_rule:
             if store._expiry_pending(locked):
                 store._finish_expiry(storage, locked)
             return None
@@ -59,9 +63,12 @@ def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None
 
 
 def expiry_unfinished(project: Project) -> list[MemoryFile]:
-    """Files whose expiry was stopped before its deletions ended."""
+    """Files whose expiry was stopped before its deletions ended: the old head's ETag is still
+    kept, or (a file deleted before it expired has no head object) texts are not yet purged."""
+    unpurged = Revision.objects.filter(file=OuterRef("pk"), is_deletion=False,
+                                       purged_at__isnull=True)
     return list(MemoryFile.objects.filter(project=project, head__is_deletion=True)
-                .exclude(head__expired_rule="").exclude(head_etag="")
+                .exclude(head__expired_rule="").filter(~Q(head_etag="") | Exists(unpurged))
                 .select_related("head", "project"))
 
 
@@ -69,7 +76,8 @@ def expiry_finish(file: MemoryFile) -> int:
     storage = storage_for(file.project)
     with transaction.atomic():
         locked = store._lock(file)
-        return store._finish_expiry(storage, locked) if store._expiry_pending(locked) else 0
+        head = locked.head
+        return store._finish_expiry(storage, locked) if head and head.expired_rule else 0
 
 
 def revisions_purge(*, file: MemoryFile, numbers: list[int]) -> int:

@@ -206,3 +206,88 @@ def test_typed_text_survives_an_ended_session_and_a_failed_save(page, live_serve
     expect(page.get_by_text("Saved revision 4.")).to_be_visible()
     assert "Kept across a storage outage" in s3.get(file.key).decode()
     assert page.evaluate(DRAFTS) == []
+
+
+def test_typed_text_survives_a_save_conflict_left_unresolved(page, live_server, maria, project,
+                                                             s3):
+    """The file changes under the open editor; Save shows the merge and keeps the typed text
+    in the browser. The person leaves without saving: back in the editor it is offered again,
+    with a word that the file moved on, and saving it merges again instead of overwriting."""
+    page.on("dialog", lambda dialog: dialog.accept())  # leaving with unsaved text asks first
+    _login(page, live_server)
+    file = _profile(maria)
+    edit_url = f"{live_server.url}/p/{project.slug}/f/{file.pk}/edit/"
+    page.goto(edit_url)
+    editor = page.locator("textarea[name=content]")
+    editor.press("Control+End")
+    editor.type("- Kept across a conflict.\n")
+    theirs = store.revision_read(file.head).replace("incident manager", "head of incidents")
+    store.file_save(file=file, actor=Actor.system("other tab"), base_revision=2, content=theirs)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict")).to_be_visible()
+    expect(editor).to_have_value(re.compile(r"head of incidents[\s\S]*Kept across a conflict"))
+    expect(page.locator(".draft-offer")).to_have_count(0)  # the merge shows it; not offered twice
+    [kept] = page.evaluate(f"{DRAFTS}.map(k => JSON.parse(localStorage.getItem(k)).values)")
+    assert "Kept across a conflict" in kept["content"] and kept["base_revision"] == "2"
+
+    page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/")  # away, nothing saved
+    page.goto(edit_url)
+    expect(editor).not_to_have_value(re.compile("Kept across a conflict"))
+    offer = page.locator(".draft-offer")
+    expect(offer).to_contain_text("was not saved")
+    expect(offer).to_contain_text("The page has changed since")
+    offer.get_by_role("button", name="Put it back").click()
+    expect(editor).to_have_value(re.compile("Kept across a conflict"))
+    assert page.locator("input[name=base_revision]").input_value() == "2"  # the text's own base
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict")).to_be_visible()  # merged again, never overwritten
+    expect(editor).to_have_value(re.compile(r"head of incidents[\s\S]*Kept across a conflict"))
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("Saved revision 4.")).to_be_visible()
+    final = s3.get(file.key).decode()
+    assert "head of incidents" in final and "Kept across a conflict" in final
+    assert page.evaluate(DRAFTS) == []
+
+
+TABLE = "| Service | Owner |\n|---|---|\n| billing | Мария |\n| search | Олег |\n"
+STYLE = """el => { const s = getComputedStyle(el);
+  return {border: s.borderTopStyle + ' ' + s.borderTopWidth, background: s.backgroundColor,
+          padding: s.paddingLeft, display: s.display, overflow: s.overflowX,
+          collapse: s.borderCollapse}; }"""
+
+
+def test_markdown_tables_are_drawn_with_borders_on_the_page_and_in_the_preview(
+        page, live_server, maria, project):
+    page.on("dialog", lambda dialog: dialog.accept())  # leaving the editor with typed text
+    file = _profile(maria)
+    store.file_save(file=file, actor=Actor.person(maria), base_revision=2,
+                    content=store.revision_read(file.head) + "\n" + TABLE)
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/")
+    for where in ("article.markdown", "#preview"):
+        if where == "#preview":  # the live preview of what is typed, drawn the same way
+            page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/edit/")
+            editor = page.locator("textarea[name=content]")
+            editor.press("Control+End")
+            editor.type("| cache | Ира |\n")
+            expect(page.locator("#preview td").last).to_have_text("Ира")
+        table = page.locator(f"{where} table")
+        expect(table.locator("th")).to_have_count(2)
+        style = table.evaluate(STYLE)
+        assert (style["collapse"], style["display"], style["overflow"]) == (
+            "collapse", "block", "auto"), where  # a wide table scrolls in its own box
+        th = table.locator("th").first.evaluate(STYLE)
+        td = table.locator("td").first.evaluate(STYLE)
+        assert th["border"] == td["border"] == "solid 1px", where
+        assert th["background"] == "rgb(240, 242, 245)", where
+        assert float(td["padding"].removesuffix("px")) > 0, where
+    # On a phone a wide table scrolls inside its box; the page does not.
+    wide = store.revision_read(_profile(maria).head) + "\n| " + " | ".join(
+        f"column {n}" for n in range(12)) + " |\n|" + "---|" * 12 + "\n"
+    store.file_save(file=_profile(maria), actor=Actor.person(maria), base_revision=3, content=wide)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/")
+    box = page.locator("article.markdown table").last
+    expect(box).to_contain_text("column 11")
+    assert box.evaluate("el => el.scrollWidth > el.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -44,6 +44,28 @@ def test_a_saved_edit_tells_the_next_page_to_drop_the_draft_a_refused_one_does_n
     assert _saved(client.get(edit).content.decode()) == []  # said once
 
 
+def test_a_save_conflict_keeps_the_draft_until_the_merged_text_is_saved(
+        client, person, profile, project):
+    client.force_login(person)
+    edit = reverse("projects:file_edit", args=[project.slug, profile.pk])
+    for number, text in ((1, "# Maria\n\nA\n\nB\n\nC\n"), (2, "# Maria\n\nA\n\nB\n\nC, elsewhere\n")):
+        store.file_save(file=profile, content=text, actor=Actor.person(person),
+                        base_revision=number)
+    typed = "# Maria\n\nA, typed\n\nB\n\nC\n"  # on revision 2; revision 3 came meanwhile
+    conflict = client.post(edit, {"content": typed, "base_revision": 2})
+    page = conflict.content.decode()
+    assert conflict.status_code == 409 and 'id="conflict"' in page
+    # The editor keeps its draft's name; its text is shown merged, not offered on top.
+    assert f'data-draft="edit:{profile.pk}"' in page and 'data-draft-offer="no"' in page
+    assert _saved(page) == [] and _saved(client.get(edit).content.decode()) == []
+    merged = conflict.context["form"]["content"].value()
+    assert merged == "# Maria\n\nA, typed\n\nB\n\nC, elsewhere\n"
+    saved = client.post(edit, {"content": merged, "base_revision": 3})
+    assert saved.status_code == 302
+    detail = client.get(saved["Location"]).content.decode()
+    assert _saved(detail) == [f"edit:{profile.pk}"]
+
+
 def test_a_form_sent_after_the_session_ended_leads_to_login_and_back_to_its_page(
         client, person, profile, project):
     page = reverse("projects:revision_detail", args=[project.slug, profile.pk, 1])
