@@ -25,7 +25,18 @@ from projects.errors import explain
 from projects.forms import DeleteForm, EditForm, ResolveForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
-from projects.memory import errors, layout, merging, scanning, store
+from projects.memory import (
+    adoption,
+    errors,
+    history,
+    layout,
+    merging,
+    reading,
+    records,
+    removal,
+    scanning,
+    store,
+)
 from projects.memory import holds as memory_holds
 from projects.memory.content import within_limit
 from projects.memory.diffing import diff_texts
@@ -65,7 +76,7 @@ def file_detail(request, slug, file_id):
     context = _base_context(request, project, role, file)
     status = 200
     try:
-        content = store.file_read(file)
+        content = reading.file_read(file)
         context.update(content=content, html=render_markdown(content.text))
     except errors.StoreError as exc:
         context["error"] = exc.message
@@ -84,7 +95,7 @@ def file_detail(request, slug, file_id):
                                   .select_related("project"))
         context["can_delete_refused"] = permissions.can_manage(role)
         context["holds"] = memory_holds.covering_file(file)
-    context["recent"] = store.file_history(file, 1, per_page=5)
+    context["recent"] = history.file_history(file, 1, per_page=5)
     context["delete_form"] = DeleteForm(initial={"base_revision": file.head.number if file.head else 0})
     return render(request, "projects/file_detail.html", context, status=status)
 
@@ -140,7 +151,7 @@ def file_edit(request, slug, file_id):
                 head = _revision_or_404(file, data["merge_head"])
                 context.update(_merged(
                     file, base=data["merge_base"], head=head, yours=data["your_text"],
-                    theirs=store.revision_read(head),
+                    theirs=reading.revision_read(head),
                     message=data["message"], summary=_("Some overlapping changes are not "
                                                        "settled yet.")))
         context.update(form=form, opened_revision=form.data.get("base_revision"),
@@ -148,7 +159,7 @@ def file_edit(request, slug, file_id):
         return render(request, "projects/file_edit.html", context, status=status)
 
     try:
-        content = store.file_read(file)
+        content = reading.file_read(file)
     except errors.StoreError as exc:
         context["error"] = exc.message
         return render(request, "projects/file_edit.html", context, status=503)
@@ -175,12 +186,12 @@ def file_new(request, slug):
     permissions.require(permissions.can_manage(role))
     try:
         path = layout.validate_workspace_path(request.GET.get("path", ""))
-        if store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path) is None:
-            store.workspace_name_free(project=project, path=path)
+        if records.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path) is None:
+            records.workspace_name_free(project=project, path=path)
     except ValidationError as exc:
         messages.error(request, explain(exc))
         return redirect("projects:workspace", slug=project.slug)
-    existing = store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
+    existing = records.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
     if request.method == "POST":
         if existing is None and request.POST.get("action") == "resolve":
             raise Http404("No such merge.")  # nothing to merge with: no record made either
@@ -189,7 +200,7 @@ def file_new(request, slug):
             # The first save: from here on it is the file's own editor (saving, conflicts
             # with someone who created the same path meanwhile, errors with the text kept).
             try:
-                file = existing or store.workspace_file_new(project=project, path=path)
+                file = existing or records.workspace_file_new(project=project, path=path)
             except ValidationError as exc:  # a look-alike name was made meanwhile
                 form.add_error(None, exc)
             else:
@@ -216,7 +227,7 @@ def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs
     head over the revision they opened, who changed the file in between, and the choices left."""
     base_revision = (Revision.objects.filter(file=file, number=base).select_related("file__project")
                      .first() if base else None)
-    base_text = store.revision_read(base_revision) if base_revision else ""
+    base_text = reading.revision_read(base_revision) if base_revision else ""
     head_number = head.number if head else None
     theirs_label = (_("revision %(number)s, by %(author)s") % {
         "number": head_number, "author": head.author_shown} if head else _("storage"))
@@ -251,7 +262,7 @@ def _resolve(request, context: dict, file: MemoryFile):
         raise Http404("No such merge.")
     data = form.cleaned_data
     head = _revision_or_404(file, data["merge_head"])
-    theirs = store.revision_read(head)
+    theirs = reading.revision_read(head)
     context.update(_merged(file, base=data["merge_base"], head=head, theirs=theirs,
                            yours=data["your_text"], message=data["message"],
                            summary=_("Your choices are applied below; check the text and save."),
@@ -278,7 +289,7 @@ def preview(request):
 def file_history(request, slug, file_id):
     project, role, file = _file_or_404(request, slug, file_id)
     context = _base_context(request, project, role, file)
-    context["page"] = store.file_history(file, request.GET.get("page"))
+    context["page"] = history.file_history(file, request.GET.get("page"))
     audit_read(user=request.user, role=role, action="read.history", project=project, obj=file)
     return render(request, "projects/file_history.html", context)
 
@@ -289,7 +300,7 @@ def revision_detail(request, slug, file_id, number):
     revision = _revision_or_404(file, number)
     context = _base_context(request, project, role, file)
     try:
-        text = store.revision_read(revision)
+        text = reading.revision_read(revision)
     except errors.StoreError as exc:
         context.update(revision=revision, error=exc.message)
         return render(request, "projects/revision_detail.html", context, status=503)
@@ -319,7 +330,7 @@ def revision_raw(request, slug, file_id, number):
     project, role, file = _file_or_404(request, slug, file_id)
     revision = _revision_or_404(file, number)
     try:
-        text = store.revision_read(revision)
+        text = reading.revision_read(revision)
     except errors.StoreError as exc:
         return HttpResponse(exc.message, status=503, content_type="text/plain; charset=utf-8")
     audit_read(user=request.user, role=role, action="read.download", project=project, obj=file,
@@ -346,7 +357,7 @@ def file_diff(request, slug, file_id):
     context = _base_context(request, project, role, file)
     mode = "unified" if request.GET.get("mode") == "unified" else "split"
     try:
-        diff = diff_texts(store.revision_read(old), store.revision_read(new))
+        diff = diff_texts(reading.revision_read(old), reading.revision_read(new))
     except errors.StoreError as exc:
         context.update(error=exc.message, old=old, new=new, mode=mode)
         return render(request, "projects/file_diff.html", context, status=503)
@@ -394,9 +405,9 @@ def file_delete(request, slug, file_id):
         messages.error(request, _("The delete form was incomplete; nothing was changed."))
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
     try:
-        store.file_delete(file=file, actor=Actor.person(request.user),
-                          message=form.cleaned_data["message"],
-                          base_revision=form.cleaned_data["base_revision"])
+        removal.file_delete(file=file, actor=Actor.person(request.user),
+                            message=form.cleaned_data["message"],
+                            base_revision=form.cleaned_data["base_revision"])
     except errors.SaveConflict as conflict:
         messages.error(request, _("%(summary)s Nothing was deleted.") % {"summary": conflict.summary})
         return redirect("projects:file_detail", slug=slug, file_id=file.pk)
@@ -417,7 +428,7 @@ def refused_delete(request, slug, refused_id):
     refused = get_object_or_404(RefusedWrite.objects.select_related("project", "file"),
                                 pk=refused_id, project=project)
     try:
-        store.refused_write_delete(refused=refused, by=request.user)
+        adoption.refused_write_delete(refused=refused, by=request.user)
     except errors.StoreError as exc:
         messages.error(request, exc.message)
     else:
@@ -446,7 +457,7 @@ def file_rename_undo(request, slug, file_id, number):
         messages.error(request, _("The form was incomplete; nothing was changed."))
         return redirect("projects:revision_detail", slug=slug, file_id=file.pk, number=number)
     try:
-        _gone, revision = store.file_rename(
+        _gone, revision = removal.file_rename(
             file=moved, target=file, actor=Actor.person(request.user),
             message=form.cleaned_data["message"] or _("Undo the rename to %(path)s")
             % {"path": moved.source_path}, base_revision=form.cleaned_data["base_revision"])

@@ -20,7 +20,7 @@ from projects.errors import explain
 from projects.forms import JsonSettingForm, TokenForm
 from projects.governance import permissions, setup
 from projects.governance.trail import audit_read, audit_reads
-from projects.memory import errors, receipts, store
+from projects.memory import errors, reading, receipts
 from projects.memory.content import appended
 from projects.memory.diffing import diff_texts
 from projects.models import (
@@ -430,7 +430,7 @@ def proposal_list(request, slug):
     items = []
     for proposal in page:
         try:
-            current = store.file_read(proposal.file).text if proposal.file.head else ""
+            current = reading.file_read(proposal.file).text if proposal.file.head else ""
         except errors.StoreError:
             current = ""
         after = {"append": appended(current, proposal.content), "delete": "",

@@ -9,7 +9,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import Membership, MemoryFile
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -130,7 +130,7 @@ def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, liv
     # Chromium sends the hidden copy of the person's text with CRLF line ends; merged against
     # LF texts, every line of it once differed, and "Keep yours" swallowed their other change.
     file = _profile(maria)
-    base = store.revision_read(file.head)
+    base = reading.revision_read(file.head)
     lines = base.splitlines(keepends=True)
     _login(page, live_server)
     page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/edit/")
@@ -147,7 +147,7 @@ def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, liv
     expect(editor).to_have_value(re.compile("^# Mine"))
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Saved revision 4.")).to_be_visible()
-    assert store.file_read(_profile(maria)).text == "".join(
+    assert reading.file_read(_profile(maria)).text == "".join(
         ["# Mine\n", *lines[1:-1], "- Changed at the end by someone else.\n"])
 
 
