@@ -405,12 +405,13 @@ def _wait_following(follower, timeout: float = 15) -> None:
 def _pre_breakdown(table: Table, world: dict, n: int) -> None:
     """What a warm pre hook overlaps: the bucket's LISTs (in flight while it assembles) and
     the assembly; neither writes a record when nothing changed."""
-    from projects.memory import store
+    from projects.memory import catchup
+    from projects.memory.storage import storage_for
     from projects.runners import context as prompt_context
 
     agent, employee, project = world["direct_agent"], world["employee"], world["direct_project"]
-    storage = store.storage_for(project)
-    lists = lambda: store.bucket_catch_up(project=project, agent=agent, user=employee)  # noqa: E731
+    storage = storage_for(project)
+    lists = lambda: catchup.bucket_catch_up(project=project, agent=agent, user=employee)  # noqa: E731
     workspace = f"{project.prefix}workspace/"
     lean = lambda: storage.etags(workspace)  # noqa: E731
     client = lambda: storage.client.list_objects_v2(  # noqa: E731
@@ -799,11 +800,12 @@ def _agent_with_token(world: dict, project, slug: str, manifest: dict | None = N
 
 def _bulk_files(project, paths: list[str], content: str) -> None:
     """Workspace files as saves leave them (head object, snapshot, records), written in bulk."""
-    from projects.memory import layout, store
+    from projects.memory import layout
     from projects.memory.content import sha256
+    from projects.memory.storage import storage_for
     from projects.models import MemoryFile, Revision
 
-    storage = store.storage_for(project)
+    storage = storage_for(project)
     data = content.encode()
     sha = sha256(data)
     files = MemoryFile.objects.bulk_create([
@@ -830,7 +832,7 @@ def _bench_growth_files(table: Table, world: dict, sizes: tuple[int, ...], n: in
     """Warm pre hook with 1 .. 1,000 workspace files matched by the manifest, one project per
     size; the manifest caps nothing, so every file is read, counted and injected. Beside it,
     one LIST of those files: the freshness check lists them all on every hook."""
-    from projects.memory import store
+    from projects.memory.storage import storage_for
     from projects.models import Membership, Project
 
     calls = []
@@ -843,7 +845,7 @@ def _bench_growth_files(table: Table, world: dict, sizes: tuple[int, ...], n: in
             {"tag": "workspace_memory", "source": "workspace/notes/*.md"}]})
         pre, _ = _hook_client(token)
         pre()  # texts into the cache
-        storage, prefix = store.storage_for(project), f"{project.prefix}workspace/"
+        storage, prefix = storage_for(project), f"{project.prefix}workspace/"
         calls.append((pre, lambda storage=storage, prefix=prefix: storage.etags(prefix)))
     results = interleaved([fn for pair in calls for fn in pair], n, warmup=1)
     base = p50(results[0])
@@ -891,12 +893,13 @@ def _bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n:
 
 
 def _bench_save(table: Table, world: dict, n: int) -> None:
-    from projects.memory import store
+    from projects.memory import records, store
+    from projects.memory.storage import storage_for
     from projects.models import MemoryFile
 
     project, actor = world["project"], world["actor"]
-    file = store.file_ensure(project=project, scope="workspace", path="bench/save.md")
-    storage = store.storage_for(project)
+    file = records.file_ensure(project=project, scope="workspace", path="bench/save.md")
+    storage = storage_for(project)
     requests: list[str] = []
 
     def count(event_name, **kwargs):
@@ -946,12 +949,13 @@ def _file_with_revisions(world: dict, path: str, count: int):
     before's snapshots are put in S3, the only objects the history and diff pages read."""
     import hashlib
 
-    from projects.memory import layout, store
+    from projects.memory import layout, records
+    from projects.memory.storage import storage_for
     from projects.models import MemoryFile, Revision
 
     project = world["project"]
-    file = store.file_ensure(project=project, scope="workspace", path=path)
-    storage = store.storage_for(project)
+    file = records.file_ensure(project=project, scope="workspace", path=path)
+    storage = storage_for(project)
     rows = []
     for number in range(1, count + 1):
         content = f"# Log\n\nentry {number}\n".encode()

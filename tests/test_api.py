@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import AgentSession, Membership, MemoryFile, Proposal, Revision, SessionEvent
 from projects.runners import bearer, hooks
 
@@ -120,7 +120,7 @@ def test_a_replace_with_the_heads_own_text_makes_no_revision(client, memory, tok
     agent.save()
     session = call(client, "pre", {}, token).json()["session"]
     file = MemoryFile.objects.select_related("head", "project").get(path="incidents/a.md")
-    same = store.revision_read(file.head)
+    same = reading.revision_read(file.head)
     results = call(client, "post", {"session": session, "writes": [
         {"path": "workspace/incidents/a.md", "mode": "replace", "content": same},
         {"path": "workspace/incidents/a.md", "mode": "replace", "content": same + "more\n"}]},

@@ -31,7 +31,7 @@ def _module_name(path: Path) -> str:
 
 
 def _layer(module: str) -> str | None:
-    if module in FOUNDATION:
+    if any(module == f or module.startswith(f + ".") for f in FOUNDATION):  # and a package's modules
         return "foundation"
     for package in ("projects.memory", "projects.runners", "projects.governance", "projects.events"):
         if module == package or module.startswith(package + "."):
@@ -79,3 +79,5 @@ def test_the_checker_sees_a_wrong_import():
     assert not _allowed("projects.runners.hooks", ALLOWED["projects.memory"])
     assert not _allowed("projects.governance.isolation", ALLOWED["projects.runners"])
     assert _allowed("projects.memory.layout", ALLOWED["foundation"])
+    assert _layer("projects.models.memory") == "foundation"  # a module of the models package
+    assert not _allowed("projects.memory.store", ALLOWED[_layer("projects.models.memory")])

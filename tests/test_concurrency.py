@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from projects.memory import errors, store
+from projects.memory import errors, reading, store
 from projects.models import MemoryFile, Revision
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,6 +98,6 @@ def test_8_threads_x_50_saves_with_random_stale_bases(s3, workspace_file, actor)
     workspace_file.refresh_from_db()
     head = workspace_file.head
     assert head.number == len(accepted) + 1
-    assert s3.get(workspace_file.key) == store.revision_read(head).encode()
+    assert s3.get(workspace_file.key) == reading.revision_read(head).encode()
     by_number = {r.number: t for t, _, r in accepted}
-    assert store.revision_read(head) == by_number[head.number]
+    assert reading.revision_read(head) == by_number[head.number]

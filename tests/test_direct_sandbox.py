@@ -8,7 +8,7 @@ import time
 import pytest
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import AgentSession, AuditEvent, MemoryFile, Revision
 from projects.runners import bearer, credentials
 from runnerkit import Client, Sandbox
@@ -145,20 +145,20 @@ def test_a_lost_answer_to_a_direct_write_is_the_runners_success(live_server, s3,
     assert [(r["path"], r["status"]) for r in report] == [("workspace/incidents/a.md", "written")]
     client.pre(user="maria")
     assert MemoryFile.objects.get(pk=file.pk).head.number == 2
-    assert store.file_read(MemoryFile.objects.select_related("head", "project")
-                           .get(pk=file.pk)).text == "# A\n\nonce\n"
+    assert reading.file_read(MemoryFile.objects.select_related("head", "project")
+                             .get(pk=file.pk)).text == "# A\n\nonce\n"
 
 
 def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3, project):
-    """The catch-up's LISTs are shared (store._SharedListings): one runs per prefix at a time,
+    """The catch-up's LISTs are shared (catchup._SharedListings): one runs per prefix at a time,
     and every hook that arrives while it runs joins the next one, which starts after all of
     them arrived. So 12 hooks at once cost 2 LISTs, and a write made before a hook arrived is
     in its listing even though a LIST (read before that write) was still running."""
     import threading
 
     from projects.memory import layout
+    from projects.memory.catchup import _LISTINGS
     from projects.memory.storage import storage_for
-    from projects.memory.store import _LISTINGS
 
     prefix = layout.workspace_prefix(project.prefix)
     storage = storage_for(project)
@@ -197,9 +197,9 @@ def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3
 
 def test_a_failed_shared_list_reaches_every_hook_waiting_on_it(s3, project):
     from projects.memory import layout
+    from projects.memory.catchup import _LISTINGS
     from projects.memory.errors import StorageUnavailable
     from projects.memory.storage import storage_for
-    from projects.memory.store import _LISTINGS
 
     prefix = layout.workspace_prefix(project.prefix)
     s3.proxy.inject("GET", r"list-type=2", "status", status=503, times=20)

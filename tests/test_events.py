@@ -22,7 +22,7 @@ from projects.audit import Actor, audit_record, event_hash
 from projects.events import delivery, signing, subscriptions, targets
 from projects.events.tasks import QUEUE
 from projects.governance import erasure, holds, retention, review
-from projects.memory import store
+from projects.memory import removal, store
 from projects.models import (
     AuditEvent,
     DeliveryAttempt,
@@ -337,8 +337,8 @@ def test_each_audit_action_becomes_its_event_type_for_webhooks_that_asked(
                      details={"hold": "case-17"})
     flag = review.flag_create(by=admin, file=workspace_file, number=1, comment="check this")
     review.flag_resolve(by=admin, flag=flag, note="fixed")
-    store.file_delete(file=MemoryFile.objects.get(pk=workspace_file.pk), actor=Actor.person(admin),
-                      base_revision=1)
+    removal.file_delete(file=MemoryFile.objects.get(pk=workspace_file.pk), actor=Actor.person(admin),
+                        base_revision=1)
     audit_record(actor=Actor.person(admin), action="member.grant", project=project)  # no event
 
     types = list(OutboxEvent.objects.order_by("id").values_list("type", flat=True))

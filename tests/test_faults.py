@@ -7,7 +7,7 @@ trigger), never by patching the console's functions.
 import pytest
 from django.db import DatabaseError
 
-from projects.memory import errors, layout, reconcile, store
+from projects.memory import errors, layout, reading, reconcile, store
 from projects.models import AuditEvent, Revision
 from tests.conftest import reload_file
 
@@ -21,7 +21,7 @@ def _assert_old_head_intact(s3, file):
     file = reload_file(file)
     assert file.head.number == 1
     assert Revision.objects.filter(file=file).count() == 1
-    assert store.file_read(file).text == "first\n"
+    assert reading.file_read(file).text == "first\n"
     assert s3.get(file.key) == b"first\n"
 
 
@@ -61,7 +61,7 @@ def test_s3_down_refuses_save_and_read_clearly(s3, workspace_file, actor):
     with pytest.raises(errors.StorageUnavailable):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     with pytest.raises(errors.StorageUnavailable):
-        store.file_read(reload_file(workspace_file))
+        reading.file_read(reload_file(workspace_file))
     s3.proxy.down = False
     _assert_old_head_intact(s3, workspace_file)
 
@@ -82,7 +82,7 @@ def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishe
     assert file.head.number == 1 and Revision.objects.filter(file=file).count() == 1
     # S3 holds the new head, but readers still get the recorded head, flagged as drifted.
     assert s3.get(file.key) == b"second\n"
-    content = store.file_read(file)
+    content = reading.file_read(file)
     assert (content.text, content.drifted) == ("first\n", True)
 
     revision_inserts_fail.stop()  # the database works again
@@ -93,7 +93,7 @@ def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishe
     # Finished as the person's own save, from the snapshot's metadata: nothing lost.
     assert (revision.author_kind, revision.author_user, revision.message) == (
         "person", actor.user, "half done")
-    assert store.file_read(reload_file(file)).text == "second\n"
+    assert reading.file_read(reload_file(file)).text == "second\n"
     assert AuditEvent.objects.filter(action="file.save_recovered").count() == 1
 
 

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from projects.audit import Actor, audit_verify
 from projects.governance import erasure, exports, isolation, members, review
-from projects.memory import layout, store
+from projects.memory import layout, removal, store
 from projects.models import (
     AgentSession,
     AuditEvent,
@@ -214,7 +214,7 @@ def test_export_zips_files_as_they_stand_in_s3_with_a_history_manifest(
     _save(MemoryFile.objects.get(pk=profile.file_id), "v2\n", Actor.person(person))
     gone = store.file_create(project=project, scope="workspace", path="old.md", content="o\n",
                              actor=Actor.person(admin))
-    store.file_delete(file=gone.file, actor=Actor.person(admin), base_revision=1)
+    removal.file_delete(file=gone.file, actor=Actor.person(admin), base_revision=1)
     buffer = io.BytesIO()
     summary = exports.project_export(by=admin, project=project, out=buffer)
     archive = zipfile.ZipFile(buffer)

@@ -5,7 +5,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import adoption, reading, store
 from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
 from projects.runners import context as prompt_context
 from projects.runners import hooks
@@ -55,10 +55,10 @@ def test_tool_and_error_append_to_the_policys_logs_without_file_contents(session
         "message": "timeout after 30 s\nTraceback: the file held: secret " + "x" * 400})
     tools = MemoryFile.objects.get(path="logs/tools.md")
     errors_log = MemoryFile.objects.get(path="logs/errors.md")
-    tool_line = store.revision_read(tools.head)
+    tool_line = reading.revision_read(tools.head)
     assert tool_line.endswith(f"session {str(session.pk)[:8]} tool `Write`\n")
     assert "secret" not in tool_line and ".mgc-memory" not in tool_line
-    error_line = store.revision_read(errors_log.head)
+    error_line = reading.revision_read(errors_log.head)
     assert "error: timeout after 30 s\n" in error_line and "secret" not in error_line
     # The whole summary stays in the session's event, where a person looks it up.
     assert SessionEvent.objects.get(session=session, kind="tool").payload["summary"] == summary
@@ -104,7 +104,7 @@ def test_pre_hook_injects_a_direct_write_another_hook_adopted_while_it_assembled
     def assemble_while_another_hook_adopts(**kwargs):
         assembly = real(**kwargs)
         if not assemblies:
-            store.adopt(file)
+            adoption.adopt(file)
         assemblies.append(assembly)
         return assembly
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from projects.audit import Actor, audit_prune, audit_verify
 from projects.governance import erasure, holds, retention
-from projects.memory import errors, layout, reconcile, store
+from projects.memory import errors, layout, reading, reconcile, records, removal, store
 from projects.models import (
     AgentSession,
     AuditEvent,
@@ -75,7 +75,7 @@ def test_a_rule_expires_exactly_what_its_preview_listed_and_a_second_run_does_no
     assert not [k for k in s3.keys(layout.history_prefix(project.prefix, tools.pk))]
     assert Revision.objects.get(file=tools, number=1).purged_at is not None
     with pytest.raises(errors.RevisionExpired):
-        store.revision_read(Revision.objects.get(file=tools, number=1))
+        reading.revision_read(Revision.objects.get(file=tools, number=1))
     # Nothing else was touched.
     assert s3.get(workspace["notes/old.md"].key) == b"# notes/old.md\n"
     assert AuditEvent.objects.filter(action="file.expire").count() == 1
@@ -102,8 +102,8 @@ def test_history_keeps_the_newest_revisions_and_the_head(s3, project, admin, wor
     purged = set(Revision.objects.filter(file=file, purged_at__isnull=False)
                  .values_list("number", flat=True))
     assert purged == {1, 2, 3}
-    assert store.file_read(MemoryFile.objects.get(pk=file.pk)).text == "# v5\n"
-    assert store.revision_read(Revision.objects.get(file=file, number=4)) == "# v4\n"
+    assert reading.file_read(MemoryFile.objects.get(pk=file.pk)).text == "# v5\n"
+    assert reading.revision_read(Revision.objects.get(file=file, number=4)) == "# v4\n"
     assert retention.apply(project).revisions == 0
 
 
@@ -140,7 +140,7 @@ def test_a_deleted_file_expires_after_its_delete_and_a_stopped_expiry_of_it_is_f
     """A deleted file's texts stay in history; a rule takes them `days` after the delete. The
     run that expires it is stopped (S3 refuses the deletes): the next run finishes it."""
     old = MemoryFile.objects.get(pk=workspace["notes/old.md"].pk)
-    store.file_delete(file=old, actor=Actor.person(admin), base_revision=1)
+    removal.file_delete(file=old, actor=Actor.person(admin), base_revision=1)
     retention.rule_add(by=admin, project=project, kind="files", glob="workspace/notes/old.md",
                        days=30)
     [row] = retention.preview(project)
@@ -300,7 +300,7 @@ def test_a_held_person_is_held_by_the_storage_and_nothing_deletes_them_until_rel
     Membership.objects.create(project=other, user=admin, role="admin")
     other_profile = store.file_create(project=other, scope="user", user=person, path="USER.md",
                                       content="Maria, tenders.\n", actor=Actor.person(person)).file
-    profile = store.file_lookup(project=project, scope="user", user=person, path="USER.md")
+    profile = records.file_lookup(project=project, scope="user", user=person, path="USER.md")
     session, _ = hooks.hook_pre(agent=agent, user=person)
 
     hold, sweep = holds.hold_place(by=reviewer, project=project, user=person,
@@ -356,7 +356,7 @@ def test_a_held_project_refuses_deletes_and_the_console_says_which_hold(
     hold, _sweep = holds.hold_place(by=reviewer, project=project, reason="audit 2026")
     notes = MemoryFile.objects.get(pk=workspace["notes/old.md"].pk)
     with pytest.raises(errors.Held) as refused:
-        store.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
+        removal.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
     assert f"legal hold #{hold.pk} on project {project.slug}" in refused.value.message
     client.force_login(admin)
     page = client.post(reverse("projects:file_delete", args=[project.slug, notes.pk]),
@@ -364,7 +364,7 @@ def test_a_held_project_refuses_deletes_and_the_console_says_which_hold(
     assert "legal hold #" in page.content.decode()
     client.post(reverse("projects:hold_release", args=[project.slug, hold.pk]), {"note": "done"})
     assert LegalHold.objects.get(pk=hold.pk).released_at is not None
-    store.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
+    removal.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
 
 
 def _file_versions(s3, project, file) -> list[dict]:
@@ -399,11 +399,11 @@ def test_a_hold_on_one_file_holds_its_versions_and_nothing_else_until_release(
     assert {_refused_by_s3(s3, v) for v in held} == {"AccessDenied"}
     # The console refuses to delete it, naming the hold; the file next to it is not held.
     with pytest.raises(errors.Held) as refused:
-        store.file_delete(file=notes, actor=Actor.person(admin), base_revision=2)
+        removal.file_delete(file=notes, actor=Actor.person(admin), base_revision=2)
     assert f"legal hold #{hold.pk} on file workspace/notes/old.md (litigation, case 2)" in \
         refused.value.message
     fresh = workspace["notes/fresh.md"]
-    store.file_delete(file=fresh, actor=Actor.person(admin), base_revision=1)
+    removal.file_delete(file=fresh, actor=Actor.person(admin), base_revision=1)
     assert MemoryFile.objects.get(pk=fresh.pk).is_deleted
     # Overwriting is a new version, held as it is written; the held ones stay as they were.
     head_version = next(v for v in _versions(s3, notes.key) if v["IsLatest"])
@@ -442,10 +442,10 @@ def test_a_hold_on_a_workspace_glob_holds_what_matches_now_and_later_and_nothing
     # Deleting what the glob covers is refused by the console and by S3; the rest is not held.
     for file in logs:
         with pytest.raises(errors.Held) as refused:
-            store.file_delete(file=file, actor=Actor.person(admin), base_revision=1)
+            removal.file_delete(file=file, actor=Actor.person(admin), base_revision=1)
         assert f"legal hold #{hold.pk} on files workspace/logs/*.md (incident 12, INC-12)" in \
             refused.value.message
-    store.file_delete(file=notes[1], actor=Actor.person(admin), base_revision=1)
+    removal.file_delete(file=notes[1], actor=Actor.person(admin), base_revision=1)
     retention.rule_add(by=admin, project=project, kind="files", glob="workspace/**", days=5)
     run = retention.apply(project)
     assert (run.files, run.held) == (1, 2) and _expired(project) == {"notes/old.md"}
@@ -493,8 +493,8 @@ def test_a_hold_without_object_lock_is_kept_by_the_console_and_says_so(
     hold, sweep = holds.hold_place(by=reviewer, project=project, reason="r")
     assert not sweep.enforced and "Object Lock" in sweep.note and not hold.storage_enforced
     with pytest.raises(errors.Held):
-        store.file_delete(file=workspace["notes/old.md"], actor=Actor.system("t"),
-                          base_revision=1)
+        removal.file_delete(file=workspace["notes/old.md"], actor=Actor.system("t"),
+                            base_revision=1)
 
 
 def test_legal_hold_command_places_lists_and_releases(s3, project, person, admin, workspace,

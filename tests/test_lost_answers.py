@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from projects.audit import Actor
 from projects.governance import isolation
-from projects.memory import errors, store
+from projects.memory import adoption, errors, reading, removal, store
 from projects.models import AuditEvent, IdempotencyRecord, MemoryFile, Proposal, Revision
 from projects.runners import hooks
 from tests.conftest import DatabaseRefusal
@@ -62,8 +62,8 @@ def _text(s3, file: MemoryFile) -> str:
 
 def _bucket_is_database(s3, file: MemoryFile) -> None:
     fresh = MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
-    assert store.file_read(fresh).drifted is False
-    assert store.file_read(fresh).text == _text(s3, fresh)
+    assert reading.file_read(fresh).drifted is False
+    assert reading.file_read(fresh).text == _text(s3, fresh)
 
 
 # --- The store recognises its own write --------------------------------------------------------
@@ -116,7 +116,7 @@ def test_an_unanswerable_write_says_its_outcome_is_unknown(s3, log, person):
     assert info.value.outcome == "unknown"
     # It did land; the next save (or pre hook) finds it and records it as the person's.
     assert _text(s3, log) == "# Log\nx\n"
-    revision = store.adopt(log)
+    revision = adoption.adopt(log)
     assert (revision.number, revision.author_kind, revision.author_user) == (2, "person", person)
 
 
@@ -124,18 +124,18 @@ def test_an_unanswerable_write_says_its_outcome_is_unknown(s3, log, person):
 def test_a_delete_whose_answer_was_lost_is_the_persons(s3, log, person, attempts):
     s3.proxy.inject("DELETE", HEAD, "lose", times=attempts)
     with override_settings(MGC_S3_MAX_ATTEMPTS=attempts):
-        revision = store.file_delete(file=log, actor=Actor.person(person), base_revision=1)
+        revision = removal.file_delete(file=log, actor=Actor.person(person), base_revision=1)
     assert revision.is_deletion and (revision.number, revision.author_user) == (2, person)
     assert not Revision.objects.filter(file=log, author_kind="external").exists()
     assert s3.keys(log.key) == []
     with pytest.raises(errors.FileDeleted):  # the retry: done already
-        store.file_delete(file=log, actor=Actor.person(person), base_revision=1)
+        removal.file_delete(file=log, actor=Actor.person(person), base_revision=1)
 
 
 def test_a_delete_that_never_arrived_changes_nothing(s3, log, person):
     s3.proxy.inject("DELETE", HEAD, "drop")
     with pytest.raises(errors.StorageUnavailable, match="nothing was changed"):
-        store.file_delete(file=log, actor=Actor.person(person), base_revision=1)
+        removal.file_delete(file=log, actor=Actor.person(person), base_revision=1)
     assert _head(log).number == 1 and _text(s3, log) == "# Log\n"
 
 

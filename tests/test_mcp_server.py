@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
 from runnerkit import Client
 
@@ -128,7 +128,7 @@ def _check(console, transcript, instructions, agent):
     assert texts[12].startswith("<agent_identity>")
     moved = MemoryFile.objects.select_related("head", "project").get(
         path="incidents/2026-12-03-auth.md")
-    assert store.file_read(moved).text == "# Incident A\n- paged at 09:14\n- pool size 40\n"
+    assert reading.file_read(moved).text == "# Incident A\n- paged at 09:14\n- pool size 40\n"
     assert moved.head.renamed_from.path == "incidents/a.md"
     assert Proposal.objects.get().content == "- prefers short answers\n"
     session = AgentSession.objects.get(external_ref="mcp")

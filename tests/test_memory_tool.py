@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
 from runnerkit import Client
 
@@ -171,11 +171,11 @@ def test_claudes_memory_tool_writes_governed_memory_through_the_tool_runner(cons
     # What landed, as whose, and the session's end.
     session = AgentSession.objects.get(pk=memory.memory.session)
     notes = MemoryFile.objects.select_related("head", "project").get(path="notes/claude.md")
-    assert store.file_read(notes).text == "# Claude's notes\n- auth p99 was 900 ms on Dec 3\n"
+    assert reading.file_read(notes).text == "# Claude's notes\n- auth p99 was 900 ms on Dec 3\n"
     assert [r.author_kind for r in notes.revisions.all()] == ["agent", "agent"]
     moved = MemoryFile.objects.select_related("head", "project").get(
         path="incidents/2026-12-03-auth.md")
-    assert store.file_read(moved).text == "# Incident A\n- pool size 40\n"
+    assert reading.file_read(moved).text == "# Incident A\n- pool size 40\n"
     assert moved.head.renamed_from.path == "incidents/a.md"
     assert moved.head.session_ref == str(session.pk)
     assert all(MemoryFile.objects.get(path=f"scratch/{n}.md").is_deleted for n in ("one", "two"))

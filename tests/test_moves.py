@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from projects.audit import Actor
 from projects.governance import retention, review
-from projects.memory import errors, layout, store
+from projects.memory import errors, layout, reading, records, removal, store
 from projects.models import AuditEvent, MemoryFile, Proposal, Revision
 from projects.runners import hooks
 from tests.conftest import reload_file
@@ -85,7 +85,7 @@ def test_a_rename_is_a_tombstone_here_and_a_revision_there_that_names_it(client,
         file=old, number=1).sha256
     assert (new.head.author_agent, new.head.session_ref) == (agent, session)
     assert s3.keys(old.key) == [] and s3.get(new.key) == b"# Plan\n- ship on Monday\n"
-    assert store.file_read(new).text == "# Plan\n- ship on Monday\n"
+    assert reading.file_read(new).text == "# Plan\n- ship on Monday\n"
     actions = list(AuditEvent.objects.filter(actor_agent=agent).values_list("action", flat=True))
     assert "file.rename" in actions and "file.rename_in" in actions
     # The next prompt carries it at its new path only.
@@ -106,7 +106,7 @@ def test_rename_back_from_the_tombstone_undoes_it(client, memory, token, admin):
     old, new = reload_file(old), reload_file(new)
     assert not old.is_deleted and old.head.number == 3 and old.head.renamed_from == new
     assert new.is_deleted and new.head.renamed_to == old
-    assert store.file_read(old).text == "# Plan\n- ship on Monday\n"
+    assert reading.file_read(old).text == "# Plan\n- ship on Monday\n"
     history = client.get(reverse("projects:file_history", args=[memory.slug, old.pk]))
     assert f"renamed to {NEW}".encode() in history.content
     assert f"renamed from {NEW}".encode() in history.content
@@ -121,7 +121,7 @@ def test_a_delete_is_a_tombstone_and_restore_brings_the_text_back(client, memory
     assert file.is_deleted and file.head.author_kind == "agent"
     assert AuditEvent.objects.filter(action="file.delete", object_id=str(file.pk)).exists()
     store.file_restore(file=file, number=1, actor=Actor.person(person), base_revision=2)
-    assert store.file_read(reload_file(file)).text == "# Old\n"
+    assert reading.file_read(reload_file(file)).text == "# Old\n"
     # Deleting what is gone, or what never was, is refused with a reason.
     again = _post(client, token, session, [
         {"path": "workspace/drafts/nothing.md", "mode": "delete"},
@@ -201,10 +201,10 @@ def test_a_retried_rename_with_the_same_key_moves_once_and_answers_the_same(clie
 
 def test_a_rename_whose_delete_answer_was_lost_is_recorded_once(s3, memory, agent):
     old = _file(memory, OLD)
-    new = store.workspace_file_new(project=memory, path="decisions/plan.md")
+    new = records.workspace_file_new(project=memory, path="decisions/plan.md")
     s3.proxy.inject("DELETE", r"/workspace/drafts/plan\.md$", "lose")
-    tombstone, moved = store.file_rename(file=old, target=new, actor=Actor.for_agent(agent, "s"),
-                                         base_revision=1)
+    tombstone, moved = removal.file_rename(file=old, target=new, actor=Actor.for_agent(agent, "s"),
+                                           base_revision=1)
     assert tombstone.is_deletion and moved.renamed_from == old
     assert s3.keys(old.key) == [] and s3.get(new.key) == b"# Plan\n- ship on Monday\n"
 
@@ -213,26 +213,26 @@ def test_a_rename_that_failed_halfway_is_finished_by_its_retry(s3, memory, agent
     """The copy landed, the old object's DELETE never arrived (nothing changed there): the
     rename answers 503; the same rename again adopts its own copy and finishes."""
     old = _file(memory, OLD)
-    new = store.workspace_file_new(project=memory, path="decisions/plan.md")
+    new = records.workspace_file_new(project=memory, path="decisions/plan.md")
     actor = Actor.for_agent(agent, "s-1")
     s3.proxy.inject("DELETE", r"/workspace/drafts/plan\.md$", "drop")
     with pytest.raises(errors.StorageUnavailable) as info:
-        store.file_rename(file=old, target=new, actor=actor, base_revision=1)
+        removal.file_rename(file=old, target=new, actor=actor, base_revision=1)
     assert info.value.outcome == "unknown"  # not "nothing was changed": the copy is there
     assert s3.get(old.key) and s3.get(new.key)  # two copies for a moment, never none
-    tombstone, moved = store.file_rename(file=reload_file(old), target=reload_file(new),
-                                         actor=actor, base_revision=1)
+    tombstone, moved = removal.file_rename(file=reload_file(old), target=reload_file(new),
+                                           actor=actor, base_revision=1)
     assert (tombstone.number, moved.number) == (2, 1)
     assert moved.renamed_from == old and moved.author_agent == agent
     assert s3.keys(old.key) == []
     # Someone else's file at the target is never overwritten.
-    other = store.workspace_file_new(project=memory, path="decisions/other.md")
+    other = records.workspace_file_new(project=memory, path="decisions/other.md")
     store.file_save(file=other, content="theirs\n", actor=Actor.system("t"), base_revision=None)
     store.file_create(project=memory, scope="workspace", path="drafts/plan.md",
                       content="again\n", actor=Actor.system("t"))
     with pytest.raises(errors.TargetExists):
-        store.file_rename(file=_file(memory, OLD), target=reload_file(other), actor=actor,
-                          base_revision=3)
+        removal.file_rename(file=_file(memory, OLD), target=reload_file(other), actor=actor,
+                            base_revision=3)
     assert s3.get(other.key) == b"theirs\n"
 
 

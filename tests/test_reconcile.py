@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from projects.memory import layout, reconcile, store
+from projects.memory import layout, reading, reconcile
 from projects.models import MemoryFile, RefusedWrite, Revision
 
 pytestmark = pytest.mark.django_db
@@ -17,7 +17,7 @@ def test_external_change_becomes_an_external_revision(s3, workspace_file):
     assert [f.kind for f in findings] == ["adopted"]
     revision = Revision.objects.get(file=workspace_file, number=2)
     assert revision.author_kind == Revision.AuthorKind.EXTERNAL
-    assert store.revision_read(revision) == "edited in the bucket\n"
+    assert reading.revision_read(revision) == "edited in the bucket\n"
     assert reconcile.reconcile(project=workspace_file.project) == []  # idempotent
 
 
@@ -39,7 +39,7 @@ def test_non_utf8_external_content_is_refused_and_the_head_stays(s3, workspace_f
     refused = RefusedWrite.objects.get(file=file)
     assert (refused.reason, refused.size, refused.writer_label) == ("not_text", 5, "external")
     assert refused.detail == {"position": 3} and file.refused_etag == refused.etag
-    assert store.file_read(file).text == store.revision_read(head)
+    assert reading.file_read(file).text == reading.revision_read(head)
     kinds = {item.key: item.kind for item in reconcile.classify(file.project, s3.client.list_objects_v2(
         Bucket=s3.bucket, Prefix=file.project.prefix)["Contents"])}
     assert kinds[file.key] == "refused"
@@ -61,7 +61,7 @@ def test_new_files_written_by_a_sandbox_are_adopted(s3, project, agent, person):
     }
     adopted = MemoryFile.objects.get(project=project, path="sandbox/new.md")
     assert adopted.head.author_kind == "external"
-    assert store.file_read(adopted).text == "from the sandbox\n"
+    assert reading.file_read(adopted).text == "from the sandbox\n"
 
 
 def test_recent_orphan_snapshot_is_left_for_a_running_save(s3, workspace_file):

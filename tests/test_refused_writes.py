@@ -11,7 +11,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from projects.audit import Actor
-from projects.memory import layout, reconcile, store
+from projects.memory import adoption, layout, reconcile, store
 from projects.models import AuditEvent, MemoryFile, RefusedWrite, Revision
 from projects.runners import bearer, credentials, hooks
 from runnerkit.direct import DirectStorage
@@ -174,7 +174,7 @@ def test_reconcile_refuses_what_the_pre_hook_would(s3, project, workspace_file):
 
 def test_a_save_replaces_a_refused_object_and_says_so(s3, project, workspace_file, admin):
     s3.put(workspace_file.key, b"z" * (settings.MGC_MAX_FILE_BYTES + 1))
-    store.adopt(workspace_file)
+    adoption.adopt(workspace_file)
     file = MemoryFile.objects.get(pk=workspace_file.pk)
     revision = store.file_save(file=file, content="# Fresh\n", actor=Actor.person(admin),
                                base_revision=file.head.number)

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import AgentSession, AuditEvent, MemoryFile, SessionEvent
 from runnerkit import Client
 from runnerkit.claude import main as mgc_hook
@@ -32,7 +32,7 @@ def console(live_server, s3, project, agent, person, token):
 
 def _workspace_text(path: str) -> str:
     file = MemoryFile.objects.select_related("head", "project").get(path=path)
-    return store.file_read(file).text
+    return reading.file_read(file).text
 
 
 def _events(kind: str) -> list[SessionEvent]:

@@ -6,7 +6,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from projects.audit import Actor
-from projects.memory import errors, layout, store
+from projects.memory import errors, history, layout, reading, removal, store
+from projects.memory.storage import storage_for
 from projects.models import AuditEvent, MemoryFile, Revision
 from tests.conftest import reload_file
 
@@ -30,10 +31,10 @@ def test_save_history_and_read_any_revision(s3, workspace_file, actor):
     store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     store.file_save(file=workspace_file, content="third\n", actor=actor, base_revision=2,
                     message="more")
-    page = store.file_history(workspace_file)
+    page = history.file_history(workspace_file)
     assert [r.number for r in page] == [3, 2, 1]
-    assert [store.revision_read(r) for r in page] == ["third\n", "second\n", "first\n"]
-    content = store.file_read(reload_file(workspace_file))
+    assert [reading.revision_read(r) for r in page] == ["third\n", "second\n", "first\n"]
+    content = reading.file_read(reload_file(workspace_file))
     assert (content.text, content.revision.number, content.drifted) == ("third\n", 3, False)
     assert s3.get(workspace_file.key) == b"third\n"
 
@@ -41,10 +42,10 @@ def test_save_history_and_read_any_revision(s3, workspace_file, actor):
 def test_history_is_paginated(s3, workspace_file, actor):
     for n in range(2, 8):
         store.file_save(file=workspace_file, content=f"v{n}\n", actor=actor, base_revision=n - 1)
-    page = store.file_history(workspace_file, page=2, per_page=3)
+    page = history.file_history(workspace_file, page=2, per_page=3)
     assert [r.number for r in page] == [4, 3, 2]
     assert page.paginator.num_pages == 3
-    assert [r.number for r in store.file_history(workspace_file, page="nonsense", per_page=3)] == [
+    assert [r.number for r in history.file_history(workspace_file, page="nonsense", per_page=3)] == [
         7, 6, 5]
 
 
@@ -52,7 +53,7 @@ def test_restore_writes_a_new_revision_with_old_content(s3, workspace_file, acto
     store.file_save(file=workspace_file, content="oops\n", actor=actor, base_revision=1)
     revision = store.file_restore(file=workspace_file, number=1, actor=actor, base_revision=2)
     assert (revision.number, revision.restored_from) == (3, 1)
-    assert store.file_read(reload_file(workspace_file)).text == "first\n"
+    assert reading.file_read(reload_file(workspace_file)).text == "first\n"
     assert s3.get(workspace_file.key) == b"first\n"
     assert AuditEvent.objects.filter(action="file.restore", details__revision=3).exists()
 
@@ -64,13 +65,13 @@ def test_restore_of_unknown_revision_is_refused(s3, workspace_file, actor):
 
 def test_delete_is_a_tombstone_and_keeps_history(s3, workspace_file, actor):
     first_snapshot = workspace_file.head.snapshot_key
-    tomb = store.file_delete(file=workspace_file, actor=actor, base_revision=1, message="obsolete")
+    tomb = removal.file_delete(file=workspace_file, actor=actor, base_revision=1, message="obsolete")
     assert tomb.is_deletion and tomb.number == 2
     assert workspace_file.key not in s3.keys()
     assert first_snapshot in s3.keys()
-    assert store.file_read(reload_file(workspace_file)).text == ""
+    assert reading.file_read(reload_file(workspace_file)).text == ""
     with pytest.raises(errors.FileDeleted):
-        store.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=2)
+        removal.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=2)
     # Re-creating writes revision 3 on top of the tombstone.
     again = store.file_create(project=workspace_file.project, scope="workspace",
                               path="notes/today.md", content="back\n", actor=actor)
@@ -82,7 +83,7 @@ def test_cyrillic_content_round_trips(s3, project, actor):
     revision = store.file_create(project=project, scope="workspace", path="заметки/итоги.md",
                                  content=text, actor=actor)
     assert s3.get(revision.file.key).decode("utf-8") == text
-    assert store.file_read(reload_file(revision.file)).text == text
+    assert reading.file_read(reload_file(revision.file)).text == text
     assert revision.size == len(text.encode("utf-8"))
 
 
@@ -125,7 +126,7 @@ def test_direct_write_to_bucket_is_recorded_as_external_then_conflict(s3, worksp
     assert (conflict.head_text, conflict.your_text) == ("sandbox wrote this\n", "mine\n")
     external = Revision.objects.get(file=workspace_file, number=2)
     assert external.author_kind == Revision.AuthorKind.EXTERNAL
-    assert store.revision_read(external) == "sandbox wrote this\n"
+    assert reading.revision_read(external) == "sandbox wrote this\n"
     assert s3.get(workspace_file.key) == b"sandbox wrote this\n"
     # No orphan snapshot of the refused save is left behind.
     history = s3.keys(layout.history_prefix(workspace_file.project.prefix, workspace_file.pk))
@@ -164,7 +165,7 @@ def test_the_heads_text_over_a_direct_write_is_a_conflict_not_a_silent_no_op(s3,
 
 def test_read_serves_recorded_head_while_bucket_drifted(s3, workspace_file):
     s3.put(workspace_file.key, b"direct\n")
-    content = store.file_read(reload_file(workspace_file))
+    content = reading.file_read(reload_file(workspace_file))
     assert (content.text, content.drifted) == ("first\n", True)
 
 
@@ -198,7 +199,7 @@ def test_agent_and_user_files_use_their_layout_keys(s3, project, agent, person, 
 def test_every_write_is_audited(s3, workspace_file, actor):
     store.file_save(file=workspace_file, content="2\n", actor=actor, base_revision=1)
     store.file_restore(file=workspace_file, number=1, actor=actor, base_revision=2)
-    store.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=3)
+    removal.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=3)
     events = list(AuditEvent.objects.filter(object_id=str(workspace_file.pk))
                   .order_by("id").values_list("action", "details__revision", "actor_label"))
     assert events == [("file.save", 1, "maria"), ("file.save", 2, "maria"),
@@ -228,7 +229,7 @@ def test_the_pre_hooks_lean_requests_name_and_read_objects_as_the_client_does(s3
     # The pre hook's LISTs and snapshot GETs skip botocore's client (storage.etags and
     # storage.body); keys S3 would send URL-encoded, a missing object and a refusal must come
     # out as with the client.
-    storage = store.storage_for(project)
+    storage = storage_for(project)
     prefix = f"{project.prefix}workspace/"
     for name in ("a b+c%20d.md", "é/ü.md", "x\x01y.md", "plain.md"):
         s3.put(prefix + name, name.encode())

@@ -10,7 +10,7 @@ from django.db import transaction
 from projects.audit import Actor
 from projects.demo.content import PEOPLE, PROJECTS
 from projects.governance import retention
-from projects.memory import layout, store
+from projects.memory import layout, records, store
 from projects.models import Agent, AgentSession, Membership, MemoryFile, Project
 from projects.runners import bearer, hooks
 
@@ -113,7 +113,7 @@ def _demo_runs(analyst: Agent, users: dict) -> list[str]:
 
 
 def _ensure(project: Project, actor: Actor, versions: list[str], **where) -> None:
-    existing = store.file_lookup(project=project, **where)
+    existing = records.file_lookup(project=project, **where)
     if existing is not None and existing.head is not None:
         return
     revision = store.file_create(project=project, content=versions[0], actor=actor,

@@ -14,8 +14,9 @@ from django.utils.translation import gettext as _
 
 from projects import outbox
 from projects.audit import Actor, audit_record
-from projects.memory import holds, layout, receipts, store
+from projects.memory import holds, layout, reading, receipts
 from projects.memory.errors import Held
+from projects.memory.objects import purge
 from projects.models import (
     AgentSession,
     Flag,
@@ -63,7 +64,7 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
                         .exclude(user=user).values_list("prompt_sha256", flat=True))
             prefixes += [layout.prompt_key(project.prefix, sha) for sha in sorted(shas)]
             # S3 first: if it fails the records stay, and running the erasure again finishes it.
-            objects = store.purge(project, prefixes)
+            objects = purge(project, prefixes)
             receipts.prompt_forget(project=project, sha256s=sorted(shas))
             sessions.filter(prompt_sha256__in=shas).update(prompt_stored=False, prompt_removed={
                 "how": "erased", "at": timezone.now().isoformat(), "by": by.get_username(),
@@ -71,7 +72,7 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
             revisions = list(Revision.objects.filter(file__in=files))
             quoted = _scrub_profile_texts(project, [s.pk for s in sessions.only("pk")],
                                           {r.sha256 for r in revisions})
-            store.forget_cached(revisions)
+            reading.forget_cached(revisions)
             # Events about the profile not yet sent (and those kept for redelivery) lose its texts.
             events = outbox.scrub_files([f.pk for f in files])
             MemoryFile.objects.filter(pk__in=[f.pk for f in files]).update(head=None)

@@ -9,7 +9,8 @@ import zipfile
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.memory import store
+from projects.memory import objects
+from projects.memory.storage import storage_for
 from projects.models import MemoryFile, Project, Revision
 
 
@@ -28,7 +29,7 @@ def project_export(*, by, project: Project, out) -> dict:
         for file in files:
             data = None
             if file.head is not None and not file.head.is_deletion:
-                data = store.object_read(project, file.key)
+                data = objects.object_read(project, file.key)
             if data is not None:
                 archive.writestr(f"memory/{file.display_path}", data)
             entries.append({
@@ -49,7 +50,7 @@ def project_export(*, by, project: Project, out) -> dict:
             })
         summary = {
             "project": {"id": str(project.pk), "slug": project.slug, "name": project.name,
-                        "prefix": project.prefix, "bucket": store.storage_for(project).bucket_name},
+                        "prefix": project.prefix, "bucket": storage_for(project).bucket_name},
             "exported_at": timezone.now().isoformat(), "exported_by": by.get_username(),
             "files": len(entries), "objects": sum(e["exported"] for e in entries),
             "revisions": sum(len(e["revisions"]) for e in entries),

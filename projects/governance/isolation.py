@@ -11,15 +11,16 @@ from dataclasses import asdict, dataclass
 
 from django.utils.translation import gettext_lazy as _
 
-from projects.memory import iam, layout, reconcile, store
+from projects.memory import iam, layout, reconcile
 from projects.memory.reconcile import ERROR
+from projects.memory.storage import storage_for
 from projects.models import IsolationCheck, MemoryFile, Project, Revision
 
 KEEP_FINDINGS = 200
 
 
 def bucket_of(project: Project) -> str:
-    return store.storage_for(project).bucket_name
+    return storage_for(project).bucket_name
 
 
 def project_policy(project: Project) -> dict:
@@ -79,11 +80,11 @@ def check_isolation(projects: list[Project] | None = None) -> list[IsolationFind
     for project in projects:
         by_bucket.setdefault(bucket_of(project), []).append(project)
     if whole:
-        default = store.storage_for(Project(bucket="")).bucket_name
+        default = storage_for(Project(bucket="")).bucket_name
         by_bucket.setdefault(default, [])
     for bucket, members in sorted(by_bucket.items()):
         findings += _overlaps(bucket, members)
-        storage = store.storage_for(members[0]) if members else store.storage_for(Project())
+        storage = storage_for(members[0]) if members else storage_for(Project())
         prefixes = [""] if whole else [p.prefix for p in members]
         objects = {obj["Key"]: obj for prefix in prefixes for obj in storage.listing(prefix)}
         owned: set[str] = set()

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import store
+from projects.memory import reading
 from projects.memory.diffing import diff_texts
 from projects.models import Flag, FlagReply, MemoryFile, Project, ReviewMark, Revision
 
@@ -188,7 +188,7 @@ def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
     for flag in (Flag.objects.filter(file__in=files, resolved_at__isnull=True)
                  .select_related("revision", "created_by")):
         flags.setdefault(flag.file_id, []).append(flag)
-    texts = store.revision_texts(files[0].project, revisions)
+    texts = reading.revision_texts(files[0].project, revisions)
     items = []
     for file in files:
         history = by_file.get(file.pk, [])

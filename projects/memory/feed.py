@@ -1,6 +1,6 @@
 """What changed in the bucket, without listing it: SeaweedFS's filer metadata stream.
 
-The pre hook must see what a runner wrote straight to the bucket (store.CatchUp). Listing the
+The pre hook must see what a runner wrote straight to the bucket (catchup.CatchUp). Listing the
 prefixes a runner may write on every hook is exact but costs a LIST each; the filer knows of
 every change as it happens. With MGC_S3_CHANGE_FEED=seaweedfs each console process runs one
 thread that follows `weed filer.meta.tail` for the bucket and counts changes per folder: every

@@ -213,7 +213,7 @@ def refused_workspace_patterns(prefix: str) -> list[str]:
     agent's and the person's own file names at any depth, and characters that are never in
     a name (Windows-reserved punctuation, backslashes, look-alike slashes, line breaks and
     tabs). Look-alike letters, compatibility characters, sizes and content cannot be named by
-    a key pattern: adoption refuses those (`store`, refused writes)."""
+    a key pattern: adoption refuses those (`adoption`, refused writes)."""
     root = workspace_prefix(prefix)
     patterns = [f"{root}.*", f"{root}*/.*", f"{root} *", f"{root}*/ *", f"{root}* /*"]
     for name in sorted(_RESERVED_NAMES):

@@ -6,7 +6,7 @@ would misread as somebody else's change:
 
 - an expiry first commits its `expired` revision (a tombstone that keeps the old head's ETag),
   then deletes the head object, every snapshot and every stored version, then forgets the ETag
-  (store._finish_expiry). Until then the leftover object is known as the expired head, and the
+  (recording.finish_expiry). Until then the leftover object is known as the expired head, and the
   next run (or the next save of the file) finishes the deletions. A file deleted before it
   expired has no head object: its expiry is unfinished while any of its texts is not marked
   purged (that happens after the deletions);
@@ -24,8 +24,18 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from projects.audit import Actor
-from projects.memory import holds, indexing, layout, receipts, store
+from projects.memory import holds, indexing, layout, receipts
+from projects.memory.content import sha256
 from projects.memory.errors import Held
+from projects.memory.objects import purge
+from projects.memory.reading import forget_cached
+from projects.memory.recording import (
+    expiry_pending,
+    finish_expiry,
+    holds_over,
+    lock_file,
+    record_revision,
+)
 from projects.memory.storage import LegalHoldUnsupported, storage_for
 from projects.models import AgentSession, MemoryFile, Project, Revision
 from projects.system_text import Message
@@ -42,23 +52,23 @@ def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None
     when = when or timezone.now()
     storage = storage_for(file.project)
     with transaction.atomic():
-        locked = store._lock(file)
+        locked = lock_file(file)
         head = locked.head
         if head is None or head.expired_rule:
-            if store._expiry_pending(locked):
-                store._finish_expiry(storage, locked)
+            if expiry_pending(locked):
+                finish_expiry(storage, locked)
             return None
-        standing = store._holds_over(locked)
+        standing = holds_over(locked)
         if standing:
             raise Held(holds.refusal(standing))
-        revision = store._record(
-            locked, number=head.number + 1, sha=store.sha256(b""), size=0,
+        revision = record_revision(
+            locked, number=head.number + 1, sha=sha256(b""), size=0,
             actor=Actor.system("retention"), snapshot_key="", etag=locked.head_etag,
             message=Message("expired", {"rule": rule, "date": when.date().isoformat()}),
             is_deletion=True, action="file.expire", expired_rule=rule,
             details={"rule": rule, "last_change": head.created_at.isoformat()})
     with transaction.atomic():
-        store._finish_expiry(storage, store._lock(file))
+        finish_expiry(storage, lock_file(file))
     return revision
 
 
@@ -75,9 +85,9 @@ def expiry_unfinished(project: Project) -> list[MemoryFile]:
 def expiry_finish(file: MemoryFile) -> int:
     storage = storage_for(file.project)
     with transaction.atomic():
-        locked = store._lock(file)
+        locked = lock_file(file)
         head = locked.head
-        return store._finish_expiry(storage, locked) if head and head.expired_rule else 0
+        return finish_expiry(storage, locked) if head and head.expired_rule else 0
 
 
 def revisions_purge(*, file: MemoryFile, numbers: list[int]) -> int:
@@ -86,8 +96,8 @@ def revisions_purge(*, file: MemoryFile, numbers: list[int]) -> int:
     dropped. The rows stay, so history keeps who changed what and when. Returns how many were
     purged. Held when a legal hold covers the file."""
     with transaction.atomic():
-        locked = store._lock(file)
-        standing = store._holds_over(locked)
+        locked = lock_file(file)
+        standing = holds_over(locked)
         if standing:
             raise Held(holds.refusal(standing))
         doomed = list(Revision.objects.filter(file=locked, number__in=numbers, is_deletion=False,
@@ -96,7 +106,7 @@ def revisions_purge(*, file: MemoryFile, numbers: list[int]) -> int:
         Revision.objects.filter(pk__in=[r.pk for r in doomed]).update(
             purged_at=timezone.now(), findings=[])
         indexing.forget_revisions(locked, [r.number for r in doomed])
-    store.forget_cached(doomed)
+    forget_cached(doomed)
     snapshots_delete(file.project, [r for r in doomed if r.snapshot_key])
     return len(doomed)
 
@@ -107,7 +117,7 @@ def snapshots_delete(project: Project, revisions: list[Revision]) -> int:
     repeat."""
     if not revisions:
         return 0
-    removed = store.purge(project, [], keys=[r.snapshot_key for r in revisions])
+    removed = purge(project, [], keys=[r.snapshot_key for r in revisions])
     Revision.objects.filter(pk__in=[r.pk for r in revisions]).update(snapshot_key="")
     return removed
 
@@ -124,8 +134,8 @@ def prompts_purge(*, project: Project, sha256s: list[str], removed: dict) -> int
     "erased", not as a receipt that fails its check."""
     if not sha256s:
         return 0
-    count = store.purge(project, [], keys=[layout.prompt_key(project.prefix, sha)
-                                           for sha in sha256s])
+    count = purge(project, [], keys=[layout.prompt_key(project.prefix, sha)
+                                     for sha in sha256s])
     receipts.prompt_forget(project=project, sha256s=sha256s)
     AgentSession.objects.filter(agent__project=project, prompt_sha256__in=sha256s).update(
         prompt_stored=False, prompt_removed=removed)

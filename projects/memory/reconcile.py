@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from projects.memory import layout, refusals, store
+from projects.memory import adoption, layout, records, refusals
 from projects.memory.storage import storage_for
 from projects.models import Agent, AgentSession, MemoryFile, Project, Revision
 
@@ -142,7 +142,7 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repa
     storage = storage_for(project)
     repairs: list[Repair] = []
     for file in MemoryFile.objects.filter(project=project).select_related("head", "project"):
-        revision = store.adopt(file)
+        revision = adoption.adopt(file)
         if revision is not None:
             repairs.append(Repair("adopted", file.key,
                                     f"revision {revision.number} by {revision.author_label}"))
@@ -157,15 +157,15 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repa
         elif item.kind == "untracked":
             parsed = item.parsed
             repairs.append(Repair("untracked_adopted", item.key, "new file written to storage"))
-            record = store.file_ensure(
+            record = records.file_ensure(
                 project=project, scope=parsed.kind,
                 agent=Agent.objects.get(pk=parsed.agent_id) if parsed.agent_id else None,
                 user=get_user_model().objects.get(pk=parsed.user_id) if parsed.user_id else None,
                 path=parsed.path,
             )
-            store.adopt(record)
+            adoption.adopt(record)
         elif item.kind == "outside_layout" and refusals.name_refused(project.prefix, item.key):
-            if store.refuse_name(project, item.key) is not None:
+            if adoption.refuse_name(project, item.key) is not None:
                 repairs.append(Repair("refused", item.key, "a name the console refuses: "
                                                            "recorded as a refused write"))
         elif item.severity == ERROR:

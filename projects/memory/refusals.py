@@ -5,7 +5,7 @@ size of a PUT, so anything can land at a key the console reads: 20 MiB in a work
 bytes that are not UTF-8, a name the layout refuses. What the console would refuse to save
 it refuses to adopt: such an object is recorded here as a refused write (with its size and
 who wrote it: its signed metadata, else `external`), the file's recorded head stays its head,
-nothing of it is injected or shown, and admins can delete it (store.refused_write_delete).
+nothing of it is injected or shown, and admins can delete it (adoption.refused_write_delete).
 
 An object is read for this at most `MGC_MAX_FILE_BYTES` + 1 bytes at a time; its whole body is
 only hashed, in chunks, to check a runner's proof (provenance) when it is not too large for

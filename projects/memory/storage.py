@@ -10,26 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
 
 import boto3
-import urllib3
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.compat import unquote_str
 from botocore.config import Config
-from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError, ClientError
-from botocore.httpsession import get_cert_path
 from django.conf import settings
 from django.core.files.storage import storages
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from storages.backends.s3 import S3Storage
 
+from projects.memory import lean
 from projects.memory.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
@@ -278,78 +270,20 @@ class MemoryStorage(S3Storage):
             raise _failed(exc) from exc
         return objects
 
-    # --- The pre hook's reads, without botocore's client -----------------------------------
-    # botocore's client spends about 4 ms of CPU on a request that SeaweedFS answers in under
-    # 1 ms on loopback, and requests made at once queue for the GIL. The pre hook's LISTs
-    # (every hook) and snapshot GETs (cold cache) send the same signed requests themselves:
-    # botocore's own SigV4 signer, urllib3's kept-alive connections, ElementTree for the XML;
-    # about 0.4 ms each. Without an endpoint URL and keys of its own (AWS with a role, say)
-    # they go through the client as everything else does.
-
-    def _lean(self) -> bool:
-        return bool(self.endpoint_url and self.access_key and self.secret_key)
+    # --- The pre hook's reads, without botocore's client (memory/lean.py) -------------------
 
     def etags(self, prefix: str) -> dict[str, str]:
         """Key -> ETag of every object under a prefix: the pre hook's freshness check."""
-        if not self._lean():
+        if not lean.usable(self):
             return {obj["Key"]: obj["ETag"] for obj in self.listing(prefix)}
-        found: dict[str, str] = {}
-        token = ""
-        while True:
-            params = {"list-type": "2", "prefix": prefix, "encoding-type": "url"}
-            if token:
-                params["continuation-token"] = token
-            data = self._signed_get("", params)
-            try:  # the configured store's answer, parsed as botocore parses it
-                root = ET.fromstring(data or b"")  # noqa: S314 - expat, no entities
-            except ET.ParseError as exc:
-                raise _failed(exc) from exc
-            for item in root.iter(f"{_S3_NS}Contents"):
-                found[unquote_str(item.findtext(f"{_S3_NS}Key", ""))] = \
-                    item.findtext(f"{_S3_NS}ETag", "")
-            token = root.findtext(f"{_S3_NS}NextContinuationToken", "")
-            if root.findtext(f"{_S3_NS}IsTruncated", "false") != "true" or not token:
-                return found
+        return lean.etags(self, prefix)
 
     def body(self, key: str) -> bytes | None:
         """An object's bytes, None if it is missing (an immutable snapshot: no ETag needed)."""
-        if not self._lean():
+        if not lean.usable(self):
             found = self.read(key)
             return found.body if found else None
-        return self._signed_get(key, {})
-
-    def _signed_get(self, key: str, params: dict[str, str]) -> bytes | None:
-        """One signed GET of `key` (the bucket itself when empty), retried as the client's
-        requests are: the body, None for a 404, StorageUnavailable for anything else."""
-        endpoint = urlsplit(self.endpoint_url)
-        path = quote(key, safe="/~")
-        if self.addressing_style == "virtual":
-            url = f"{endpoint.scheme}://{self.bucket_name}.{endpoint.netloc}/{path}"
-        else:
-            url = f"{self.endpoint_url.rstrip('/')}/{quote(self.bucket_name)}"
-            url += f"/{path}" if key else ""
-        credentials = Credentials(self.access_key, self.secret_key, self.security_token)
-        error: Exception | None = None
-        for _attempt in range(max(1, settings.MGC_S3_MAX_ATTEMPTS)):
-            request = AWSRequest(method="GET", url=url, params=params)
-            S3SigV4Auth(credentials, "s3", self.region_name or "us-east-1").add_auth(request)
-            prepared = request.prepare()
-            try:
-                response = _http(self.verify).request(
-                    "GET", prepared.url, headers=dict(prepared.headers.items()), retries=False,
-                    timeout=urllib3.Timeout(connect=settings.MGC_S3_CONNECT_TIMEOUT,
-                                            read=settings.MGC_S3_READ_TIMEOUT))
-            except urllib3.exceptions.HTTPError as exc:
-                error = exc
-                continue
-            if response.status == 200:
-                return response.data
-            if response.status == 404 and key:
-                return None
-            error = RuntimeError(f"{response.status} {response.data[:300]!r}")
-            if response.status < 500 and response.status != 429:
-                break
-        raise _failed(error or RuntimeError("no answer"))
+        return lean.signed_get(self, key, {})
 
     def versions(self, prefix: str) -> list[dict]:
         """Every stored version and delete marker under a prefix (Key, VersionId)."""
@@ -361,26 +295,6 @@ class MemoryStorage(S3Storage):
         except (ClientError, BotoCoreError) as exc:
             raise _failed(exc) from exc
         return found
-
-
-_S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
-_pools: dict[object, urllib3.PoolManager] = {}
-
-
-def _http(verify) -> urllib3.PoolManager:
-    """Kept-alive connections for the lean requests, shared by all threads (urllib3's pools
-    are thread-safe), one manager per TLS verification setting. Certificates are checked
-    against what botocore would use: the storage's `verify` path, AWS_CA_BUNDLE, certifi."""
-    pool = _pools.get(verify)
-    if pool is None:
-        if verify is False:
-            pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_NONE")
-        else:
-            bundle = verify if isinstance(verify, str) else (
-                os.environ.get("AWS_CA_BUNDLE") or get_cert_path(True))
-            pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_REQUIRED", ca_certs=bundle)
-        pool = _pools.setdefault(verify, pool)
-    return pool
 
 
 _bucket_storages: dict[str, MemoryStorage] = {}

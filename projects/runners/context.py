@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
-from projects.memory import store
+from projects.memory import reading
 from projects.memory.content import within_limit
 from projects.models import Agent, MemoryFile, Revision
 from projects.runners import injection
@@ -63,7 +63,7 @@ def _chosen(*, agent: Agent, user, manifest: injection.Manifest, at: dt.datetime
 
 def _with_texts(agent: Agent, by_source: dict) -> dict[str, list[injection.SourceFile]]:
     revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
-    texts = store.revision_texts(agent.project, list(revisions.values()))
+    texts = reading.revision_texts(agent.project, list(revisions.values()))
     return {
         # A revision larger than a file may be (adopted before adoption refused them) is cut
         # to the limit first: the section's cap would cut it anyway, after counting it all.

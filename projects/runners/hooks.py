@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from projects import outbox
 from projects.audit import Actor, audit_record
 from projects.errors import Refusal
-from projects.memory import errors, layout, receipts, store
+from projects.memory import catchup, errors, layout, objects, reading, receipts, records, removal, store
 from projects.memory.content import encode
 from projects.models import (
     Agent,
@@ -75,7 +75,7 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
     # The LISTs run while the prompt is assembled from the records the catch-up read as it
     # started; only when the LISTs show a difference from those is it assembled again, after
     # adopting it. A warm hook costs the longer of the two, not their sum.
-    catch_up = store.bucket_catch_up_start(
+    catch_up = catchup.bucket_catch_up_start(
         project=agent.project, agent=agent, user=user,
         workspace=any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections))
     assembly = prompt_context.build_context(agent=agent, user=user, manifest=manifest,
@@ -115,7 +115,7 @@ def _forget_prompt(project, sha256: str) -> None:
     """Take back a prompt kept for a session that was not recorded, unless a recorded session
     returned the same bytes."""
     if not AgentSession.objects.filter(agent__project=project, prompt_sha256=sha256).exists():
-        store.purge(project, [layout.prompt_key(project.prefix, sha256)])
+        objects.purge(project, [layout.prompt_key(project.prefix, sha256)])
         receipts.prompt_forget(project=project, sha256s=[sha256])
 
 
@@ -179,7 +179,8 @@ def _strictness(rules: dict):
 def _target(session: AgentSession, path: str) -> MemoryFile:
     agent = session.agent
     if path in layout.AGENT_FILES:
-        return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.AGENT, agent=agent, path=path)
+        return records.file_ensure(project=agent.project, scope=MemoryFile.Scope.AGENT, agent=agent,
+                                   path=path)
     if path == layout.USER_FILE:
         if session.user is None:
             raise HookError("no_user", "This session has no user, so USER.md has no owner.")
@@ -188,12 +189,12 @@ def _target(session: AgentSession, path: str) -> MemoryFile:
             # hook would not serve them now either).
             raise HookError("not_a_member", "The session's user is no longer a member of this "
                                             "project, so their USER.md is not written.")
-        return store.file_ensure(project=agent.project, scope=MemoryFile.Scope.USER, user=session.user,
-                                 path=path)
+        return records.file_ensure(project=agent.project, scope=MemoryFile.Scope.USER, user=session.user,
+                                   path=path)
     if path.startswith(injection.WORKSPACE_PREFIX):
         try:
-            return store.workspace_file_new(project=agent.project,
-                                            path=path[len(injection.WORKSPACE_PREFIX):])
+            return records.workspace_file_new(project=agent.project,
+                                              path=path[len(injection.WORKSPACE_PREFIX):])
         except ValidationError as exc:
             raise HookError("bad_path", " ".join(exc.messages)) from None
     raise HookError("bad_path", "Paths are SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
@@ -387,11 +388,11 @@ def _post_move(session: AgentSession, write: WriteRequest, rule: dict | None, ac
     if how == "proposal":
         _propose(session, file, actor, write, base, result)
     elif write.mode == "delete":
-        revision = store.file_delete(file=file, actor=actor, message=message, base_revision=base)
+        revision = removal.file_delete(file=file, actor=actor, message=message, base_revision=base)
         result.update(status="written", revision=revision.number)
     else:
-        tombstone, moved = store.file_rename(file=file, target=target, actor=actor,
-                                             message=message, base_revision=base)
+        tombstone, moved = removal.file_rename(file=file, target=target, actor=actor,
+                                               message=message, base_revision=base)
         result.update(status="written", revision=tombstone.number, new_revision=moved.number)
 
 
@@ -399,23 +400,23 @@ def _existing(session: AgentSession, path: str) -> MemoryFile | None:
     """The record of a file an agent names, or None; nothing is created (see `_target`)."""
     agent = session.agent
     if path in layout.AGENT_FILES:
-        return store.file_lookup(project=agent.project, scope=MemoryFile.Scope.AGENT,
-                                 agent=agent, path=path)
+        return records.file_lookup(project=agent.project, scope=MemoryFile.Scope.AGENT,
+                                   agent=agent, path=path)
     if path == layout.USER_FILE:
         if session.user is None:
             raise HookError("no_user", "This session has no user, so USER.md has no owner.")
         if not Membership.objects.filter(project=agent.project, user=session.user).exists():
             raise HookError("not_a_member", "The session's user is no longer a member of this "
                                             "project, so their USER.md is not changed.")
-        return store.file_lookup(project=agent.project, scope=MemoryFile.Scope.USER,
-                                 user=session.user, path=path)
+        return records.file_lookup(project=agent.project, scope=MemoryFile.Scope.USER,
+                                   user=session.user, path=path)
     if path.startswith(injection.WORKSPACE_PREFIX):
         try:
             relative = layout.validate_workspace_path(path[len(injection.WORKSPACE_PREFIX):])
         except ValidationError as exc:
             raise HookError("bad_path", " ".join(exc.messages)) from None
-        return store.file_lookup(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
-                                 path=relative)
+        return records.file_lookup(project=agent.project, scope=MemoryFile.Scope.WORKSPACE,
+                                   path=relative)
     raise HookError("bad_path", "Paths are SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
                                 "workspace/<relative path>.md.")
 
@@ -486,18 +487,18 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
         message = (system_message("approved_note", user=by.get_username(), note=note) if note
                    else system_message("approved", user=by.get_username()))
         if locked.mode == "delete":
-            revision = store.file_delete(file=file, actor=actor, message=message,
-                                         base_revision=locked.base_revision)
+            revision = removal.file_delete(file=file, actor=actor, message=message,
+                                           base_revision=locked.base_revision)
         elif locked.mode == "rename":
             try:
-                target = store.workspace_file_new(
+                target = records.workspace_file_new(
                     project=file.project,
                     path=locked.new_path.removeprefix(injection.WORKSPACE_PREFIX))
             except ValidationError as exc:
                 raise HookError("bad_path", " ".join(exc.messages)) from None
-            _tombstone, revision = store.file_rename(file=file, target=target, actor=actor,
-                                                     message=message,
-                                                     base_revision=locked.base_revision)
+            _tombstone, revision = removal.file_rename(file=file, target=target, actor=actor,
+                                                       message=message,
+                                                       base_revision=locked.base_revision)
         else:
             revision = _apply(file, locked.mode, locked.content, locked.base_revision, actor,
                               message)
@@ -550,7 +551,7 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
         query |= Q(file_id=file_id, number=number)
     revisions = {(str(r.file_id), r.number): r
                  for r in Revision.objects.filter(query).select_related("file")}
-    texts = store.revision_texts(session.agent.project, list(revisions.values()))
+    texts = reading.revision_texts(session.agent.project, list(revisions.values()))
     # "direct" exactly where the runner's S3 credentials may write (IAM's * and ?, which
     # fnmatch reads alike; the patterns hold no brackets: credentials turn [...] into ?).
     writable = credentials.direct_write_patterns(session.agent)
@@ -609,7 +610,7 @@ def file_current(*, session: AgentSession, path: str) -> dict:
     if file is None or file.head is None or file.is_deleted:
         return {**answer, "exists": False, "revision": file.head.number if file and file.head
                 else None, "content": ""}
-    current = store.file_read(file)
+    current = reading.file_read(file)
     return {**answer, "exists": True, "revision": current.revision.number,
             "content": current.text}
 

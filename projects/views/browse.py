@@ -11,7 +11,7 @@ from django.utils.http import urlencode
 
 from projects.forms.files import NewWorkspaceFileForm
 from projects.governance import permissions, prompts, review, setup
-from projects.memory import layout, refusals, store, tree
+from projects.memory import layout, records, refusals, tree
 from projects.models import Agent, Membership, MemoryFile
 from projects.views import paging
 from projects.views.base import project_view
@@ -52,8 +52,8 @@ def project_detail_view(request, project, role):
         context["review_count"] = review.review_queue(reviewer=request.user,
                                                          project=project).count()
     if not permissions.sees_everyone(role):
-        context["my_profile"] = store.file_lookup(project=project, scope=MemoryFile.Scope.USER,
-                                                  user=request.user, path=layout.USER_FILE)
+        context["my_profile"] = records.file_lookup(project=project, scope=MemoryFile.Scope.USER,
+                                                    user=request.user, path=layout.USER_FILE)
     return render(request, "projects/project_detail.html", context)
 
 
@@ -109,11 +109,11 @@ def workspace_new_view(request, project, role):
     form = NewWorkspaceFileForm(request.POST)
     if form.is_valid():
         path = form.cleaned_data["path"]
-        existing = store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
+        existing = records.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
         if existing is not None:
             return redirect("projects:file_edit", slug=project.slug, file_id=existing.pk)
         try:
-            store.workspace_name_free(project=project, path=path)
+            records.workspace_name_free(project=project, path=path)
         except ValidationError as exc:
             form.add_error("path", exc)
         else:
@@ -144,14 +144,14 @@ def file_open_view(request, project, role):
         if scope == MemoryFile.Scope.AGENT:
             agent = get_object_or_404(Agent, project=project, pk=request.POST.get("agent"))
             permissions.require(permissions.can_manage(role))
-            file = store.file_ensure(project=project, scope=MemoryFile.Scope.AGENT, agent=agent,
-                                     path=request.POST.get("path", ""))
+            file = records.file_ensure(project=project, scope=MemoryFile.Scope.AGENT, agent=agent,
+                                       path=request.POST.get("path", ""))
         elif scope == MemoryFile.Scope.USER:
             user = get_object_or_404(get_user_model(), pk=request.POST.get("user"),
                                      memberships__project=project)
             permissions.require(permissions.can_manage(role) or user.pk == request.user.pk)
-            file = store.file_ensure(project=project, scope=MemoryFile.Scope.USER, user=user,
-                                     path=layout.USER_FILE)
+            file = records.file_ensure(project=project, scope=MemoryFile.Scope.USER, user=user,
+                                       path=layout.USER_FILE)
         else:
             raise Http404("No such page.")
     except (ValidationError, ValueError) as exc:

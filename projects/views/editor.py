@@ -20,7 +20,7 @@ from projects.audit import Actor
 from projects.errors import explain
 from projects.forms.files import EditForm, ResolveForm
 from projects.governance import permissions
-from projects.memory import errors, layout, merging, scanning, store
+from projects.memory import errors, layout, merging, reading, records, scanning, store
 from projects.memory.content import within_limit
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, Revision
@@ -83,7 +83,7 @@ def _editor(request, project, role, file: MemoryFile):
                 head = revision_of(file, data["merge_head"])
                 context.update(_merged(
                     file, base=data["merge_base"], head=head, yours=data["your_text"],
-                    theirs=store.revision_read(head),
+                    theirs=reading.revision_read(head),
                     message=data["message"], summary=_("Some overlapping changes are not "
                                                        "settled yet.")))
         context.update(form=form, opened_revision=form.data.get("base_revision"),
@@ -91,7 +91,7 @@ def _editor(request, project, role, file: MemoryFile):
         return render(request, "projects/file_edit.html", context, status=status)
 
     with on_refusal_show("projects/file_edit.html", context):
-        content = store.file_read(file)
+        content = reading.file_read(file)
     head = file.head
     base = head.number if head else None
     if within_limit(content.text)[1]:
@@ -113,12 +113,12 @@ def file_new_view(request, project, role):
     only by the first save, so leaving the editor without saving leaves nothing behind."""
     try:
         path = layout.validate_workspace_path(request.GET.get("path", ""))
-        if store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path) is None:
-            store.workspace_name_free(project=project, path=path)
+        if records.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path) is None:
+            records.workspace_name_free(project=project, path=path)
     except ValidationError as exc:
         messages.error(request, explain(exc))
         return redirect("projects:workspace", slug=project.slug)
-    existing = store.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
+    existing = records.file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
     if request.method == "POST":
         if existing is None and request.POST.get("action") == "resolve":
             raise Http404("No such merge.")  # nothing to merge with: no record made either
@@ -127,7 +127,7 @@ def file_new_view(request, project, role):
             # The first save: from here on it is the file's own editor (saving, conflicts
             # with someone who created the same path meanwhile, errors with the text kept).
             try:
-                file = existing or store.workspace_file_new(project=project, path=path)
+                file = existing or records.workspace_file_new(project=project, path=path)
             except ValidationError as exc:  # a look-alike name was made meanwhile
                 form.add_error(None, exc)
             else:
@@ -155,7 +155,7 @@ def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs
     head over the revision they opened, who changed the file in between, and the choices left."""
     base_revision = (Revision.objects.filter(file=file, number=base).select_related("file__project")
                      .first() if base else None)
-    base_text = store.revision_read(base_revision) if base_revision else ""
+    base_text = reading.revision_read(base_revision) if base_revision else ""
     head_number = head.number if head else None
     theirs_label = (_("revision %(number)s, by %(author)s") % {
         "number": head_number, "author": head.author_shown} if head else _("storage"))
@@ -190,7 +190,7 @@ def _resolve(request, context: dict, file: MemoryFile):
         raise Http404("No such merge.")
     data = form.cleaned_data
     head = revision_of(file, data["merge_head"])
-    theirs = store.revision_read(head)
+    theirs = reading.revision_read(head)
     context.update(_merged(file, base=data["merge_base"], head=head, theirs=theirs,
                            yours=data["your_text"], message=data["message"],
                            summary=_("Your choices are applied below; check the text and save."),

@@ -19,7 +19,7 @@ from projects.errors import explain
 from projects.forms.files import DeleteForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
-from projects.memory import errors, store
+from projects.memory import adoption, errors, history, reading, removal, store
 from projects.memory import holds as memory_holds
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, RefusedWrite
@@ -33,7 +33,7 @@ def file_detail_view(request, project, role, file_id):
     context = file_context(request, project, role, file)
     status = 200
     try:
-        content = store.file_read(file)
+        content = reading.file_read(file)
         context.update(content=content, html=render_markdown(content.text))
     except errors.StoreError as exc:  # the file's flags, holds and history are shown all the same
         context["error"] = exc.message
@@ -52,7 +52,7 @@ def file_detail_view(request, project, role, file_id):
                                   .select_related("project"))
         context["can_delete_refused"] = permissions.can_manage(role)
         context["holds"] = memory_holds.covering_file(file)
-    context["recent"] = store.file_history(file, 1, per_page=5)
+    context["recent"] = history.file_history(file, 1, per_page=5)
     context["delete_form"] = DeleteForm(initial={"base_revision": file.head.number if file.head else 0})
     return render(request, "projects/file_detail.html", context, status=status)
 
@@ -61,7 +61,7 @@ def file_detail_view(request, project, role, file_id):
 def file_history_view(request, project, role, file_id):
     file = file_of(request, project, role, file_id)
     context = file_context(request, project, role, file)
-    context["page"] = store.file_history(file, request.GET.get("page"))
+    context["page"] = history.file_history(file, request.GET.get("page"))
     audit_read(user=request.user, role=role, action="read.history", project=project, obj=file)
     return render(request, "projects/file_history.html", context)
 
@@ -73,7 +73,7 @@ def revision_detail_view(request, project, role, file_id, number):
     context = file_context(request, project, role, file)
     context["revision"] = revision
     with on_refusal_show("projects/revision_detail.html", context):
-        text = store.revision_read(revision)
+        text = reading.revision_read(revision)
     audit_read(user=request.user, role=role, action="read.revision", project=project, obj=file,
                details={"revision": revision.number})
     context.update(
@@ -100,7 +100,7 @@ def revision_raw_view(request, project, role, file_id, number):
     file = file_of(request, project, role, file_id)
     revision = revision_of(file, number)
     try:
-        text = store.revision_read(revision)
+        text = reading.revision_read(revision)
     except errors.StoreError as exc:  # a download: plain text, as the file would have been
         return HttpResponse(exc.message, status=503, content_type="text/plain; charset=utf-8")
     audit_read(user=request.user, role=role, action="read.download", project=project, obj=file,
@@ -128,7 +128,7 @@ def file_diff_view(request, project, role, file_id):
     mode = "unified" if request.GET.get("mode") == "unified" else "split"
     context.update(old=old, new=new, mode=mode)
     with on_refusal_show("projects/file_diff.html", context):
-        diff = diff_texts(store.revision_read(old), store.revision_read(new))
+        diff = diff_texts(reading.revision_read(old), reading.revision_read(new))
     audit_read(user=request.user, role=role, action="read.diff", project=project, obj=file,
                details={"from": old.number, "to": new.number})
     # Revision numbers are typed, not picked from a list of them, so the page costs the same
@@ -171,7 +171,7 @@ def file_delete_view(request, project, role, file_id):
         messages.error(request, _("The delete form was incomplete; nothing was changed."))
         return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
     try:
-        store.file_delete(file=file, actor=Actor.person(request.user),
+        removal.file_delete(file=file, actor=Actor.person(request.user),
                           message=form.cleaned_data["message"],
                           base_revision=form.cleaned_data["base_revision"])
     except errors.SaveConflict as conflict:
@@ -188,7 +188,7 @@ def refused_delete_view(request, project, role, refused_id):
     refused = get_object_or_404(RefusedWrite.objects.select_related("project", "file"),
                                 pk=refused_id, project=project)
     try:
-        store.refused_write_delete(refused=refused, by=request.user)
+        adoption.refused_write_delete(refused=refused, by=request.user)
     except errors.StoreError as exc:  # back where it was listed, as after a delete
         messages.error(request, exc.message)
     else:
@@ -216,7 +216,7 @@ def file_rename_undo_view(request, project, role, file_id, number):
         messages.error(request, _("The form was incomplete; nothing was changed."))
         return redirect("projects:revision_detail", slug=project.slug, file_id=file.pk, number=number)
     try:
-        _gone, revision = store.file_rename(
+        _gone, revision = removal.file_rename(
             file=moved, target=file, actor=Actor.person(request.user),
             message=form.cleaned_data["message"] or _("Undo the rename to %(path)s")
             % {"path": moved.source_path}, base_revision=form.cleaned_data["base_revision"])

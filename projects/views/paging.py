@@ -1,5 +1,5 @@
 """How many rows each kind of page shows, in one table (a file's history pages by number in
-memory.store, HISTORY_PAGE_SIZE)."""
+memory.history, HISTORY_PAGE_SIZE)."""
 
 from django.core.paginator import Page, Paginator
 

@@ -8,7 +8,7 @@ from django.utils.translation import gettext as _
 from projects import drafts
 from projects.governance import permissions
 from projects.governance.trail import audit_reads
-from projects.memory import errors, store
+from projects.memory import errors, reading
 from projects.memory.content import appended
 from projects.memory.diffing import diff_texts
 from projects.models import Proposal
@@ -30,7 +30,7 @@ def proposal_list_view(request, project, role):
     items = []
     for proposal in page:
         try:
-            current = store.file_read(proposal.file).text if proposal.file.head else ""
+            current = reading.file_read(proposal.file).text if proposal.file.head else ""
         except errors.StoreError:  # the proposal is shown, its diff against nothing
             current = ""
         after = {"append": appended(current, proposal.content), "delete": "",

@@ -9,7 +9,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import Membership, MemoryFile
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -130,7 +130,7 @@ def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, liv
     # Chromium sends the hidden copy of the person's text with CRLF line ends; merged against
     # LF texts, every line of it once differed, and "Keep yours" swallowed their other change.
     file = _profile(maria)
-    base = store.revision_read(file.head)
+    base = reading.revision_read(file.head)
     lines = base.splitlines(keepends=True)
     _login(page, live_server)
     page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/edit/")
@@ -147,7 +147,7 @@ def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, liv
     expect(editor).to_have_value(re.compile("^# Mine"))
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Saved revision 4.")).to_be_visible()
-    assert store.file_read(_profile(maria)).text == "".join(
+    assert reading.file_read(_profile(maria)).text == "".join(
         ["# Mine\n", *lines[1:-1], "- Changed at the end by someone else.\n"])
 
 
@@ -221,7 +221,7 @@ def test_typed_text_survives_a_save_conflict_left_unresolved(page, live_server, 
     editor = page.locator("textarea[name=content]")
     editor.press("Control+End")
     editor.type("- Kept across a conflict.\n")
-    theirs = store.revision_read(file.head).replace("incident manager", "head of incidents")
+    theirs = reading.revision_read(file.head).replace("incident manager", "head of incidents")
     store.file_save(file=file, actor=Actor.system("other tab"), base_revision=2, content=theirs)
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#conflict")).to_be_visible()
@@ -261,7 +261,7 @@ def test_markdown_tables_are_drawn_with_borders_on_the_page_and_in_the_preview(
     page.on("dialog", lambda dialog: dialog.accept())  # leaving the editor with typed text
     file = _profile(maria)
     store.file_save(file=file, actor=Actor.person(maria), base_revision=2,
-                    content=store.revision_read(file.head) + "\n" + TABLE)
+                    content=reading.revision_read(file.head) + "\n" + TABLE)
     _login(page, live_server)
     page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/")
     for where in ("article.markdown", "#preview"):
@@ -282,7 +282,7 @@ def test_markdown_tables_are_drawn_with_borders_on_the_page_and_in_the_preview(
         assert th["background"] == "rgb(240, 242, 245)", where
         assert float(td["padding"].removesuffix("px")) > 0, where
     # On a phone a wide table scrolls inside its box; the page does not.
-    wide = store.revision_read(_profile(maria).head) + "\n| " + " | ".join(
+    wide = reading.revision_read(_profile(maria).head) + "\n| " + " | ".join(
         f"column {n}" for n in range(12)) + " |\n|" + "---|" * 12 + "\n"
     store.file_save(file=_profile(maria), actor=Actor.person(maria), base_revision=3, content=wide)
     page.set_viewport_size({"width": 390, "height": 844})

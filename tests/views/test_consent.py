@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from projects.audit import Actor, audit_verify
-from projects.memory import store
+from projects.memory import removal, store
 from projects.models import AuditEvent, Membership, Proposal, Revision
 
 pytestmark = pytest.mark.django_db
@@ -119,7 +119,7 @@ def test_an_append_proposal_on_a_file_deleted_meanwhile_is_not_approved(client, 
                               content="Note one.\n", actor=Actor.person(admin)).file
     proposal = Proposal.objects.create(project=project, file=notes, agent=agent, mode="append",
                                        content="Note two.\n")
-    store.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
+    removal.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
     client.force_login(admin)
     page = _decide(client, project, proposal, "approve")
     assert "The file was deleted after this was proposed" in client.get(page.url).content.decode()

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, records, store
 from projects.models import Agent, Membership, MemoryFile, Revision
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +96,7 @@ def test_changes_that_do_not_overlap_are_merged_for_the_person_to_check(
     assert merged == "# Maria K.\n\nPrefers long reports.\nLearned: on call.\n"
     assert client.post(url("file_edit", file), {"content": merged, "base_revision": 3,
                                                 "merging": "True"}).status_code == 302
-    assert store.file_read(MemoryFile.objects.select_related("head", "project").get(
+    assert reading.file_read(MemoryFile.objects.select_related("head", "project").get(
         pk=file.pk)).text == merged
 
 
@@ -290,7 +290,7 @@ def test_an_editor_left_without_saving_leaves_no_file(client, admin, project, s3
     assert "drafts/" not in tree and "No files here yet." in tree
     # A record left without a revision by an older console, or by a first save cut short,
     # is not shown as an empty file either.
-    store.file_ensure(project=project, scope="workspace", path="drafts/orphan.md")
+    records.file_ensure(project=project, scope="workspace", path="drafts/orphan.md")
     tree = client.get(reverse("projects:workspace", args=[project.slug])).content.decode()
     assert "drafts/" not in tree
     project_page = client.get(reverse("projects:project_detail", args=[project.slug]))
@@ -306,7 +306,7 @@ def test_the_first_save_creates_the_new_file(client, admin, project, s3):
     response = client.post(editor, {"content": "# Idea\n", "message": "first"})
     file = MemoryFile.objects.get(project=project, path="drafts/idea.md")
     assert response.url == url("file_detail", file)
-    assert (file.head.number, store.file_read(file).text) == (1, "# Idea\n")
+    assert (file.head.number, reading.file_read(file).text) == (1, "# Idea\n")
     # The editor of a path that exists now is the file's own.
     assert client.get(editor).url == url("file_edit", file)
 
@@ -320,7 +320,7 @@ def test_a_new_file_someone_else_created_meanwhile_is_a_conflict_not_an_overwrit
     response = client.post(editor, {"content": "mine\n", "message": ""})
     assert response.status_code == 409 and "mine" in response.content.decode()
     file = MemoryFile.objects.get(project=project, path="drafts/idea.md")
-    assert store.file_read(file).text == "x\n"
+    assert reading.file_read(file).text == "x\n"
 
 
 def test_a_bad_path_in_the_new_file_editor_goes_back_to_the_workspace(client, admin, project):

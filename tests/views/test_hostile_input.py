@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from projects.audit import Actor
-from projects.memory import store
+from projects.memory import reading, store
 from projects.models import Agent, MemoryFile
 from projects.runners import bearer
 from tests.conftest import reload_file
@@ -186,7 +186,7 @@ def test_a_markdown_heading_underline_is_not_a_conflict_marker(client, person, c
     saved = client.post(_edit_url(conflicted), {"content": form.initial["content"],
                                                 "base_revision": 2, "merging": "True"})
     assert saved.status_code == 302
-    assert store.file_read(reload_file(conflicted)).text.startswith("Profile\n=======\n")
+    assert reading.file_read(reload_file(conflicted)).text.startswith("Profile\n=======\n")
 
 
 def test_a_resolve_post_to_a_new_files_editor_leaves_no_record(client, project, admin, s3):

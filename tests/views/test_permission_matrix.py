@@ -15,7 +15,7 @@ from django.urls import get_resolver, reverse
 
 from projects.audit import Actor
 from projects.governance import review
-from projects.memory import store
+from projects.memory import records, removal, store
 from projects.models import (
     Agent,
     AgentSession,
@@ -71,9 +71,9 @@ def world(s3, make_project, make_user) -> World:
                               content="note\n", actor=system)
     old = store.file_create(project=project, scope="workspace", path="notes/old.md",
                             content="old\n", actor=system)
-    store.file_rename(file=old.file, target=store.workspace_file_new(project=project,
+    removal.file_rename(file=old.file, target=records.workspace_file_new(project=project,
                                                                      path="notes/new.md"),
-                      actor=system, base_revision=1)
+                        actor=system, base_revision=1)
     token, _ = bearer.token_create(agent=agent, name="runner", created_by=people[ADMIN])
     own_session = AgentSession.objects.create(agent=agent, user=people[EMPLOYEE],
                                               prompt_sha256="0" * 64)

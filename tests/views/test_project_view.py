@@ -11,7 +11,7 @@ from django.urls import path, reverse
 from memoryadmin.urls import urlpatterns as console_urls
 from projects.audit import Actor
 from projects.governance import permissions
-from projects.memory import errors, store
+from projects.memory import errors, reading, store
 from projects.models import Membership
 from projects.views.base import on_refusal_show, project_view
 
@@ -166,4 +166,4 @@ def test_a_delete_refused_by_storage_says_so_on_the_files_page(client, s3, proje
     assert answer.url == reverse("projects:file_detail", args=[project.slug, revision.file_id])
     assert "did not answer" in " ".join(_messages(answer))
     s3.proxy.down = False
-    assert store.file_read(revision.file).text == "Hello.\n"
+    assert reading.file_read(revision.file).text == "Hello.\n"

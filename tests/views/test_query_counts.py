@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from projects.audit import Actor, audit_record
-from projects.memory import store
+from projects.memory import history
 from projects.models import Agent, Membership, Revision
 
 pytestmark = pytest.mark.django_db
@@ -56,9 +56,9 @@ def test_history_pages_cost_the_same_for_any_length(client, s3, project, admin, 
     assert _queries(client, url + "?page=last") == short
     last = client.get(url + "?page=2").context["page"]  # 50 a page: 81..32, then 31..1
     assert [r.number for r in last] == list(range(31, 0, -1))
-    assert [r.number for r in store.file_history(file, page=3, per_page=25)] == list(
+    assert [r.number for r in history.file_history(file, page=3, per_page=25)] == list(
         range(31, 6, -1))
-    assert store.file_history(file, page=99).number == 2  # out of range: the last page
+    assert history.file_history(file, page=99).number == 2  # out of range: the last page
 
 
 @pytest.mark.parametrize("page", ["projects:dashboard", "projects:project_list"])

@@ -13,7 +13,7 @@ from django.utils import translation
 
 from projects.audit import Actor, audit_record, audit_verify, event_hash
 from projects.governance import members
-from projects.memory import store
+from projects.memory import adoption, store
 from projects.models import AuditEvent, Proposal, Revision
 from projects.runners import context as prompt_context
 from projects.runners import hooks
@@ -31,7 +31,7 @@ def test_system_revision_messages_read_in_the_readers_language(client, s3, proje
     file = store.file_create(project=project, scope="workspace", path="notes/a.md",
                              content="one\n", actor=Actor.person(admin), message="by hand").file
     s3.put(file.key, b"changed in the bucket\n")  # a direct write: adopted by the next save
-    store.adopt(file)
+    adoption.adopt(file)
     store.file_restore(file=file, number=1, actor=Actor.person(admin), base_revision=2)
     agent.hook_policy = {"post": {"workspace/**.md": {"modes": ["append"], "approval": False},
                                   "USER.md": {"modes": ["append"], "approval": True}},

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from projects.audit import Actor
-from projects.memory import search, store
+from projects.memory import removal, search, store
 from projects.models import AuditEvent, SearchText
 from projects.rendering import highlighted
 
@@ -101,7 +101,7 @@ def test_search_query_count_does_not_grow_with_matches(client, s3, project, revi
 def test_deleting_a_file_drops_it_from_current_search(memory, project):
     [hit] = search.search_memory(project=project, query="Friday")
     file = hit.file
-    store.file_delete(file=file, actor=Actor.system("t"), base_revision=1)
+    removal.file_delete(file=file, actor=Actor.system("t"), base_revision=1)
     assert list(search.search_memory(project=project, query="Friday")) == []
     assert len(search.search_memory(project=project, query="Friday", history=True)) == 1
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from projects.memory import errors, indexing, store
+from projects.memory import errors, indexing, reading
 from projects.models import MemoryFile
 
 
@@ -19,7 +19,7 @@ class Command(BaseCommand):
         done = 0
         try:
             for file in files.iterator(chunk_size=500):
-                indexing.index_head(file, store.revision_read(file.head))
+                indexing.index_head(file, reading.revision_read(file.head))
                 done += 1
         except errors.StoreError as exc:
             raise CommandError(f"{exc.message} ({done} file(s) indexed before that)") from None

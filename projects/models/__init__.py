@@ -1,0 +1,35 @@
+"""Records of the console. Memory content lives in S3; these rows say what it is and who wrote it.
+
+One module per domain (as Wagtail's wagtail/models/), every model imported here: Django finds
+them here, and the rest of the console imports them as `from projects.models import X`."""
+
+from projects.models.audit import AuditChain, AuditCheckpoint, AuditEvent
+from projects.models.events import DeliveryAttempt, OutboxEvent, WebhookSubscription
+from projects.models.lifecycle import LegalHold, RetentionRule
+from projects.models.memory import MemoryFile, RefusedWrite, Revision, SearchText
+from projects.models.projects import (
+    Agent,
+    GroupMapping,
+    Lock,
+    Membership,
+    Project,
+    default_hook_policy,
+    default_manifest,
+)
+from projects.models.review import Flag, FlagReply, IsolationCheck, Proposal, ReviewMark
+from projects.models.runners import (
+    AgentSession,
+    AgentToken,
+    IdempotencyRecord,
+    RunnerCredential,
+    SessionEvent,
+)
+
+__all__ = [
+    "Agent", "AgentSession", "AgentToken", "AuditChain", "AuditCheckpoint", "AuditEvent",
+    "DeliveryAttempt", "Flag", "FlagReply", "GroupMapping", "IdempotencyRecord",
+    "IsolationCheck", "LegalHold", "Lock", "Membership", "MemoryFile", "OutboxEvent",
+    "Project", "Proposal", "RefusedWrite", "RetentionRule", "ReviewMark", "Revision",
+    "RunnerCredential", "SearchText", "SessionEvent", "WebhookSubscription",
+    "default_hook_policy", "default_manifest",
+]
