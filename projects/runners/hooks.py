@@ -5,11 +5,8 @@ person's approval are decided here too. The API and the console call these funct
 from __future__ import annotations
 
 import fnmatch
-import functools
 import re
-import unicodedata
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -33,16 +30,9 @@ from projects.models import (
     SessionEvent,
 )
 from projects.runners import context as prompt_context
-from projects.runners import credentials, idempotency, injection
+from projects.runners import credentials, idempotency, injection, schemas
+from projects.runners.schemas import CONTENT_MODES, MODES, MOVE_MODES
 from projects.system_text import message as system_message
-
-WriteMode = Literal["append", "replace", "delete", "rename"]  # the post hook's; the API's schema
-MODES: tuple[str, ...] = get_args(WriteMode)
-CONTENT_MODES = ("append", "replace")  # a rule's "modes": writes that carry content
-MOVE_MODES = ("delete", "rename")  # each a key of its own in a rule: how, or absent for never
-HOW = ("direct", "proposal", "never")
-MAX_RULES = 50  # write rules in one hook policy
-TOKEN_PREFIX = "mgc_"
 
 
 class HookError(Refusal):
@@ -154,8 +144,8 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
     cannot pass a rule meant for it. Of the globs that match, the most specific wins (the
     most characters that are not wildcards), whatever order the rules were saved in: a rule
     for `workspace/secret/*.md` is not undone by a `workspace/**.md` saved before it."""
-    path = unicodedata.normalize("NFC", path)
-    rules = {unicodedata.normalize("NFC", key): rule  # keys saved before they were NFC
+    path = layout.nfc(path)
+    rules = {layout.nfc(key): rule  # keys saved before they were NFC
              for key, rule in ((agent.hook_policy or {}).get("post", {})).items()}
     if path in rules:
         return rules[path]
@@ -281,9 +271,8 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
     if write.new_path is not None:
         result["new_path"] = write.new_path
     # One spelling for the policy, the receipt and the store (which keeps paths as NFC).
-    nfc = functools.partial(unicodedata.normalize, "NFC")
-    write = WriteRequest(nfc(write.path), write.mode, write.content, write.base_revision,
-                         nfc(write.new_path) if write.new_path is not None else None)
+    write = WriteRequest(layout.nfc(write.path), write.mode, write.content, write.base_revision,
+                         layout.nfc(write.new_path) if write.new_path is not None else None)
     try:
         if write.mode not in MODES:
             raise HookError("bad_mode", "mode is append, replace, delete or rename.")
@@ -601,7 +590,7 @@ def file_current(*, session: AgentSession, path: str) -> dict:
     """One file as it stands now (its head's text and number), with what the policy lets the
     agent do to it. A file that does not exist (or is deleted) answers exists=false, so a
     runner can tell "create" from "edit"."""
-    path = unicodedata.normalize("NFC", path)
+    path = layout.nfc(path)
     file = _existing(session, path)
     if file is not None and not MemoryFile.objects.filter(_visible(session), pk=file.pk).exists():
         file = None
@@ -618,54 +607,9 @@ def file_current(*, session: AgentSession, path: str) -> dict:
 
 
 def validate_policy(data: object) -> dict:
-    """Check a hook policy's shape; ValidationError says what is wrong."""
-    if not isinstance(data, dict) or set(data) - {"post", "tool", "error"}:
-        raise ValidationError(_("The policy is an object with post, tool and error."),
-                              code="policy_shape")
-    post = data.get("post", {})
-    if not isinstance(post, dict):
-        raise ValidationError(_("post maps file paths or workspace globs to rules."),
-                              code="policy_post")
-    if len(post) > MAX_RULES:
-        raise ValidationError(_("At most %(max)s write rules."), code="policy_post",
-                              params={"max": MAX_RULES})
-    for target, rule in post.items():
-        if not injection.valid_source(target):
-            raise ValidationError(_("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                    "workspace/<path or glob>.md."), code="policy_target",
-                                  params={"target": target})
-        if (not isinstance(rule, dict) or set(rule) - {"modes", "approval", *MOVE_MODES}
-                or not isinstance(rule.get("modes", []), list)
-                or set(rule.get("modes", [])) - set(CONTENT_MODES)
-                or not isinstance(rule.get("approval", False), bool)
-                or any(rule.get(mode, "never") not in HOW for mode in MOVE_MODES)):
-            raise ValidationError(_('%(target)s: a rule is {"modes": ["append"|"replace", ...], '
-                                    '"approval": true|false, "delete": "direct"|"proposal"|'
-                                    '"never", "rename": "direct"|"proposal"|"never"}.'),
-                                  code="policy_rule", params={"target": target})
-        if not rule.get("modes") and not any(rule_how(rule, mode) for mode in MOVE_MODES):
-            raise ValidationError(_("%(target)s: the rule allows nothing; allow append, "
-                                    "replace, delete or rename."), code="policy_rule",
-                                  params={"target": target})
-        if rule_how(rule, "rename") and not target.startswith(injection.WORKSPACE_PREFIX):
-            raise ValidationError(_("%(target)s: only workspace files can be renamed (an "
-                                    "agent's files and USER.md keep their names)."),
-                                  code="policy_rule", params={"target": target})
-    for kind in ("tool", "error"):
-        section = data.get(kind, {})
-        if not isinstance(section, dict) or set(section) - {"log"}:
-            raise ValidationError(_('%(kind)s is {"log": "workspace/<path>.md"} or {}.'),
-                                  code="policy_log", params={"kind": kind})
-        log = section.get("log")
-        if log is not None:
-            if not isinstance(log, str) or not log.startswith(injection.WORKSPACE_PREFIX):
-                raise ValidationError(_("%(kind)s log must be a workspace/ path."),
-                                      code="policy_log", params={"kind": kind})
-            layout.validate_workspace_path(log[len(injection.WORKSPACE_PREFIX):])
-    if "post" in data:  # stored as NFC, the form paths are matched in
-        return {**data, "post": {unicodedata.normalize("NFC", target): rule
-                                 for target, rule in post.items()}}
-    return data
+    """A hook policy checked by its schema (`schemas.policy`) and made ready to store: its
+    paths NFC, the keys it was given; ValidationError says what is wrong."""
+    return schemas.policy(data).stored()
 
 
 def agent_settings_update(*, agent: Agent, by, manifest: dict | None = None,
@@ -673,11 +617,7 @@ def agent_settings_update(*, agent: Agent, by, manifest: dict | None = None,
     with transaction.atomic():
         fields = []
         if manifest is not None:
-            injection.parse_manifest(manifest, saving=True)
-            manifest = {**manifest, "sections": [
-                {**section, "source": unicodedata.normalize("NFC", section["source"])}
-                for section in manifest["sections"]]}
-            agent.manifest = manifest
+            agent.manifest = schemas.manifest(manifest).stored()
             fields.append("manifest")
         if policy is not None:
             agent.hook_policy = validate_policy(policy)
