@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from projects.memory import layout
 from projects.runners import injection, schemas
-from projects.runners.hooks import rule_how
+from projects.runners.policy import rule_how
 
 # What the source box offers; any workspace/<glob>.md is allowed too.
 SOURCE_SUGGESTIONS = (*injection.AGENT_SOURCES, injection.USER_SOURCE, "workspace/**.md")

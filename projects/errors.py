@@ -1,6 +1,6 @@
 """The shape of every refusal: a stable `code` for programs and a `message` for people.
 
-The store's errors (memory.errors), the hooks' refusals (runners.hooks.HookError) and the
+The store's errors (memory.errors), the hooks' refusals (runners.policy.HookError) and the
 credentials' (runners.credentials) derive from Refusal. Django's ValidationError stays the
 refusal of forms and model checks. The runner API maps refusals to HTTP in one place
 (runners.api), the console pages turn either kind into one message here (`explain`).

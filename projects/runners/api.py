@@ -27,7 +27,8 @@ from projects import jsontext
 from projects.errors import Refusal
 from projects.memory import errors, layout
 from projects.models import AgentSession
-from projects.runners import bearer, hooks, idempotency
+from projects.runners import bearer, hooks, idempotency, prehook, reads, schemas
+from projects.runners.policy import HookError
 
 
 class RunnerAuth(HttpBearer):
@@ -121,7 +122,7 @@ def _location(loc) -> list[str]:
     if parts[:2] == ["body", "body"]:
         parts = parts[:1] + parts[2:]
     return [part for index, part in enumerate(parts)
-            if not (index and parts[index - 1].isdigit() and part in hooks.MODES
+            if not (index and parts[index - 1].isdigit() and part in schemas.MODES
                     and index + 1 < len(parts))]
 
 
@@ -147,7 +148,7 @@ _STATUS_BY_CODE = {"policy_denied": 403, "not_pending": 409, "iam_unavailable": 
                    "profile_erased": 409, "manifest_invalid": 409, "agent_archived": 409,
                    "project_archived": 409}
 _STATUS_BY_CLASS = ((errors.StorageUnavailable, 503), (errors.StoreError, 409),
-                    (hooks.HookError, 400))
+                    (HookError, 400))
 
 
 def status_of(exc: Refusal) -> int:
@@ -437,7 +438,7 @@ def _session(request, session_id: uuid.UUID) -> AgentSession:
 def pre(request, body: PreIn):
     agent = request.auth.agent
     user = _member(agent.project, body.user) if body.user else None
-    session, assembly = hooks.hook_pre(agent=agent, user=user, external_ref=body.session or "")
+    session, assembly = prehook.hook_pre(agent=agent, user=user, external_ref=body.session or "")
     sections = []
     for section in assembly.sections:
         single = section.files[0] if len(section.files) == 1 else None
@@ -519,7 +520,7 @@ def _event(request, session_id: uuid.UUID, kind: str, payload: dict, details: di
           summary="Files of a session, for a sandbox folder")
 def sandbox_files(request, body: SandboxIn):
     session = _session(request, body.session)
-    files = hooks.sandbox_files(session=session)
+    files = reads.sandbox_files(session=session)
     project = session.agent.project
     return Status(200, {"session": session.pk, "agent": session.agent_id, "files": files,
                         "storage": {"bucket": project.bucket_name, "prefix": project.prefix,
@@ -530,7 +531,7 @@ def sandbox_files(request, body: SandboxIn):
           summary="The memory files a session may read")
 def files_list(request, body: FilesIn):
     session = _session(request, body.session)
-    files, truncated = hooks.files_list(session=session)
+    files, truncated = reads.files_list(session=session)
     return Status(200, {"session": session.pk, "files": files, "truncated": truncated})
 
 
@@ -538,5 +539,5 @@ def files_list(request, body: FilesIn):
           summary="One memory file as it stands now")
 def files_read(request, body: ReadIn):
     session = _session(request, body.session)
-    return Status(200, {"session": session.pk, **hooks.file_current(session=session,
-                                                                     path=body.path)})
+    return Status(200, {"session": session.pk, **reads.file_current(session=session,
+                                                                    path=body.path)})

@@ -316,7 +316,7 @@ class DirectRule:
 def direct_write_rules(agent: Agent) -> list[DirectRule]:
     """Every rule that allows a direct replace, with its key pattern, and whether the runner's
     credentials get it. A glob is left out when a stricter rule governs some of its files (the
-    most specific rule wins in the hooks, `hooks.policy_rule`): IAM cannot express "all but
+    most specific rule wins in the hooks, `policy.policy_rule`): IAM cannot express "all but
     those" on every store (SeaweedFS refuses Deny), so those files go through the hook
     instead; the settings page says so."""
     prefix = agent.project.prefix

@@ -33,8 +33,11 @@ from projects.models import (
     RunnerCredential,
     SessionEvent,
 )
-from projects.runners import bearer, credentials, hooks
+from projects.runners import bearer, credentials
 from projects.runners import context as prompt_context
+from projects.runners.agent_settings import agent_settings_update
+from projects.runners.policy import HookError
+from projects.runners.proposals import proposal_approve, proposal_reject
 from projects.views import paging
 
 
@@ -152,7 +155,7 @@ def agent_settings(request, slug, agent_slug):
             preview = _manifest_preview(request, agent, members, value)
         elif value is not None:
             try:
-                hooks.agent_settings_update(agent=agent, by=request.user, **{setting: value})
+                agent_settings_update(agent=agent, by=request.user, **{setting: value})
             except ValidationError as exc:
                 if form is None:
                     page[which].errors = exc.messages
@@ -458,7 +461,7 @@ def proposal_decide(request, slug, proposal_id):
     decided = False
     try:
         if request.POST.get("decision") == "approve":
-            revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
+            revision = proposal_approve(proposal=proposal, by=request.user, note=note)
             if proposal.mode == "delete":
                 messages.success(request, _("Approved: %(file)s is deleted (revision "
                                             "%(number)s); its history is kept.")
@@ -468,12 +471,12 @@ def proposal_decide(request, slug, proposal_id):
                                  % {"file": revision.file, "number": revision.number})
             decided = True
         elif request.POST.get("decision") == "reject":
-            hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
+            proposal_reject(proposal=proposal, by=request.user, note=note)
             messages.success(request, _("Rejected. Nothing was written."))
             decided = True
         else:
             messages.error(request, _("Choose approve or reject."))
-    except hooks.HookError as exc:
+    except HookError as exc:
         messages.error(request, exc.message)
     except errors.SaveConflict as exc:
         messages.error(request, _("The file changed since the agent proposed this change: "
