@@ -3,8 +3,8 @@
 django-ninja builds it: request bodies are pydantic models that forbid unknown fields
 (`runners.api_bodies`), and the OpenAPI description at /api/v1/openapi.json comes from the same
 code, so the published schema cannot drift from what is enforced. Every error is JSON
-{"error": {"code", "message"}} with a 4xx status for the caller's mistakes; storage trouble
-is a 503, never a 500.
+{"error": {"code", "message"}} (`errors.error_body`) with a 4xx status for the caller's
+mistakes; storage trouble is a 503, never a 500.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 
 from projects import jsontext
-from projects.errors import Refusal
+from projects.errors import Refusal, error_body
 from projects.memory import errors, layout
 from projects.models import AgentSession
 from projects.runners import bearer, hooks, idempotency, prehook, reads, schemas
@@ -70,8 +70,7 @@ api = NinjaAPI(title="Memory Governance Console runner API", version="1.0.0",
 
 
 def _error(request, status: int, code: str, message: str, **extra):
-    body = {"error": {"code": code, "message": message, **extra}}
-    return api.create_response(request, body, status=status)
+    return api.create_response(request, error_body(code, message, **extra), status=status)
 
 
 @api.exception_handler(NinjaValidationError)
