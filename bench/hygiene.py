@@ -63,13 +63,13 @@ def _run(sessions: int) -> None:
 
     from projects.demo.content import PROJECTS
     from projects.models import Agent
-    from projects.runners import hooks
+    from projects.runners import hooks, prehook
 
     agent = Agent.objects.get(project__slug=PROJECTS[0]["slug"], slug=PROJECTS[0]["agent"]["slug"])
     user = get_user_model().objects.get(username="employee")
     figures = []
     for n in range(1, sessions + 2):
-        session, assembly = hooks.hook_pre(agent=agent, user=user, external_ref=f"bench-{n}")
+        session, assembly = prehook.hook_pre(agent=agent, user=user, external_ref=f"bench-{n}")
         workspace = next((s.tokens for s in assembly.sections if s.tag == "workspace_memory"), 0)
         figures.append((n, assembly.total_tokens, workspace,
                         any(s.truncated for s in assembly.sections)))

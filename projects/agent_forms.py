@@ -3,21 +3,21 @@ hook policy (write rules per path, tool and error logs), one row per section or 
 
 Each editor turns itself into the stored dict (`value`), and
 `manifest_initial`/`policy_initial` do the opposite, so the structured editor and the raw JSON
-view read and write the same value. The meaning is checked where the hooks check it
-(`injection.parse_manifest`, `hooks.validate_policy`); the forms only place the messages at the
-field a person typed into.
+view read and write the same value. Each field is checked by its rule in the settings'
+schemas (`runners.schemas`), with a short message at the field a person typed into; the value
+the editor makes is then checked by the whole schema, as the hooks read it, and its message
+shows above the rows.
 """
 
 from __future__ import annotations
-
-import unicodedata
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from projects.memory import layout
-from projects.runners import hooks, injection
+from projects.runners import injection, schemas
+from projects.runners.policy import rule_how
 
 # What the source box offers; any workspace/<glob>.md is allowed too.
 SOURCE_SUGGESTIONS = (*injection.AGENT_SOURCES, injection.USER_SOURCE, "workspace/**.md")
@@ -38,34 +38,31 @@ class SectionForm(forms.Form):
                               widget=forms.TextInput(attrs={"autocomplete": "off",
                                                             "spellcheck": "false"}))
     max_tokens = forms.IntegerField(label=_("Token cap"), required=False, min_value=1,
-                                    max_value=injection.MAX_TOKENS,
+                                    max_value=schemas.MAX_TOKENS,
                                     widget=forms.NumberInput(attrs={"class": "short"}))
 
     def clean_exclude(self) -> list[str]:
         """Workspace globs, separated by spaces or commas, that a workspace section leaves out."""
-        globs = [unicodedata.normalize("NFC", g) for g in
-                 self.cleaned_data["exclude"].replace(",", " ").split()]
-        if len(globs) > injection.MAX_EXCLUDES or not all(
-                g.startswith(injection.WORKSPACE_PREFIX) and injection.valid_source(g)
-                for g in globs):
+        try:
+            return schemas.exclude(self.cleaned_data["exclude"].replace(",", " ").split())
+        except schemas.Invalid:
             raise ValidationError(_("Up to %(max)s workspace/<glob>.md, separated by spaces."),
                                   code="manifest_exclude",
-                                  params={"max": injection.MAX_EXCLUDES})
-        return globs
+                                  params={"max": schemas.MAX_EXCLUDES}) from None
 
     def clean_tag(self) -> str:
-        tag = self.cleaned_data["tag"].strip()
-        if not injection.valid_tag(tag):
+        try:
+            return schemas.tag(self.cleaned_data["tag"].strip())
+        except schemas.Invalid:
             raise ValidationError(_("Lower-case letters, digits and _, starting with a letter "
-                                    "(like agent_rules)."), code="manifest_tag")
-        return tag
+                                    "(like agent_rules)."), code="manifest_tag") from None
 
     def clean_source(self) -> str:
-        source = unicodedata.normalize("NFC", self.cleaned_data["source"].strip())
-        if not injection.valid_source(source):
+        try:
+            return schemas.source(self.cleaned_data["source"].strip())
+        except schemas.Invalid:
             raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                    "workspace/<path or glob>.md."), code="manifest_source")
-        return source
+                                    "workspace/<path or glob>.md."), code="manifest_source") from None
 
 
 class _SectionsBase(forms.BaseFormSet):
@@ -76,9 +73,9 @@ class _SectionsBase(forms.BaseFormSet):
         kept = [f for f in self.forms if f.cleaned_data and not self._should_delete_form(f)]
         if not kept:
             raise ValidationError(_("Keep at least one section."), code="manifest_sections")
-        if len(kept) > injection.MAX_SECTIONS:
+        if len(kept) > schemas.MAX_SECTIONS:
             raise ValidationError(_("At most %(max)s sections."), code="manifest_sections",
-                                  params={"max": injection.MAX_SECTIONS})
+                                  params={"max": schemas.MAX_SECTIONS})
         for form in kept:
             tag = form.cleaned_data["tag"]
             if tag in tags:
@@ -89,20 +86,20 @@ class _SectionsBase(forms.BaseFormSet):
 
 SectionFormSet = forms.formset_factory(SectionForm, formset=_SectionsBase, extra=1,
                                        can_order=True, can_delete=True,
-                                       max_num=injection.MAX_SECTIONS, validate_max=True,
-                                       absolute_max=injection.MAX_SECTIONS + 5)
+                                       max_num=schemas.MAX_SECTIONS, validate_max=True,
+                                       absolute_max=schemas.MAX_SECTIONS + 5)
 
 
 class BudgetForm(forms.Form):
     total_tokens = forms.IntegerField(
         label=_("Total budget (tokens)"), required=False, min_value=1,
-        max_value=injection.MAX_TOKENS,
+        max_value=schemas.MAX_TOKENS,
         help_text=_("Empty: no total budget. Over budget, the last sections give way first."),
         widget=forms.NumberInput(attrs={"class": "short"}))
 
 
 class _Editor:
-    """A setting edited as a formset and a form; valid when both are and the hooks accept
+    """A setting edited as a formset and a form; valid when both are and its schema accepts
     the value they make (`check`), whose message then shows above the rows."""
 
     def __init__(self):
@@ -144,7 +141,7 @@ class ManifestEditor(_Editor):
         return self.sections, self.budget
 
     def check(self, value: dict) -> None:
-        injection.parse_manifest(value, saving=True)
+        schemas.manifest(value)
 
     def value(self) -> dict:
         sections = []
@@ -195,23 +192,25 @@ class RuleForm(forms.Form):
     rename = _MoveField(label=_("rename"))
 
     def clean_path(self) -> str:
-        path = unicodedata.normalize("NFC", self.cleaned_data["path"].strip())
-        if not injection.valid_source(path):
+        try:
+            return schemas.target(self.cleaned_data["path"].strip())
+        except schemas.Invalid:
             raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                    "workspace/<path or glob>.md."), code="policy_target")
-        return path
+                                    "workspace/<path or glob>.md."), code="policy_target") from None
 
     def clean(self):
         data = super().clean()
-        moves = [data.get(m) for m in hooks.MOVE_MODES]
-        if data.get("path") and not (data.get("append") or data.get("replace")
-                                     or any(how in ("direct", "proposal") for how in moves)):
-            raise ValidationError(_("Allow append, replace, delete or rename."),
-                                  code="policy_rule")
-        if data.get("path") and data.get("rename") in ("direct", "proposal") and \
-                not data["path"].startswith(injection.WORKSPACE_PREFIX):
-            self.add_error("rename", ValidationError(
-                _("Only workspace files can be renamed."), code="policy_rule"))
+        if not data.get("path"):
+            return data
+        try:
+            schemas.rule(data["path"], rule_of(data))
+        except schemas.Invalid as exc:
+            if exc.key == "rule_rename":
+                self.add_error("rename", ValidationError(
+                    _("Only workspace files can be renamed."), code="policy_rule"))
+            else:  # it allows nothing
+                raise ValidationError(_("Allow append, replace, delete or rename."),
+                                      code="policy_rule") from None
         return data
 
 
@@ -231,8 +230,8 @@ class _RulesBase(forms.BaseFormSet):
 
 
 RuleFormSet = forms.formset_factory(RuleForm, formset=_RulesBase, extra=1, can_delete=True,
-                                    max_num=hooks.MAX_RULES, validate_max=True,
-                                    absolute_max=hooks.MAX_RULES + 10)
+                                    max_num=schemas.MAX_RULES, validate_max=True,
+                                    absolute_max=schemas.MAX_RULES + 10)
 
 
 class LogsForm(forms.Form):
@@ -247,10 +246,12 @@ class LogsForm(forms.Form):
         value = self.cleaned_data[name].strip()
         if not value:
             return ""
-        if not value.startswith(injection.WORKSPACE_PREFIX):
-            raise ValidationError(_("Start the path with workspace/."), code="policy_log")
-        layout.validate_workspace_path(value[len(injection.WORKSPACE_PREFIX):])
-        return value
+        try:
+            return schemas.log(value)
+        except schemas.Invalid as exc:
+            if exc.error is not None:  # what is wrong with the path, as the layout says it
+                raise exc.error from None
+            raise ValidationError(_("Start the path with workspace/."), code="policy_log") from None
 
     def clean_tool_log(self) -> str:
         return self._log("tool_log")
@@ -272,7 +273,7 @@ class PolicyEditor(_Editor):
         return self.rules, self.logs
 
     def check(self, value: dict) -> None:
-        hooks.validate_policy(value)
+        schemas.policy(value)
 
     def value(self) -> dict:
         post = {}
@@ -280,16 +281,20 @@ class PolicyEditor(_Editor):
             data = form.cleaned_data
             if not data or self.rules._should_delete_form(form) or not data.get("path"):
                 continue
-            modes = [m for m in hooks.CONTENT_MODES if data.get(m)]
-            rule = {"modes": modes, "approval": data["approval"] == "proposal"}
-            # Kept out of the rule when never: a rule reads as it did before they existed.
-            rule.update({m: data[m] for m in hooks.MOVE_MODES
-                         if data.get(m) in ("direct", "proposal")})
-            post[data["path"]] = rule
+            post[data["path"]] = rule_of(data)
         logs = self.logs.cleaned_data
         return {"post": post,
                 "tool": {"log": logs["tool_log"]} if logs["tool_log"] else {},
                 "error": {"log": logs["error_log"]} if logs["error_log"] else {}}
+
+
+def rule_of(data: dict) -> dict:
+    """The write rule a row of the policy editor makes."""
+    rule = {"modes": [m for m in schemas.CONTENT_MODES if data.get(m)],
+            "approval": data.get("approval") == "proposal"}
+    # Kept out of the rule when never: a rule reads as it did before they existed.
+    rule.update({m: data[m] for m in schemas.MOVE_MODES if data.get(m) in ("direct", "proposal")})
+    return rule
 
 
 def policy_initial(policy: dict) -> dict:
@@ -300,7 +305,7 @@ def policy_initial(policy: dict) -> dict:
         modes = rule.get("modes") or []
         rules.append({"path": path, "append": "append" in modes, "replace": "replace" in modes,
                       "approval": "proposal" if rule.get("approval", False) else "direct",
-                      **{m: hooks.rule_how(rule, m) or "never" for m in hooks.MOVE_MODES}})
+                      **{m: rule_how(rule, m) or "never" for m in schemas.MOVE_MODES}})
     return {"rules": rules, "logs": {
         "tool_log": (policy.get("tool") or {}).get("log", ""),
         "error_log": (policy.get("error") or {}).get("log", "")}}

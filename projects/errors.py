@@ -1,9 +1,11 @@
 """The shape of every refusal: a stable `code` for programs and a `message` for people.
 
-The store's errors (memory.errors), the hooks' refusals (runners.hooks.HookError) and the
+The store's errors (memory.errors), the hooks' refusals (runners.policy.HookError) and the
 credentials' (runners.credentials) derive from Refusal. Django's ValidationError stays the
 refusal of forms and model checks. The runner API maps refusals to HTTP in one place
-(runners.api), the console pages turn either kind into one message here (`explain`).
+(runners.api), the console pages turn either kind into one message here (`explain`). Every
+error the runner API answers has one body (`error_body`), whether its handlers or the
+middleware (Django's own 404, 405 and 500 under the API root) write it.
 """
 
 from __future__ import annotations
@@ -26,3 +28,8 @@ def explain(exc: Refusal | ValidationError) -> str:
     if isinstance(exc, Refusal):
         return exc.message
     return " ".join(exc.messages)
+
+
+def error_body(code: str, message: str, **extra) -> dict:
+    """The runner API's error, as JSON: {"error": {"code", "message", ...}}."""
+    return {"error": {"code": code, "message": message, **extra}}

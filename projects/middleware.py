@@ -13,6 +13,7 @@ from django.utils.html import escape
 from django.utils.translation import gettext as _
 from django.views.defaults import bad_request, page_not_found
 
+from projects.errors import error_body
 from projects.governance import signin
 from projects.runners.api import API_ROOT
 
@@ -31,7 +32,7 @@ def is_api(request) -> bool:
 
 
 def api_error(status: int, code: str, message: str, **extra) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
+    return JsonResponse(error_body(code, message, **extra), status=status)
 
 
 class ApiBodyLimitMiddleware:

@@ -8,7 +8,7 @@ from django.utils import timezone
 from projects.audit import Actor
 from projects.memory import reading, store
 from projects.models import AgentSession, Membership, MemoryFile, Proposal, Revision, SessionEvent
-from projects.runners import bearer, hooks
+from projects.runners import bearer, policy, proposals
 
 pytestmark = pytest.mark.django_db
 
@@ -88,14 +88,14 @@ def test_proposals_wait_for_approval_then_apply(client, memory, token, make_user
     assert rules.head.number == 1  # nothing written yet
     approver = make_user("boss")
     first = Proposal.objects.get(pk=results[0]["proposal"])
-    revision = hooks.proposal_approve(proposal=first, by=approver, note="ok")
+    revision = proposals.proposal_approve(proposal=first, by=approver, note="ok")
     assert revision.author_kind == "agent" and revision.session_ref == session
     assert s3.get(rules.key) == b"1. Cite sources.\n2. Times in UTC.\n"
     second = Proposal.objects.get(pk=results[1]["proposal"])
-    hooks.proposal_reject(proposal=second, by=approver, note="not relevant")
+    proposals.proposal_reject(proposal=second, by=approver, note="not relevant")
     assert MemoryFile.objects.get(path="USER.md").head.number == 1
-    with pytest.raises(hooks.HookError):
-        hooks.proposal_approve(proposal=second, by=approver)
+    with pytest.raises(policy.HookError):
+        proposals.proposal_approve(proposal=second, by=approver)
 
 
 def test_replace_uses_the_receipt_revision_and_conflicts_on_change(client, memory, token, agent):

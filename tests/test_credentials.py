@@ -15,7 +15,8 @@ from django.urls import reverse
 from projects.audit import Actor
 from projects.memory import layout, store
 from projects.models import Agent, AuditEvent, Membership, RunnerCredential
-from projects.runners import bearer, credentials, hooks
+from projects.runners import bearer, credentials
+from projects.runners.agent_settings import agent_settings_update
 
 pytestmark = pytest.mark.django_db
 
@@ -162,7 +163,7 @@ def test_the_s3_policy_follows_the_hook_policy(s3, project, agent, admin, runner
     assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=key, Body=b"1")) == "OK"
     policy = dict(agent.hook_policy)
     policy["post"] = {"workspace/**.md": {"modes": ["append"], "approval": False}}
-    hooks.agent_settings_update(agent=agent, by=admin, policy=policy)
+    agent_settings_update(agent=agent, by=admin, policy=policy)
     assert credentials.credentials_refresh(agent=Agent.objects.get(pk=agent.pk), by=admin) == 1
     assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=key, Body=b"2")) == "AccessDenied"
     assert s3.get(key) == b"1"
@@ -174,7 +175,7 @@ def test_no_profile_is_writable_directly_whatever_the_policy(s3, project, agent,
     # every member's USER.md. A profile goes through the hook, which knows whose it is.
     policy = dict(agent.hook_policy)
     policy["post"] = {**policy["post"], "USER.md": {"modes": ["replace"], "approval": False}}
-    hooks.agent_settings_update(agent=agent, by=admin, policy=policy)
+    agent_settings_update(agent=agent, by=admin, policy=policy)
     credential, secret = credentials.credentials_issue(token=runner_token, by=admin)
     runner = _client(s3, credential.access_key_id, secret)
     key = layout.user_file_key(project.prefix, person.pk)

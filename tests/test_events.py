@@ -30,7 +30,7 @@ from projects.models import (
     OutboxEvent,
     WebhookSubscription,
 )
-from projects.runners import hooks
+from projects.runners import hooks, prehook, proposals
 from tests.receiver import Receiver
 
 pytestmark = pytest.mark.django_db
@@ -356,11 +356,11 @@ def test_the_pre_and_post_hooks_emit_session_events_and_proposals_theirs(
     _hook(admin, project, receiver.url, events=["session.started", "session.ended",
                                                 "proposal.created", "proposal.decided"],
           include_content=True)
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     hooks.hook_post(session=session, writes=[
         hooks.WriteRequest("AGENTS.md", "append", "- a rule\n")], summary="done")
     proposal = session.proposals.get()
-    hooks.proposal_approve(proposal=proposal, by=admin)
+    proposals.proposal_approve(proposal=proposal, by=admin)
 
     drain(until=lambda: len(receiver.requests) == 4)
     bodies = {o.type: o.body["data"] for o in OutboxEvent.objects.all()}
@@ -374,11 +374,11 @@ def test_the_pre_and_post_hooks_emit_session_events_and_proposals_theirs(
 
 def test_the_pre_hook_pays_one_insert_for_its_event_and_nothing_without_subscribers(
         s3, project, agent, person, admin, receiver):
-    hooks.hook_pre(agent=agent, user=person)  # warm: catch-up, caches
+    prehook.hook_pre(agent=agent, user=person)  # warm: catch-up, caches
 
     def queries() -> list[str]:
         with CaptureQueriesContext(connection) as seen:
-            hooks.hook_pre(agent=agent, user=person)
+            prehook.hook_pre(agent=agent, user=person)
         return [q["sql"] for q in seen.captured_queries]
 
     outbox.targets()
@@ -430,7 +430,7 @@ def test_a_runners_delete_and_rename_send_their_events_like_any_write(
                           actor=system)
     subscription, secret = _hook(admin, project, receiver.url, include_content=True,
                                  events=["memory.revision.created", "memory.file.deleted"])
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     results = hooks.hook_post(session=session, writes=[
         hooks.WriteRequest("workspace/drafts/old.md", "delete"),
         hooks.WriteRequest("workspace/drafts/plan.md", "rename",

@@ -14,7 +14,7 @@ from projects.audit import Actor
 from projects.memory import feed, layout, reconcile, store
 from projects.memory.errors import SaveConflict
 from projects.models import MemoryFile, Project, Revision
-from projects.runners import bearer, credentials, hooks
+from projects.runners import bearer, credentials, prehook
 from runnerkit.direct import DirectStorage
 
 pytestmark = pytest.mark.django_db
@@ -75,7 +75,7 @@ def test_an_agent_no_runner_may_write_for_lists_nothing(s3, project, agent, pers
     assert Project.objects.get(pk=project.pk).runner_writable in ({}, {"workspace": False,
                                                                        "agents": []})
     mark = len(s3.proxy.requests)
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert "# A" in assembly.prompt and _lists(s3, mark) == []
     assert assembly.bucket_checked  # nothing a runner could have written was left unlooked
 
@@ -85,9 +85,9 @@ def test_with_the_feed_the_next_prompt_has_the_runners_write_and_idle_hooks_list
     project = Project.objects.get(pk=project.pk)
     assert project.runner_writable == {"workspace": True, "agents": []}
     _quiet(following, layout.workspace_prefix(project.prefix))  # the fixture's own writes
-    hooks.hook_pre(agent=agent, user=person)  # lists once (this process never listed)
+    prehook.hook_pre(agent=agent, user=person)  # lists once (this process never listed)
     mark = len(s3.proxy.requests)
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     assert _lists(s3, mark) == []  # nothing changed: no LIST
     file = MemoryFile.objects.get(path="notes/a.md")
     workspace = layout.workspace_prefix(project.prefix)
@@ -96,12 +96,12 @@ def test_with_the_feed_the_next_prompt_has_the_runners_write_and_idle_hooks_list
                   etag=file.head_etag)
     assert following.wait_past(workspace, seen)
     mark = len(s3.proxy.requests)
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert "Root cause: pool." in assembly.prompt
     assert _lists(s3, mark) == [f"/{s3.bucket}?list-type=2&prefix="
                                 f"{layout.workspace_prefix(project.prefix).replace('/', '%2F')}"
                                 f"&encoding-type=url"]
-    assert hooks.receipt_revisions(session)["workspace/notes/a.md"] == 2
+    assert prehook.receipt_revisions(session)["workspace/notes/a.md"] == 2
     assert Revision.objects.get(file=file, number=2).author_label == f"external (agent:{agent.slug})"
 
 
@@ -112,12 +112,12 @@ def test_with_the_feed_down_every_hook_lists_and_the_write_is_still_in_the_next_
         try:
             time.sleep(0.5)
             assert not down.following  # nothing answers there
-            session, _ = hooks.hook_pre(agent=agent, user=person)
+            session, _ = prehook.hook_pre(agent=agent, user=person)
             file = MemoryFile.objects.get(path="notes/a.md")
             _direct_write(runner, s3, file.key, b"# A\n\nwritten with the feed down\n", session,
                           agent, etag=file.head_etag)
             mark = len(s3.proxy.requests)
-            session, assembly = hooks.hook_pre(agent=agent, user=person)
+            session, assembly = prehook.hook_pre(agent=agent, user=person)
             assert "written with the feed down" in assembly.prompt and _lists(s3, mark)
         finally:
             feed.stop_all()
@@ -128,7 +128,7 @@ def test_a_write_with_the_consoles_own_keys_is_for_reconcile_and_the_next_save(
     file = store.file_create(project=project, scope="workspace", path="notes/a.md",
                              content="# A\n", actor=Actor.system("t")).file
     s3.put(file.key, b"# A\n\nan operator's hand edit\n")
-    _session, assembly = hooks.hook_pre(agent=agent, user=person)
+    _session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert "hand edit" not in assembly.prompt  # out of band: not listed
     with pytest.raises(SaveConflict) as conflict:  # the next save's ETag check finds it
         store.file_save(file=file, content="# A\n\nmine\n", actor=Actor.person(admin),
@@ -137,7 +137,7 @@ def test_a_write_with_the_consoles_own_keys_is_for_reconcile_and_the_next_save(
     s3.put(file.key, b"# A\n\nanother hand edit\n")
     repairs = reconcile.reconcile(project=project)
     assert [r.kind for r in repairs] == ["adopted"]
-    assert "another hand edit" in hooks.hook_pre(agent=agent, user=person)[1].prompt
+    assert "another hand edit" in prehook.hook_pre(agent=agent, user=person)[1].prompt
 
 
 def test_the_feed_survives_a_seaweedfs_restart_and_resumes_where_it_stopped(tmp_path):

@@ -1,5 +1,5 @@
-"""runners.hooks without HTTP: the hook policy, per-write results of the post hook, tool and
-error logs, proposals and policy validation."""
+"""The hooks without HTTP (runners.hooks, prehook, policy, proposals): the hook policy,
+per-write results of the post hook, tool and error logs, proposals and policy validation."""
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -8,7 +8,7 @@ from projects.audit import Actor
 from projects.memory import adoption, reading, store
 from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
 from projects.runners import context as prompt_context
-from projects.runners import hooks
+from projects.runners import hooks, policy, prehook, proposals, schemas
 
 pytestmark = pytest.mark.django_db
 
@@ -22,9 +22,9 @@ def session(s3, project, agent, person):
 
 def test_policy_rule_matches_exact_names_then_workspace_globs(agent):
     agent.hook_policy["post"]["workspace/decisions/*.md"] = {"modes": ["replace"]}
-    assert hooks.policy_rule(agent, "AGENTS.md") == {"modes": ["append"], "approval": True}
-    assert hooks.policy_rule(agent, "SOUL.md") is None
-    assert hooks.policy_rule(agent, "workspace/x/y.md")["modes"] == ["append", "replace"]
+    assert policy.policy_rule(agent, "AGENTS.md") == {"modes": ["append"], "approval": True}
+    assert policy.policy_rule(agent, "SOUL.md") is None
+    assert policy.policy_rule(agent, "workspace/x/y.md")["modes"] == ["append", "replace"]
 
 
 def test_post_answers_each_write_in_order_and_never_raises(session, agent):
@@ -67,10 +67,10 @@ def test_tool_and_error_append_to_the_policys_logs_without_file_contents(session
 def test_a_rejected_proposal_stays_rejected_and_writes_nothing(session, agent, admin):
     proposal = Proposal.objects.create(project=agent.project, file=MemoryFile.objects.get(
         path="notes/a.md"), agent=agent, session=session, mode="append", content="- x\n")
-    hooks.proposal_reject(proposal=proposal, by=admin, note="no")
-    hooks.proposal_reject(proposal=proposal, by=admin, note="again")  # a second click
-    with pytest.raises(hooks.HookError) as info:
-        hooks.proposal_approve(proposal=proposal, by=admin)
+    proposals.proposal_reject(proposal=proposal, by=admin, note="no")
+    proposals.proposal_reject(proposal=proposal, by=admin, note="again")  # a second click
+    with pytest.raises(policy.HookError) as info:
+        proposals.proposal_approve(proposal=proposal, by=admin)
     assert info.value.code == "not_pending"
     assert MemoryFile.objects.get(path="notes/a.md").head.number == 1
 
@@ -82,7 +82,7 @@ def test_a_rejected_proposal_stays_rejected_and_writes_nothing(session, agent, a
 ])
 def test_bad_policies_are_refused_with_a_reason(policy):
     with pytest.raises(ValidationError) as info:
-        hooks.validate_policy(policy)
+        schemas.policy(policy)
     assert info.value.messages[0]
 
 
@@ -109,7 +109,7 @@ def test_pre_hook_injects_a_direct_write_another_hook_adopted_while_it_assembled
         return assembly
 
     monkeypatch.setattr(prompt_context, "build_context", assemble_while_another_hook_adopts)
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert "written directly" not in assemblies[0].prompt
     assert "written directly" in assembly.prompt
-    assert hooks.receipt_revisions(session)["workspace/notes/a.md"] == 2
+    assert prehook.receipt_revisions(session)["workspace/notes/a.md"] == 2

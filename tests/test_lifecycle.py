@@ -23,7 +23,7 @@ from projects.models import (
     MemoryFile,
     Revision,
 )
-from projects.runners import hooks
+from projects.runners import prehook
 
 pytestmark = pytest.mark.django_db
 
@@ -169,8 +169,8 @@ def test_a_deleted_file_expires_after_its_delete_and_a_stopped_expiry_of_it_is_f
 
 def test_sessions_prompts_and_answers_expire_and_the_session_page_says_so(
         s3, project, agent, person, admin, workspace, client):
-    session, _assembly = hooks.hook_pre(agent=agent, user=person)
-    old, _again = hooks.hook_pre(agent=agent, user=person)
+    session, _assembly = prehook.hook_pre(agent=agent, user=person)
+    old, _again = prehook.hook_pre(agent=agent, user=person)
     AgentSession.objects.filter(pk=old.pk).update(created_at=timezone.now() - 200 * DAY)
     AgentSession.objects.filter(pk=session.pk).update(created_at=timezone.now() - 100 * DAY)
     retention.rule_add(by=admin, project=project, kind="prompts", days=90)
@@ -301,7 +301,7 @@ def test_a_held_person_is_held_by_the_storage_and_nothing_deletes_them_until_rel
     other_profile = store.file_create(project=other, scope="user", user=person, path="USER.md",
                                       content="Maria, tenders.\n", actor=Actor.person(person)).file
     profile = records.file_lookup(project=project, scope="user", user=person, path="USER.md")
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
 
     hold, sweep = holds.hold_place(by=reviewer, project=project, user=person,
                                    reason="litigation", case_reference="case 1")
@@ -520,7 +520,7 @@ def test_erasing_a_person_everywhere_and_the_session_page_after_it(
     for where in (project, other):
         store.file_create(project=where, scope="user", user=person, path="USER.md",
                           content=f"Maria in {where.slug}.\n", actor=Actor.person(person))
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     call_command("erase_person", "--user", person.username, "--reason", "GDPR request 17",
                  "--by", admin.username)
     out = capsys.readouterr().out

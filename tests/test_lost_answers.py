@@ -20,7 +20,7 @@ from projects.audit import Actor
 from projects.governance import isolation
 from projects.memory import adoption, errors, reading, removal, store
 from projects.models import AuditEvent, IdempotencyRecord, MemoryFile, Proposal, Revision
-from projects.runners import hooks
+from projects.runners import proposals
 from tests.conftest import DatabaseRefusal
 
 pytestmark = pytest.mark.django_db
@@ -288,7 +288,7 @@ def test_two_reviewers_approving_at_once_write_once(s3, log, agent, admin, make_
     def approve(by) -> None:
         try:
             barrier.wait(timeout=10)
-            outcomes.append(hooks.proposal_approve(
+            outcomes.append(proposals.proposal_approve(
                 proposal=Proposal.objects.get(pk=proposal.pk), by=by).number)
         finally:
             connections.close_all()

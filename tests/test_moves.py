@@ -15,7 +15,7 @@ from projects.audit import Actor
 from projects.governance import retention, review
 from projects.memory import errors, layout, reading, records, removal, store
 from projects.models import AuditEvent, MemoryFile, Proposal, Revision
-from projects.runners import hooks
+from projects.runners import proposals, schemas
 from tests.conftest import reload_file
 
 pytestmark = pytest.mark.django_db
@@ -163,11 +163,11 @@ def test_a_rename_into_a_path_that_needs_approval_is_a_proposal_applied_on_appro
     client.force_login(admin)
     page = client.get(reverse("projects:proposal_list", args=[memory.slug]))
     assert b"rename workspace/drafts/plan.md to workspace/archive/plan.md" in page.content
-    revision = hooks.proposal_approve(proposal=proposal, by=admin)
+    revision = proposals.proposal_approve(proposal=proposal, by=admin)
     moved = _file(memory, "workspace/archive/plan.md")
     assert revision == moved.head and moved.head.renamed_from == _file(memory, OLD)
     assert revision.author_kind == "agent" and _file(memory, OLD).is_deleted
-    assert hooks.proposal_approve(proposal=proposal, by=admin) == revision  # a double click
+    assert proposals.proposal_approve(proposal=proposal, by=admin) == revision  # a double click
 
 
 def test_deleting_a_profile_is_the_persons_to_consent_to(client, memory, token, person, admin):
@@ -300,16 +300,16 @@ def test_retention_counts_a_runners_delete_or_rename_as_the_files_last_change(
 
 
 def test_policies_with_delete_and_rename_are_checked():
-    ok = hooks.validate_policy({"post": {
+    ok = schemas.policy({"post": {
         "workspace/a/*.md": {"modes": [], "delete": "proposal", "rename": "never"},
-        "AGENTS.md": {"modes": ["append"], "approval": True}}})
+        "AGENTS.md": {"modes": ["append"], "approval": True}}}).stored()
     assert ok["post"]["workspace/a/*.md"]["delete"] == "proposal"
     for rule in ({"modes": [], "delete": "sometimes"}, {"modes": []},
                  {"modes": ["delete"]}):
         with pytest.raises(Exception, match="rule"):
-            hooks.validate_policy({"post": {"workspace/a.md": rule}})
+            schemas.policy({"post": {"workspace/a.md": rule}})
     with pytest.raises(Exception, match="renamed"):
-        hooks.validate_policy({"post": {"USER.md": {"modes": ["append"], "rename": "direct"}}})
+        schemas.policy({"post": {"USER.md": {"modes": ["append"], "rename": "direct"}}})
 
 
 def test_the_schema_refuses_a_rename_without_a_target_and_a_delete_with_content(

@@ -12,7 +12,7 @@ from django.urls import reverse
 from projects.audit import Actor
 from projects.memory import layout, store
 from projects.models import AgentSession, Membership, MemoryFile
-from projects.runners import hooks
+from projects.runners import hooks, prehook
 
 pytestmark = pytest.mark.django_db
 
@@ -36,14 +36,14 @@ def _prompt_puts(s3) -> list[str]:
 
 def test_the_exact_prompt_is_kept_once_under_its_sha256(memory, agent, person, s3):
     s3.proxy.clear()
-    first, assembly = hooks.hook_pre(agent=agent, user=person)
-    second, again = hooks.hook_pre(agent=agent, user=person)
+    first, assembly = prehook.hook_pre(agent=agent, user=person)
+    second, again = prehook.hook_pre(agent=agent, user=person)
     key = layout.prompt_key(memory.prefix, assembly.sha256)
     assert s3.get(key) == assembly.prompt.encode("utf-8")
     assert hashlib.sha256(s3.get(key)).hexdigest() == first.prompt_sha256
     assert again.sha256 == assembly.sha256 and len(_prompt_puts(s3)) == 1  # identical: once
     assert first.prompt_stored and second.prompt_stored
-    other, changed = hooks.hook_pre(agent=agent, user=None)  # no profile: another prompt
+    other, changed = prehook.hook_pre(agent=agent, user=None)  # no profile: another prompt
     assert changed.sha256 != assembly.sha256 and len(_prompt_puts(s3)) == 2
     assert other.prompt_stored
 
@@ -52,10 +52,10 @@ def test_a_lost_answer_still_answers_the_runner_and_the_prompt_is_read_back(memo
                                                                              person, s3, client,
                                                                              admin):
     s3.proxy.inject("PUT", r"/_prompts/", "lose")
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert session.prompt_stored is False  # the answer never came: not claimed
     assert s3.get(layout.prompt_key(memory.prefix, assembly.sha256)) == assembly.prompt.encode()
-    later, _ = hooks.hook_pre(agent=agent, user=person)  # 412: it is there
+    later, _ = prehook.hook_pre(agent=agent, user=person)  # 412: it is there
     assert later.prompt_stored
     client.force_login(admin)
     page = client.get(reverse("projects:session_detail", args=[memory.slug, session.pk]))
@@ -79,7 +79,7 @@ def test_a_runner_cannot_plant_a_receipt(memory, agent, admin, s3):
 
 def test_session_page_shows_the_prompt_tokens_per_file_and_json_events(memory, agent, person,
                                                                          client, admin):
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     hooks.hook_event(session=session, kind="tool", payload={"tool": "grep", "args": ["-n", "ж"]})
     client.force_login(admin)
     page = client.get(reverse("projects:session_detail", args=[memory.slug, session.pk]))
@@ -94,7 +94,7 @@ def test_session_page_shows_the_prompt_tokens_per_file_and_json_events(memory, a
 
 
 def test_a_re_assembly_that_differs_is_shown_as_a_diff(memory, agent, person, client, admin):
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     agent.manifest = {"sections": [{"tag": "agent_identity", "source": "SOUL.md"}]}
     agent.save()
     client.force_login(admin)
@@ -105,7 +105,7 @@ def test_a_re_assembly_that_differs_is_shown_as_a_diff(memory, agent, person, cl
 
 
 def test_a_tampered_copy_is_not_shown_as_the_receipt(memory, agent, person, client, admin, s3):
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     s3.put(layout.prompt_key(memory.prefix, assembly.sha256), b"<agent_identity>obey</agent_identity>")
     client.force_login(admin)
     page = client.get(reverse("projects:session_detail", args=[memory.slug, session.pk]))
@@ -117,7 +117,7 @@ def test_employees_see_only_their_own_sessions_receipts(memory, agent, person, c
                                                         make_user):
     other = make_user("ivan")
     Membership.objects.create(user=other, project=memory, role="employee")
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     client.force_login(other)
     assert client.get(reverse("projects:session_detail", args=[memory.slug, session.pk])
                       ).status_code == 404
@@ -129,14 +129,14 @@ def test_truncation_is_recorded_on_the_session(memory, agent, person):
         {"tag": "decisions", "source": "workspace/decisions/*.md", "max_tokens": 30}],
         "total_tokens": 1000}
     agent.save()
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     assert session.truncated and not session.over_budget and session.budget == 1000
     decisions = next(s for s in session.receipt if s["tag"] == "decisions")
     assert decisions["truncated"] and decisions["tokens_before"] > 30
     agent.manifest["total_tokens"] = 40
     agent.manifest["sections"][1].pop("max_tokens")
     agent.save()
-    over, _ = hooks.hook_pre(agent=agent, user=person)
+    over, _ = prehook.hook_pre(agent=agent, user=person)
     assert over.over_budget and over.truncated
     assert json.loads(json.dumps(over.receipt))  # stored as plain JSON
     assert MemoryFile.objects.filter(project=memory).count() == 4

@@ -13,7 +13,7 @@ from django.urls import reverse
 from projects.audit import Actor
 from projects.memory import adoption, layout, reconcile, store
 from projects.models import AuditEvent, MemoryFile, RefusedWrite, Revision
-from projects.runners import bearer, credentials, hooks
+from projects.runners import bearer, credentials, prehook
 from runnerkit.direct import DirectStorage
 
 pytestmark = pytest.mark.django_db
@@ -39,7 +39,7 @@ def runner(s3, project, agent, person, admin):
 
 def _pre(agent, person):
     started = time.perf_counter()
-    session, assembly = hooks.hook_pre(agent=agent, user=person)
+    session, assembly = prehook.hook_pre(agent=agent, user=person)
     return session, assembly, (time.perf_counter() - started) * 1000
 
 
@@ -72,7 +72,7 @@ def test_oversized_direct_writes_are_refused_and_the_pre_hook_stays_as_fast(
     # The previous revision is injected, nothing of the refused objects.
     assert "# Incident A" in assembly.prompt and "yyyy" not in assembly.prompt
     assert "huge-20mb" not in assembly.prompt and "xxxx" not in assembly.prompt
-    assert hooks.receipt_revisions(session)["workspace/incidents/a.md"] == 1
+    assert prehook.receipt_revisions(session)["workspace/incidents/a.md"] == 1
     a.refresh_from_db()
     assert a.head.number == 1 and a.refused_etag
     refused = {r.key: r for r in RefusedWrite.objects.filter(project=project)}

@@ -12,7 +12,8 @@ from projects.demo.content import PEOPLE, PROJECTS
 from projects.governance import retention
 from projects.memory import layout, records, store
 from projects.models import Agent, AgentSession, Membership, MemoryFile, Project
-from projects.runners import bearer, hooks
+from projects.runners import bearer, hooks, prehook
+from projects.runners.agent_settings import agent_settings_update
 
 
 @transaction.atomic
@@ -92,7 +93,7 @@ def _demo_runs(analyst: Agent, users: dict) -> list[str]:
     if AgentSession.objects.exists():
         return []
     employee = users["employee"]
-    session, _ = hooks.hook_pre(agent=analyst, user=employee, external_ref="demo-run-1")
+    session, _ = prehook.hook_pre(agent=analyst, user=employee, external_ref="demo-run-1")
     hooks.hook_post(session=session, summary="Triaged the overnight alert.", writes=[
         hooks.WriteRequest("workspace/incidents/2026-12-03-overnight-alert.md", "append",
                            "# Overnight alert\n\nDisk pressure on db-2; cleared by log rotation.\n"),
@@ -106,9 +107,9 @@ def _demo_runs(analyst: Agent, users: dict) -> list[str]:
     manifest = dict(reporter.manifest)
     manifest["sections"] = [dict(s, max_tokens=60) if s["tag"] == "workspace_memory" else s
                             for s in manifest["sections"]]
-    hooks.agent_settings_update(agent=reporter, by=users["admin"], manifest=manifest)
+    agent_settings_update(agent=reporter, by=users["admin"], manifest=manifest)
     reader = users.get("anna.smirnova") or employee
-    hooks.hook_pre(agent=Agent.objects.get(pk=reporter.pk), user=reader, external_ref="demo-run-2")
+    prehook.hook_pre(agent=Agent.objects.get(pk=reporter.pk), user=reader, external_ref="demo-run-2")
     return ["agent runs: 2 (incident-analyst, daily-reporter with a truncated prompt)"]
 
 

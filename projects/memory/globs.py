@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import unicodedata
 from functools import lru_cache
+
+from projects.memory import layout
 
 WORKSPACE_PREFIX = "workspace/"
 _GLOB_TOKEN = re.compile(r"\*\*|\*|\?|\[[^\]/]*\]")
@@ -24,7 +25,7 @@ def workspace_matches(source: str, paths: list[str]) -> list[str]:
     """Workspace paths (relative, no 'workspace/') a source (`workspace/<glob>`) selects,
     sorted. `workspace/**.md` is every file, `workspace/decisions/*.md` the files directly in
     decisions/."""
-    pattern = unicodedata.normalize("NFC", source[len(WORKSPACE_PREFIX):])  # paths are NFC
+    pattern = layout.nfc(source[len(WORKSPACE_PREFIX):])  # paths are NFC
     regex = _glob_regex(pattern)
     return sorted(p for p in paths if regex.fullmatch(p))
 
@@ -32,7 +33,7 @@ def workspace_matches(source: str, paths: list[str]) -> list[str]:
 def source_matches(source: str, source_path: str) -> bool:
     """Whether a source (`USER.md`, `AGENTS.md`, `workspace/<glob>`) names a file, given as
     an agent sees its path (`USER.md`, `workspace/notes/a.md`)."""
-    source = unicodedata.normalize("NFC", source)
+    source = layout.nfc(source)
     if not source.startswith(WORKSPACE_PREFIX):
         return source == source_path
     if not source_path.startswith(WORKSPACE_PREFIX):

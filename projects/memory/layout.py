@@ -56,6 +56,12 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 _PROMPT_RE = re.compile(r"([0-9a-f]{64})\.txt")
 
 
+def nfc(text: str) -> str:
+    """The one spelling of a path that is stored and matched (Unicode NFC): a name typed with
+    combining accents and the same name typed precomposed are one file, one rule, one glob."""
+    return unicodedata.normalize("NFC", text)
+
+
 def _invalid(message: str, code: str, **params) -> ValidationError:
     return ValidationError(message, code=code, params=params or None)
 
@@ -68,7 +74,7 @@ def validate_workspace_path(path: object) -> str:
         raise _invalid(_("The path is empty."), "path_empty")
     if "\x00" in path:
         raise _invalid(_("The path contains a NUL character."), "path_control")
-    path = unicodedata.normalize("NFC", path)
+    path = nfc(path)
     if unicodedata.normalize("NFKC", path) != path:
         # Full-width dots and slashes, ligatures and the like read as other characters.
         raise _invalid(

@@ -54,8 +54,11 @@ class StoredObject:
         return self.size == len(self.body)
 
 
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
+def error_code(exc: Exception) -> str:
+    """The error code S3 or IAM answered (botocore's ClientError); '' for anything else."""
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", ""))
+    return ""
 
 
 def _status(exc: ClientError) -> int:
@@ -63,12 +66,12 @@ def _status(exc: ClientError) -> int:
 
 
 def _is_precondition_failed(exc: ClientError) -> bool:
-    return _status(exc) in (409, 412) or _error_code(exc) in {
+    return _status(exc) in (409, 412) or error_code(exc) in {
         "PreconditionFailed", "ConditionalRequestConflict"}
 
 
 def _is_missing(exc: ClientError) -> bool:
-    return _status(exc) == 404 or _error_code(exc) in {"NoSuchKey", "404", "NotFound"}
+    return _status(exc) == 404 or error_code(exc) in {"NoSuchKey", "404", "NotFound"}
 
 
 def _failed(exc: Exception, *, outcome: str = "not_applied") -> StorageUnavailable:
@@ -212,7 +215,7 @@ class MemoryStorage(S3Storage):
         try:
             self.client.delete_object(**params)
         except ClientError as exc:
-            if version_id and _error_code(exc) == "AccessDenied":
+            if version_id and error_code(exc) == "AccessDenied":
                 raise ObjectHeld(key) from exc
             raise _failed(exc, outcome="unknown") from exc
         except BotoCoreError as exc:
@@ -228,8 +231,8 @@ class MemoryStorage(S3Storage):
                 Bucket=self.bucket_name, Key=key, VersionId=version_id,
                 LegalHold={"Status": "ON" if on else "OFF"})
         except ClientError as exc:
-            if _error_code(exc) in {"InvalidRequest", "ObjectLockConfigurationNotFoundError",
-                                    "InvalidBucketState"}:
+            if error_code(exc) in {"InvalidRequest", "ObjectLockConfigurationNotFoundError",
+                                   "InvalidBucketState"}:
                 raise LegalHoldUnsupported(self.bucket_name) from exc
             if _is_missing(exc):
                 return  # the version is gone: nothing to hold
@@ -243,7 +246,7 @@ class MemoryStorage(S3Storage):
             response = self.client.get_object_legal_hold(Bucket=self.bucket_name, Key=key,
                                                          VersionId=version_id)
         except ClientError as exc:
-            if _error_code(exc) in {"NoSuchObjectLegalHold", "InvalidRequest"} or _is_missing(exc):
+            if error_code(exc) in {"NoSuchObjectLegalHold", "InvalidRequest"} or _is_missing(exc):
                 return False
             raise _failed(exc) from exc
         except BotoCoreError as exc:

@@ -26,7 +26,7 @@ from django.utils.translation import gettext as _
 from projects.audit import Actor, audit_record
 from projects.errors import Refusal
 from projects.memory import iam, layout
-from projects.memory.storage import iam_client
+from projects.memory.storage import error_code, iam_client
 from projects.models import Agent, AgentToken, RunnerCredential
 from projects.runners import injection
 
@@ -49,17 +49,11 @@ def _failed(exc: Exception) -> CredentialsUnavailable:
     logger.warning("IAM request failed: %s", exc)
     return CredentialsUnavailable(_(
         "The object store's IAM API did not answer properly (%(error)s). Nothing is live that "
-        "you were not shown; try again in a moment.") % {"error": _error_code(exc) or "no answer"})
-
-
-def _error_code(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        return str(exc.response.get("Error", {}).get("Code", ""))
-    return ""
+        "you were not shown; try again in a moment.") % {"error": error_code(exc) or "no answer"})
 
 
 def _gone(exc: Exception) -> bool:
-    return _error_code(exc) in {"NoSuchEntity", "NoSuchEntityException", "NotFound"}
+    return error_code(exc) in {"NoSuchEntity", "NoSuchEntityException", "NotFound"}
 
 
 def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
@@ -75,7 +69,7 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
         try:
             iam.create_user(UserName=name)
         except ClientError as exc:
-            if _error_code(exc) != "EntityAlreadyExists":
+            if error_code(exc) != "EntityAlreadyExists":
                 raise
         for old in iam.list_access_keys(UserName=name).get("AccessKeyMetadata", []):
             iam.delete_access_key(UserName=name, AccessKeyId=old["AccessKeyId"])
@@ -289,7 +283,7 @@ def _put_policy(client, user_name: str, agent: Agent) -> dict:
                                PolicyDocument=json.dumps(policy))
         return policy
     except ClientError as exc:
-        if not has_deny(policy) or _error_code(exc) != "MalformedPolicyDocument":
+        if not has_deny(policy) or error_code(exc) != "MalformedPolicyDocument":
             raise
     policy = runner_policy(agent, deny=False)
     client.put_user_policy(UserName=user_name, PolicyName=POLICY_NAME,
@@ -322,7 +316,7 @@ class DirectRule:
 def direct_write_rules(agent: Agent) -> list[DirectRule]:
     """Every rule that allows a direct replace, with its key pattern, and whether the runner's
     credentials get it. A glob is left out when a stricter rule governs some of its files (the
-    most specific rule wins in the hooks, `hooks.policy_rule`): IAM cannot express "all but
+    most specific rule wins in the hooks, `policy.policy_rule`): IAM cannot express "all but
     those" on every store (SeaweedFS refuses Deny), so those files go through the hook
     instead; the settings page says so."""
     prefix = agent.project.prefix

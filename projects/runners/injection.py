@@ -19,24 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from django.core.exceptions import ValidationError
-from django.utils.translation import gettext as _
-
 from projects.memory import layout, lookalikes
 from projects.memory.globs import glob_sample, workspace_matches  # noqa: F401 - used as injection.*
+from projects.runners import schemas
 
 AGENT_SOURCES = layout.AGENT_FILES
 USER_SOURCE = layout.USER_FILE
 WORKSPACE_PREFIX = f"{layout.SCOPE_WORKSPACE}/"  # sources and paths an agent sees: workspace/<path>.md
 DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_profile",
                 "workspace_memory")
-MAX_SECTIONS = 20
-MAX_TOKENS = 10_000_000  # a cap or budget beyond any model's window (and any database integer)
-_TAG_RE = re.compile(r"\A[a-z][a-z0-9_]{0,49}\Z")
 
 
 @dataclass(frozen=True)
@@ -104,119 +98,12 @@ class Assembly:
 
 
 def parse_manifest(data: object, *, saving: bool = False) -> Manifest:
-    """Validate a manifest (as stored in Agent.manifest); ValidationError says what is wrong.
-
-    `saving`: the rules for a manifest being saved now. Without it (the pre hook, simulate)
-    a manifest saved under the earlier, looser rules still serves: a source glob is only
-    checked to stay inside the workspace, and a cap or budget above MAX_TOKENS is read as
-    MAX_TOKENS, so tightening the rules never turns an agent's pre hook into an error.
-    Sources are read as NFC, the form workspace paths are stored in."""
-    if not isinstance(data, dict):
-        raise ValidationError(_("The manifest must be a JSON object."), code="manifest_type")
-    unknown = set(data) - {"sections", "total_tokens"}
-    if unknown:
-        raise ValidationError(_("Unknown manifest keys: %(keys)s."), code="manifest_keys",
-                              params={"keys": ", ".join(sorted(unknown))})
-    raw_sections = data.get("sections")
-    if not isinstance(raw_sections, list) or not raw_sections:
-        raise ValidationError(_("The manifest needs a non-empty list of sections."),
-                              code="manifest_sections")
-    if len(raw_sections) > MAX_SECTIONS:
-        raise ValidationError(_("At most %(max)s sections."), code="manifest_sections",
-                              params={"max": MAX_SECTIONS})
-    sections, tags = [], set()
-    for index, raw in enumerate(raw_sections, start=1):
-        if not isinstance(raw, dict) or set(raw) - {"tag", "source", "max_tokens", "exclude"}:
-            raise ValidationError(
-                _("Section %(n)s must be an object with tag, source, max_tokens and (for a "
-                  "workspace glob) exclude."), code="manifest_section", params={"n": index})
-        tag, source, cap = raw.get("tag"), raw.get("source"), raw.get("max_tokens")
-        exclude = _exclude(raw.get("exclude", []), source, index, saving)
-        if isinstance(tag, str) and not saving:
-            tag = tag.removesuffix("\n")  # `$` once let a final newline through
-        if isinstance(source, str):
-            source = unicodedata.normalize("NFC", source)
-        if not isinstance(tag, str) or not _TAG_RE.match(tag):
-            raise ValidationError(
-                _("Section %(n)s: the tag must be lower-case letters, digits and _ (like "
-                  "agent_rules)."), code="manifest_tag", params={"n": index})
-        if tag in tags:
-            raise ValidationError(_("Section %(n)s: tag %(tag)s is used twice."),
-                                  code="manifest_tag", params={"n": index, "tag": tag})
-        tags.add(tag)
-        if not isinstance(source, str) or not (valid_source(source) if saving
-                                               else _inside_workspace(source)):
-            raise ValidationError(
-                _("Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                  "workspace/<path or glob>.md."), code="manifest_source", params={"n": index})
-        if cap is not None and not _token_count(cap, saving):
-            raise ValidationError(_("Section %(n)s: max_tokens must be a whole number from 1 to "
-                                    "%(max)s."), code="manifest_cap",
-                                  params={"n": index, "max": MAX_TOKENS})
-        sections.append(SectionSpec(tag, source, None if cap is None else min(cap, MAX_TOKENS),
-                                    exclude))
-    total = data.get("total_tokens")
-    if total is not None and not _token_count(total, saving):
-        raise ValidationError(_("total_tokens must be a whole number from 1 to %(max)s."),
-                              code="manifest_total", params={"max": MAX_TOKENS})
-    return Manifest(tuple(sections), None if total is None else min(total, MAX_TOKENS))
-
-
-MAX_EXCLUDES = 10
-
-
-def _exclude(value: object, source: object, index: int, saving: bool) -> tuple[str, ...]:
-    """A section's exclude: workspace globs, for a workspace source only."""
-    if value in ([], None):
-        return ()
-    if (not isinstance(value, list) or len(value) > MAX_EXCLUDES
-            or not isinstance(source, str) or not source.startswith(WORKSPACE_PREFIX)
-            or not all(isinstance(g, str) and (valid_source(g) if saving else
-                                               _inside_workspace(g))
-                       and g.startswith(WORKSPACE_PREFIX) for g in value)):
-        raise ValidationError(
-            _("Section %(n)s: exclude is a list of up to %(max)s workspace/<glob>.md, for a "
-              "workspace source."), code="manifest_exclude",
-            params={"n": index, "max": MAX_EXCLUDES})
-    return tuple(unicodedata.normalize("NFC", g) for g in value)
-
-
-def _token_count(value: object, saving: bool = True) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value and (
-        value <= MAX_TOKENS or not saving)
-
-
-def _inside_workspace(source: str) -> bool:
-    """The looser rule manifests were once saved under: an agent file, USER.md, or a
-    workspace glob that cannot leave the workspace."""
-    if source in AGENT_SOURCES or source == USER_SOURCE:
-        return True
-    pattern = source[len(WORKSPACE_PREFIX):]
-    return (source.startswith(WORKSPACE_PREFIX) and source.endswith(".md") and bool(pattern)
-            and ".." not in pattern.split("/") and not pattern.startswith("/")
-            and "\\" not in pattern and "\x00" not in pattern)
-
-
-def valid_tag(tag: str) -> bool:
-    """A section tag: lower-case letters, digits and _, starting with a letter."""
-    return bool(_TAG_RE.match(tag))
-
-
-def valid_source(source: str) -> bool:
-    """A manifest source or hook-policy target: an agent file, USER.md, or a workspace glob."""
-    if source in AGENT_SOURCES or source == USER_SOURCE:
-        return True
-    if not source.startswith(WORKSPACE_PREFIX) or not source.endswith(".md"):
-        return False
-    # A glob is held to the rules of the paths it selects: with each wildcard read as a
-    # letter it must be a valid workspace path (no '.' segments, hidden names, invisible or
-    # look-alike characters, ...), or it would be saved and silently match nothing.
-    pattern = source[len(WORKSPACE_PREFIX):]
-    try:
-        layout.validate_workspace_path(glob_sample(pattern))
-    except ValidationError:
-        return False
-    return True
+    """A manifest (as stored in Agent.manifest) as assembly reads it, checked by its schema
+    (`schemas.manifest`, which says what `saving` changes); ValidationError says what is
+    wrong. Sources are read as NFC, the form workspace paths are stored in."""
+    checked = schemas.manifest(data, saving=saving)
+    return Manifest(tuple(SectionSpec(s.tag, s.source, s.max_tokens, tuple(s.exclude or ()))
+                          for s in checked.sections), checked.total_tokens)
 
 
 def section_matches(spec: SectionSpec, paths: list[str]) -> list[str]:

@@ -15,8 +15,8 @@ from projects.governance import permissions, setup
 from projects.memory import errors
 from projects.memory.diffing import diff_texts
 from projects.models import Agent, AgentToken, Membership, RunnerCredential
+from projects.runners import agent_settings, credentials
 from projects.runners import context as prompt_context
-from projects.runners import credentials, hooks
 from projects.views.base import project_view
 
 
@@ -65,7 +65,7 @@ def agent_settings_view(request, project, role, agent_slug):
             preview = _manifest_preview(request, agent, members, value)
         elif value is not None:
             try:
-                hooks.agent_settings_update(agent=agent, by=request.user, **{setting: value})
+                agent_settings.agent_settings_update(agent=agent, by=request.user, **{setting: value})
             except ValidationError as exc:
                 if form is None:
                     page[which].errors = exc.messages

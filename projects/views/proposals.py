@@ -12,7 +12,7 @@ from projects.memory import errors, reading
 from projects.memory.content import appended
 from projects.memory.diffing import diff_texts
 from projects.models import Proposal
-from projects.runners import hooks
+from projects.runners import proposals
 from projects.views import paging
 from projects.views.base import project_view
 
@@ -56,7 +56,7 @@ def proposal_decide_view(request, project, role, proposal_id):
     decision = request.POST.get("decision")
     if decision == "approve":
         try:
-            revision = hooks.proposal_approve(proposal=proposal, by=request.user, note=note)
+            revision = proposals.proposal_approve(proposal=proposal, by=request.user, note=note)
         except errors.SaveConflict as exc:
             messages.error(request, _("The file changed since the agent proposed this change: "
                                       "%(summary)s Reject it, or ask the agent again.")
@@ -70,7 +70,7 @@ def proposal_decide_view(request, project, role, proposal_id):
             messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
                              % {"file": revision.file, "number": revision.number})
     elif decision == "reject":
-        hooks.proposal_reject(proposal=proposal, by=request.user, note=note)
+        proposals.proposal_reject(proposal=proposal, by=request.user, note=note)
         messages.success(request, _("Rejected. Nothing was written."))
     else:
         messages.error(request, _("Choose approve or reject."))

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from projects.audit import Actor, audit_record
 from projects.demo.seed import demo_seed
 from projects.models import Agent, MemoryFile, Project
-from projects.runners import hooks
+from projects.runners import hooks, prehook
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -32,7 +32,7 @@ def demo(s3):
     employee = User.objects.get(username="employee")
     project = Project.objects.get(slug="incident-analysis")
     agent = Agent.objects.get(project=project, slug="incident-analyst")
-    session, _ = hooks.hook_pre(agent=agent, user=employee, external_ref=LONG)
+    session, _ = prehook.hook_pre(agent=agent, user=employee, external_ref=LONG)
     hooks.hook_event(session=session, kind="tool",
                      payload={"name": "grafana_query", "summary": LONG, "query": LONG})
     hooks.hook_post(session=session, summary=LONG, writes=[

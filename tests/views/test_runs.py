@@ -13,7 +13,7 @@ from django.urls import reverse
 from projects.audit import Actor
 from projects.memory import store
 from projects.models import Agent, AgentToken, Membership, MemoryFile, Proposal
-from projects.runners import bearer, hooks
+from projects.runners import bearer, hooks, prehook
 
 pytestmark = pytest.mark.django_db
 
@@ -316,7 +316,7 @@ def test_settings_and_tokens_are_admin_only(client, tagged_memory, agent, person
 
 
 def test_proposal_flow_in_the_console(client, admin, tagged_memory, agent, person, s3):
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     results = hooks.hook_post(session=session, writes=[
         hooks.WriteRequest("USER.md", "append", "Works nights.\n")])
     client.force_login(admin)
@@ -333,7 +333,7 @@ def test_proposal_flow_in_the_console(client, admin, tagged_memory, agent, perso
 
 
 def test_sessions_are_listed_with_receipts(client, admin, tagged_memory, agent, person):
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     client.force_login(admin)
     listing = client.get(reverse("projects:session_list", args=[tagged_memory.slug])).content.decode()
     assert str(session.pk) in listing
@@ -343,7 +343,7 @@ def test_sessions_are_listed_with_receipts(client, admin, tagged_memory, agent, 
 
 def test_other_project_cannot_see_sessions_or_proposals(client, tagged_memory, agent, person,
                                                         make_user, make_project):
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     outsider = make_user("eve")
     elsewhere = make_project()
     Membership.objects.create(user=outsider, project=elsewhere, role="admin")

@@ -16,7 +16,7 @@ from projects.governance import members
 from projects.memory import adoption, store
 from projects.models import AuditEvent, Proposal, Revision
 from projects.runners import context as prompt_context
-from projects.runners import hooks
+from projects.runners import hooks, prehook, proposals
 
 pytestmark = pytest.mark.django_db
 
@@ -37,12 +37,12 @@ def test_system_revision_messages_read_in_the_readers_language(client, s3, proje
                                   "USER.md": {"modes": ["append"], "approval": True}},
                          "tool": {"log": "workspace/logs/tools.md"}}
     agent.save()
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     hooks.hook_post(session=session, writes=[
         hooks.WriteRequest("workspace/notes/a.md", "append", "two\n"),
         hooks.WriteRequest("USER.md", "append", "likes tea\n")])
     hooks.hook_event(session=session, kind="tool", payload={"name": "grep", "summary": "ok"})
-    hooks.proposal_approve(proposal=Proposal.objects.get(), by=person, note="да")
+    proposals.proposal_approve(proposal=Proposal.objects.get(), by=person, note="да")
     codes = dict(Revision.objects.exclude(message_code="").values_list("message_code", "message"))
     assert codes == {"external_change": "Changed directly in storage",
                      "restore": "Restore revision 1",

@@ -10,7 +10,8 @@ from django.test import override_settings
 from django.urls import reverse
 
 from projects.models import Agent, Membership
-from projects.runners import hooks
+from projects.runners import schemas
+from projects.runners.policy import policy_rule
 
 pytestmark = pytest.mark.django_db
 
@@ -30,9 +31,9 @@ def test_a_policy_rule_typed_in_nfd_still_governs_its_files(agent):
         "workspace/**.md": {"modes": ["append", "replace"], "approval": False},
         f"workspace/{NFD}/*.md": {"modes": ["append", "replace"], "approval": True},
     }}
-    agent.hook_policy = hooks.validate_policy(policy)
+    agent.hook_policy = schemas.policy(policy).stored()
     agent.save()
-    rule = hooks.policy_rule(Agent.objects.get(pk=agent.pk), f"workspace/{NFC}/menu.md")
+    rule = policy_rule(Agent.objects.get(pk=agent.pk), f"workspace/{NFC}/menu.md")
     assert rule == {"modes": ["append", "replace"], "approval": True}
 
 
@@ -81,12 +82,12 @@ def test_runner_credentials_cannot_write_where_the_policy_wants_approval(agent):
     from projects.memory import layout
     from projects.runners import credentials
 
-    agent.hook_policy = hooks.validate_policy({"post": {
+    agent.hook_policy = schemas.policy({"post": {
         "workspace/**.md": {"modes": ["replace"], "approval": False},
         "workspace/secret/*.md": {"modes": ["replace"], "approval": True},
-    }})
+    }}).stored()
     agent.save()
-    assert hooks.policy_rule(agent, "workspace/secret/x.md")["approval"] is True
+    assert policy_rule(agent, "workspace/secret/x.md")["approval"] is True
     key = layout.workspace_prefix(agent.project.prefix) + "secret/x.md"
     document = credentials.runner_policy(agent)
     allowed = any(s["Effect"] == "Allow" and "s3:PutObject" in s["Action"] and any(

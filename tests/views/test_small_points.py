@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from projects.audit import Actor
 from projects.memory import store
-from projects.runners import hooks
+from projects.runners import hooks, prehook
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ def test_the_employee_dashboard_has_edit_my_profile(client, person, profile, pro
 
 def test_employees_see_no_storage_keys_and_no_raw_runner_json(client, s3, person, reviewer,
                                                               profile, project, agent):
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     hooks.hook_event(session=session, kind="tool",
                      payload={"name": "grafana", "summary": "latency p99", "secret": "x"})
     hooks.hook_post(session=session, writes=[], summary="done")
@@ -57,7 +57,7 @@ def test_employees_see_no_storage_keys_and_no_raw_runner_json(client, s3, person
 
 
 def test_the_session_list_says_the_day_a_session_ended(client, s3, person, admin, project, agent):
-    session, _ = hooks.hook_pre(agent=agent, user=person)
+    session, _ = prehook.hook_pre(agent=agent, user=person)
     hooks.hook_post(session=session, writes=[])
     session.refresh_from_db()
     client.force_login(admin)

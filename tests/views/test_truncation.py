@@ -13,7 +13,7 @@ from projects.audit import Actor
 from projects.governance import prompts
 from projects.memory import store
 from projects.models import AgentSession
-from projects.runners import hooks
+from projects.runners import prehook
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +42,7 @@ def _session_on(agent, days_ago: int, tokens: int, truncated: bool = False) -> A
 
 def test_a_cut_prompt_is_flagged_for_admins_and_reviewers_not_employees(
         client, cut_agent, person, admin, reviewer, project):
-    session, _ = hooks.hook_pre(agent=cut_agent, user=person)
+    session, _ = prehook.hook_pre(agent=cut_agent, user=person)
     assert session.truncated
     for user in (admin, reviewer):
         client.force_login(user)
@@ -54,14 +54,14 @@ def test_a_cut_prompt_is_flagged_for_admins_and_reviewers_not_employees(
 
 
 def test_no_flag_without_a_cut(client, s3, agent, person, admin):
-    hooks.hook_pre(agent=agent, user=person)
+    prehook.hook_pre(agent=agent, user=person)
     client.force_login(admin)
     assert 'id="panel-truncation"' not in client.get(reverse("projects:dashboard")).content.decode()
 
 
 def test_the_agent_page_says_what_was_cut_and_charts_size_against_budget(client, cut_agent,
                                                                          person, project):
-    hooks.hook_pre(agent=cut_agent, user=person)
+    prehook.hook_pre(agent=cut_agent, user=person)
     _session_on(cut_agent, 3, 2500, truncated=True)
     _session_on(cut_agent, 3, 900)
     _session_on(cut_agent, 40, 9999)  # outside the chart's 30 days
@@ -78,7 +78,7 @@ def test_the_agent_page_says_what_was_cut_and_charts_size_against_budget(client,
 
 
 def test_the_session_list_marks_truncated_sessions(client, cut_agent, person, admin, project):
-    hooks.hook_pre(agent=cut_agent, user=person)
+    prehook.hook_pre(agent=cut_agent, user=person)
     client.force_login(admin)
     page = client.get(reverse("projects:session_list", args=[project.slug])).content.decode()
     assert "truncated</span>" in page
@@ -98,7 +98,7 @@ def test_a_cut_section_says_its_content_against_its_cap_never_more_than_the_cap(
         client, cut_agent, person, admin, project):
     """The cap counts the content; the tags come on top. "67 / 60" read as a broken cap: the
     page says the content's tokens against the cap, and from how much it was cut."""
-    session, assembly = hooks.hook_pre(agent=cut_agent, user=person)
+    session, assembly = prehook.hook_pre(agent=cut_agent, user=person)
     [section] = [s for s in assembly.sections if s.tag == "workspace_memory"]
     assert section.truncated and section.content_tokens <= 50 < section.tokens
     receipt = {s["tag"]: s for s in session.receipt}["workspace_memory"]

@@ -1,0 +1,69 @@
+"""The hook policy as the hooks read it: which rule covers a path (`policy_rule`), how it
+lets each kind of write happen (`rule_how`), what runners are told about it
+(`policy_summary`); and the hooks' refusal, HookError. What a policy may hold is its schema's
+(`schemas.PolicySchema`), checked when it is saved (`agent_settings`)."""
+
+from __future__ import annotations
+
+from projects.errors import Refusal
+from projects.memory import layout
+from projects.models import Agent
+from projects.runners import injection, schemas
+
+
+class HookError(Refusal):
+    """A caller's mistake or a refusal by the hook policy (runners.api maps codes to HTTP)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message, code)
+
+
+def policy_rule(agent: Agent, path: str) -> dict | None:
+    """The post-hook rule for a path ('AGENTS.md', 'USER.md', 'workspace/x.md'), or None.
+
+    The path is read as the store will store it (NFC), so another spelling of the same name
+    cannot pass a rule meant for it. Of the globs that match, the most specific wins (the
+    most characters that are not wildcards), whatever order the rules were saved in: a rule
+    for `workspace/secret/*.md` is not undone by a `workspace/**.md` saved before it."""
+    path = layout.nfc(path)
+    rules = {layout.nfc(key): rule  # keys saved before they were NFC
+             for key, rule in ((agent.hook_policy or {}).get("post", {})).items()}
+    if path in rules:
+        return rules[path]
+    if path.startswith(injection.WORKSPACE_PREFIX):
+        relative = path[len(injection.WORKSPACE_PREFIX):]
+        matching = [pattern for pattern in rules
+                    if pattern.startswith(injection.WORKSPACE_PREFIX)
+                    and injection.workspace_matches(pattern, [relative])]
+        if matching:
+            return rules[max(matching, key=_strictness(rules))]
+    return None
+
+
+def _strictness(rules: dict):
+    """The key ranking matching globs: the most characters that are not wildcards, then the
+    fewest `**`, then the one asking approval (the name breaks what ties remain)."""
+    return lambda pattern: (len(injection.glob_sample(pattern, "")), -pattern.count("**"),
+                            bool(rules[pattern].get("approval")), pattern)
+
+
+def rule_how(rule: dict | None, mode: str) -> str | None:
+    """How a rule lets `mode` happen: "direct", "proposal", or None (never). Rules saved
+    before delete and rename existed have no key for them: never."""
+    if rule is None:
+        return None
+    if mode in schemas.CONTENT_MODES:
+        if mode not in rule.get("modes", []):
+            return None
+        return "proposal" if rule.get("approval") else "direct"
+    how = rule.get(mode, "never")
+    return how if how in ("direct", "proposal") else None
+
+
+def policy_summary(rule: dict | None) -> dict:
+    """What a rule lets an agent do to a file, as runners are told: `writable` and `modes`
+    (content writes), `approval`, and how `delete` and `rename` go (direct, proposal, never)."""
+    modes = [m for m in schemas.CONTENT_MODES if rule_how(rule, m)]
+    return {"writable": bool(modes), "modes": modes, "approval": bool((rule or {}).get("approval")),
+            "delete": rule_how(rule, "delete") or "never",
+            "rename": rule_how(rule, "rename") or "never"}
