@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -119,10 +120,12 @@ class Feed:
                 logger.info("change feed of %s: reconnecting", self.bucket)
 
     def _follow(self) -> None:
-        # From now on the first time: this process lists every prefix once anyway (the epoch
-        # starts empty), so older events tell it nothing. After a drop, from the last event
-        # seen (and a margin), so whatever was written while it was away is counted.
-        since = "1ms"
+        # The first time, from a margin before now: weed may take a while to start on a busy
+        # machine, and what is written meanwhile must still be counted once it is subscribed
+        # (older events only cost a LIST this process makes anyway, as the epoch starts
+        # empty). After a drop, from the last event seen (and a margin), so whatever was
+        # written while it was away is counted.
+        since = f"{RESUME_MARGIN_NS // 1_000_000}ms"
         if self._last_ns:
             ago = max(0, time.time_ns() - self._last_ns + RESUME_MARGIN_NS)
             since = f"{ago // 1_000_000}ms"
@@ -131,11 +134,11 @@ class Feed:
              f"-pathPrefix=/buckets/{self.bucket}/", f"-timeAgo={since}"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         process = self._process
-        # weed exits at once when it cannot reach the filer; still running a moment later, it
-        # is subscribed (the events since `-timeAgo` are replayed, so none is lost meanwhile).
-        timer = threading.Timer(0.3, lambda: process.poll() is None and self._connected())
-        timer.daemon = True
-        timer.start()
+        # weed exits when it cannot reach the filer; still running a moment later while the
+        # filer answers, it is subscribed (the events since `-timeAgo` are replayed, so none is
+        # lost meanwhile). On a loaded machine weed may not even have tried yet after 0.3 s:
+        # the filer answering is what says the stream can work, not weed being alive.
+        threading.Thread(target=self._confirm, args=(process,), daemon=True).start()
         lines: list[str] = []
         for line in process.stdout:
             if self._stopping.is_set():
@@ -144,8 +147,15 @@ class Feed:
             if line.rstrip() == "}":  # the end of one pretty-printed event
                 self._event("".join(lines))
                 lines = []
-        timer.cancel()
         process.wait()
+
+    def _confirm(self, process: subprocess.Popen) -> None:
+        while not self._stopping.wait(0.3):
+            if process.poll() is not None:
+                return
+            if _answers(self.filer):
+                self._connected()
+                return
 
     def _connected(self) -> None:
         with self._lock:
@@ -203,6 +213,19 @@ def stop_all() -> None:
         for found in _feeds.values():
             found.stop()
         _feeds.clear()
+
+
+def _answers(filer: str) -> bool:
+    """Whether the filer accepts a connection on its gRPC port (an address is
+    host:http_port.grpc_port, or host:port with gRPC at port + 10000, as weed reads it)."""
+    host, _, ports = filer.rpartition(":")
+    http_port, _, grpc_port = ports.partition(".")
+    try:
+        port = int(grpc_port) if grpc_port else int(http_port) + 10000
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _weed() -> str:
