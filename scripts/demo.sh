@@ -124,7 +124,8 @@ sys.exit("the identity provider did not answer")
 PY
   echo "Single sign-on: $MGC_OIDC_ISSUER (Demo IdP, data in $DEMO/idp); \"Sign in with Demo IdP\" as"
   echo "  alice (group sre: employee in incident-analysis) or boris (group compliance-team: compliance),"
-  echo "  password as above. Offboarding: python -m devtools.oidc_provider disable --dir $DEMO/idp alice"
+  echo "  password as above. Offboarding: .venv/bin/python -m devtools.oidc_provider disable --dir $DEMO/idp alice"
+  echo "  (the console asks the provider again every ${MGC_OIDC_RECHECK_SECONDS:-60} s; MGC_OIDC_RECHECK_SECONDS=0 asks on every request)"
 fi
 # The URL is printed once the console answers there, not before; if the server cannot listen
 # on the port after all, the script stops and this watcher with it, printing nothing.

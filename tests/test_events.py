@@ -569,3 +569,14 @@ def test_admins_make_webhooks_in_the_console_with_errors_at_the_field_and_see_th
     assert subscription.secret in rotated.text and subscription.previous_secret
     client.post(f"{url}{subscription.pk}/do/", {"action": "remove"})
     assert WebhookSubscription.objects.get().removed_at is not None
+
+
+def test_a_closed_port_is_reported_as_refused_not_as_a_timeout():
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(targets.TransportError) as failed:
+        targets.post(f"http://127.0.0.1:{port}/hooks", b"{}", {})
+    assert str(failed.value).startswith("could not connect") and "timeout" not in str(failed.value)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from botocore.exceptions import ClientError
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -534,6 +534,19 @@ def test_erasing_a_person_everywhere_and_the_session_page_after_it(
     text = page.content.decode()
     assert "erased on" in text and f"by {admin.username} (GDPR request 17)" in text
     assert "does not match" not in text and "not in storage" not in text
+
+
+def test_the_erase_command_under_a_hold_names_it_and_does_not_ask_to_run_again(
+        s3, project, person, admin, reviewer):
+    store.file_create(project=project, scope="user", user=person, path="USER.md",
+                      content="Maria.\n", actor=Actor.person(person))
+    holds.hold_place(by=reviewer, project=project, user=person, reason="litigation",
+                     case_reference="case 1")
+    with pytest.raises(CommandError) as refused:
+        call_command("erase_person", "--user", person.username, "--reason", "GDPR request 17",
+                     "--by", admin.username)
+    assert "legal hold #" in str(refused.value) and "Run it again" not in str(refused.value)
+    assert MemoryFile.objects.filter(project=project, user=person).exists()
 
 
 def test_the_erase_page_picks_every_project_and_shows_a_standing_hold(

@@ -155,6 +155,10 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
 
 
 def _describe(exc: Exception) -> str:
+    # urllib3's NewConnectionError (refused, unreachable) derives from ConnectTimeoutError:
+    # asked first, a closed port reads as what it is, not as a timeout.
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return f"could not connect: {getattr(exc, 'reason', None) or exc}"[:300]
     if isinstance(exc, urllib3.exceptions.ConnectTimeoutError):
         return "connect timeout"
     if isinstance(exc, urllib3.exceptions.ReadTimeoutError):

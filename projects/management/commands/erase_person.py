@@ -3,7 +3,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from projects.governance import erasure
-from projects.memory.errors import StoreError
+from projects.memory.errors import Held, StoreError
 from projects.models import Project
 
 
@@ -41,7 +41,9 @@ class Command(BaseCommand):
             done = erasure.profile_erase(by=actor, user=person, reason=reason, projects=projects)
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from exc
-        except StoreError as exc:
+        except Held as exc:  # nothing was erased: the hold says what to do
+            raise CommandError(exc.message) from exc
+        except StoreError as exc:  # storage failed partway: a second run finishes it
             raise CommandError(f"{exc.message} Run it again to finish.") from exc
         self.stdout.write(self.style.SUCCESS(
             f"erased {user}'s profile in {', '.join(done.projects)}: {done.files} file(s), "
