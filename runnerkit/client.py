@@ -1,6 +1,6 @@
 """HTTP client of the runner API (JSON, bearer token), safe to retry.
 
-Every post, tool and error call carries an Idempotency-Key of its own; a call that times out,
+Every pre, post, tool and error call carries an Idempotency-Key of its own; a call that times out,
 loses its connection or gets a 503 (S3 trouble) is sent again with the same key and body, so
 the console applies it at most once and answers every attempt with the first answer.
 """
@@ -16,9 +16,9 @@ import uuid
 from runnerkit.version import __version__
 
 RETRY_STATUSES = {502, 503, 504}
-# Calls that write no memory: repeating them is harmless (a repeated pre opens one more
-# session, nothing else).
-SAFE_TO_REPEAT = {"hooks/pre", "sandbox/files", "files/list", "files/read"}
+# Calls that write nothing: repeating them is harmless (the pre hook, which opens a session,
+# carries an Idempotency-Key instead).
+SAFE_TO_REPEAT = {"sandbox/files", "files/list", "files/read"}
 
 
 class ApiError(Exception):
@@ -73,9 +73,11 @@ class Client:
                                "unknown" if idempotent else "") from None
         raise AssertionError("unreachable")
 
-    def pre(self, user: str | None = None, session: str | None = None) -> dict:
+    def pre(self, user: str | None = None, session: str | None = None,
+            key: str | None = None) -> dict:
         body = {k: v for k, v in {"user": user, "session": session}.items() if v}
-        return self._call("hooks/pre", body)
+        # A key of its own: a retry after a lost answer gets the same session, not a second.
+        return self._call("hooks/pre", body, idempotent=True, key=key)
 
     def post(self, session: str, writes: list[dict], summary: str | None = None,
              key: str | None = None, end: bool = True) -> dict:

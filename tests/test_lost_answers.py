@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from projects.audit import Actor
 from projects.governance import isolation
-from projects.memory import adoption, errors, reading, removal, store
+from projects.memory import adoption, errors, layout, reading, removal, store
 from projects.models import AuditEvent, IdempotencyRecord, MemoryFile, Proposal, Revision
 from projects.runners import proposals
 from tests.conftest import DatabaseRefusal
@@ -436,3 +436,30 @@ def test_fault_matrix_nothing_lost_nothing_twice_true_author(client, s3, log, to
         assert (head.author_kind, head.author_agent, head.session_ref) == ("agent", agent, session)
     assert not Revision.objects.filter(file=log, author_kind="external").exists()
     _bucket_is_database(s3, log)
+
+
+def test_a_pre_hook_whose_answer_was_lost_opens_one_session_and_the_retry_gets_it(
+        client, s3, log, token, agent):
+    from projects.models import AgentSession
+
+    first = _api(client, "hooks/pre", {}, token, key="pre-1")
+    # The answer never reached the runner; it sends the same request again.
+    again = _api(client, "hooks/pre", {}, token, key="pre-1")
+    assert first.status_code == again.status_code == 200, again.content
+    assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
+    assert "You keep the log." in again.json()["prompt"]
+    assert AgentSession.objects.filter(agent=agent).count() == 1
+    # A new run (a new key) is a new session.
+    other = _api(client, "hooks/pre", {}, token, key="pre-2")
+    assert other.json()["session"] != first.json()["session"]
+    assert AgentSession.objects.filter(agent=agent).count() == 2
+    # Its kept prompt gone (here: deleted behind the console's back), the retry opens nothing
+    # and says the answer is lost.
+    session = AgentSession.objects.get(pk=first.json()["session"])
+    s3.client.delete_object(Bucket=s3.bucket,
+                            Key=layout.prompt_key(log.project.prefix, session.prompt_sha256))
+    lost = _api(client, "hooks/pre", {}, token, key="pre-1")
+    assert lost.status_code == 409 and lost.json()["error"]["code"] == "answer_lost"
+    assert AgentSession.objects.filter(agent=agent).count() == 2
+    bad = _api(client, "hooks/pre", {}, token, key="a key with spaces")
+    assert bad.status_code == 400 and AgentSession.objects.filter(agent=agent).count() == 2

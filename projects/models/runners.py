@@ -98,9 +98,18 @@ class AgentSession(models.Model):
     prompt_removed = models.JSONField(
         null=True, blank=True,
         help_text="Why the kept prompt is gone: {how: erased|expired, at, by, reason or rule}.")
+    request_key = models.CharField(
+        max_length=200, blank=True, default="",
+        help_text="The pre hook's Idempotency-Key, if the runner sent one: the same key again "
+                  "(a retry after a lost answer) gets this session, not a second one.")
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "request_key"],
+                                    condition=~models.Q(request_key=""),
+                                    name="session_request_key_once"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} session {str(self.id)[:8]}"

@@ -23,7 +23,7 @@ from ninja.security import HttpBearer
 
 from projects import jsontext
 from projects.errors import Refusal, error_body
-from projects.memory import errors, layout
+from projects.memory import errors, layout, receipts
 from projects.models import AgentSession
 from projects.runners import bearer, hooks, idempotency, prehook, reads, schemas
 from projects.runners.api_bodies import (
@@ -205,11 +205,21 @@ def _session(request, session_id: uuid.UUID) -> AgentSession:
     return session
 
 
-@api.post("/hooks/pre", response={200: PreOut, **ERRORS}, summary="Assemble the prompt")
+@api.post("/hooks/pre", response={200: PreOut, **ERRORS}, summary="Assemble the prompt",
+          description="An Idempotency-Key header (optional, 1 to 200 visible ASCII characters, "
+                      "new for each run) makes a retry safe: the same key again gets the same "
+                      "session and prompt (Idempotent-Replayed: true), not a second session; "
+                      "409 answer_lost when that prompt can no longer be read back.")
 def pre(request, body: PreIn):
     agent = request.auth.agent
     user = _member(agent.project, body.user) if body.user else None
-    session, assembly = prehook.hook_pre(agent=agent, user=user, external_ref=body.session or "")
+    key = request.headers.get("Idempotency-Key") or ""
+    if key and not idempotency.valid_key(key):
+        raise HttpError(400, "Idempotency-Key must be 1 to 200 visible ASCII characters.")
+    session, assembly = prehook.hook_pre(agent=agent, user=user, external_ref=body.session or "",
+                                         request_key=key)
+    if assembly is None:  # a retry of a pre hook whose answer was lost: the same session
+        return _recorded_answer(request, session)
     sections = []
     for section in assembly.sections:
         single = section.files[0] if len(section.files) == 1 else None
@@ -227,6 +237,38 @@ def pre(request, body: PreIn):
                          "total_tokens": assembly.total_tokens, "budget": assembly.budget,
                          "tokenizer": assembly.tokenizer,
                          "bucket_checked": bool(assembly.bucket_checked)})
+
+
+def _recorded_answer(request, session: AgentSession):
+    """The answer a pre hook gave, again: its session, its receipt and the exact prompt kept
+    under its sha256. When that prompt cannot be read back (not kept, erased, expired, or
+    storage down) the retry is told so and opens nothing: 409 answer_lost."""
+    prompt = None
+    if session.prompt_stored and not session.prompt_removed:
+        try:
+            prompt = receipts.prompt_read(project=session.agent.project,
+                                          sha256=session.prompt_sha256)
+        except errors.StorageUnavailable:
+            prompt = None
+    if prompt is None:
+        return _error(request, 409, "answer_lost",
+                      "This pre hook was answered before (session %s), and its prompt cannot be "
+                      "read back now; call the pre hook again with a new Idempotency-Key."
+                      % session.pk)
+    sections = [{
+        "tag": s["tag"], "source": s["source"],
+        "path": s["files"][0]["path"] if len(s["files"]) == 1 else None,
+        "revision": s["files"][0]["revision"] if len(s["files"]) == 1 else None,
+        "files": [{"path": f["path"], "revision": f["revision"]} for f in s["files"]],
+        "tokens": s["tokens"], "truncated": s["truncated"],
+    } for s in session.receipt]
+    response = JsonResponse({"session": str(session.pk), "prompt": prompt,
+                             "prompt_sha256": session.prompt_sha256, "sections": sections,
+                             "total_tokens": session.total_tokens, "budget": session.budget,
+                             "tokenizer": session.tokenizer,
+                             "bucket_checked": bool(session.bucket_checked)})
+    response["Idempotent-Replayed"] = "true"
+    return response
 
 
 def _member(project, username: str):

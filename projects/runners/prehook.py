@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from projects import outbox
 from projects.memory import catchup, errors, layout, objects, receipts
@@ -15,11 +15,20 @@ from projects.runners import injection
 from projects.runners.policy import HookError
 
 
-def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSession, injection.Assembly]:
+def hook_pre(*, agent: Agent, user, external_ref: str = "",
+             request_key: str = "") -> tuple[AgentSession, injection.Assembly | None]:
     """Catch up with the bucket (direct writes become revisions), assemble, record a receipt.
 
     If S3 cannot be listed the prompt is assembled from what the console recorded, and the
-    receipt and answer say the bucket was not checked (`bucket_checked: false`)."""
+    receipt and answer say the bucket was not checked (`bucket_checked: false`).
+
+    With a `request_key` (the runner's Idempotency-Key) a retry whose first answer was lost
+    opens no second session: it gets (the recorded session, None), and the caller answers
+    from its receipt and kept prompt."""
+    if request_key:
+        earlier = _session_of(agent, request_key)
+        if earlier is not None:
+            return earlier, None
     if agent.project.archived_at is not None:
         raise HookError("project_archived", "This agent's project is archived: its agents get "
                                             "no prompt until an admin brings it back.")
@@ -63,7 +72,12 @@ def hook_pre(*, agent: Agent, user, external_ref: str = "") -> tuple[AgentSessio
             erased = True
         else:
             erased = False
-            session = _pre_records(agent, user, external_ref, assembly, stored)
+            try:
+                with transaction.atomic():  # a savepoint: a concurrent retry may win the key
+                    session = _pre_records(agent, user, external_ref, assembly, stored,
+                                           request_key)
+            except IntegrityError:
+                return _session_of(agent, request_key), None
     if erased:
         _forget_prompt(agent.project, assembly.sha256)
         raise HookError("profile_erased", "The person's profile was erased while this prompt "
@@ -79,8 +93,13 @@ def _forget_prompt(project, sha256: str) -> None:
         receipts.prompt_forget(project=project, sha256s=[sha256])
 
 
+def _session_of(agent: Agent, request_key: str) -> AgentSession | None:
+    return (AgentSession.objects.select_related("agent", "agent__project", "user")
+            .filter(agent=agent, request_key=request_key).first())
+
+
 def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Assembly,
-                 stored: bool) -> AgentSession:
+                 stored: bool, request_key: str = "") -> AgentSession:
     # One row is the receipt and the pre hook's event (the session page shows it as the first
     # event): one INSERT on the hook's path, not two.
     session = AgentSession.objects.create(
@@ -88,7 +107,7 @@ def _pre_records(agent: Agent, user, external_ref: str, assembly: injection.Asse
         total_tokens=assembly.total_tokens, tokenizer=assembly.tokenizer, receipt=assembly.receipt,
         prompt_stored=stored, budget=assembly.budget, over_budget=assembly.over_budget,
         truncated=any(s.truncated for s in assembly.sections),
-        bucket_checked=bool(assembly.bucket_checked))
+        bucket_checked=bool(assembly.bucket_checked), request_key=request_key)
     # Not an audited change, so its event is emitted here (no subscription: no query at all).
     outbox.emit(outbox.SESSION_STARTED, project=agent.project, at=session.created_at, data=lambda: {
         "project": agent.project.slug, "session": str(session.id), "agent": agent.slug,
