@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: demo demo-reset test test-sqlite test-postgres lint venv clean
+.PHONY: demo demo-reset test test-fast test-sqlite test-postgres lint venv clean
 
 venv: $(VENV)/.installed
 
@@ -33,6 +33,11 @@ test-sqlite: venv
 
 test-postgres: venv
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/python -m pytest
+
+# The inner loop: SQLite only, without the tests marked slow (make demo's script, axe-core on
+# every page, the scale-out cluster). make test still runs everything.
+test-fast: venv
+	$(BIN)/python -m pytest -m "not slow"
 
 # Both runs side by side (scripts/test.sh): they share nothing and mostly wait on I/O.
 test: lint
