@@ -212,8 +212,9 @@ def no_cached_subscriptions():
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
+    # `<bucket>.localhost` too: tests/test_storage_contract.py reads with virtual-hosted addressing.
     server = SeaweedMini(tmp_path_factory.mktemp("seaweedfs"), access_key=ACCESS_KEY,
-                         secret_key=SECRET_KEY).start()
+                         secret_key=SECRET_KEY, domain="localhost").start()
     proxy = FaultProxy("127.0.0.1", server.s3_port).start()
     options = copy.deepcopy(settings.STORAGES)
     options["memory"]["OPTIONS"].update(
