@@ -7,16 +7,30 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: demo demo-reset test test-sqlite test-postgres lint venv clean
+.PHONY: demo demo-reset test test-fast test-sqlite test-postgres lint venv lock clean
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# The venv installs the dev lock: every package at its locked version, each file checked
+# against its sha256. After a change to requirements*.txt, run make lock.
+$(VENV)/.installed: requirements.lock requirements-dev.lock
 	@if [ -z "$(PYTHON)" ]; then echo "Python >= 3.12 is required (Django 6). Install it or run make PYTHON=/path/to/python3.12" >&2; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
 	touch $@
+
+# requirements.lock (runtime, for deployments) and requirements-dev.lock from requirements*.txt,
+# with uv (in the dev venv): one resolution for every platform, Python 3.12 and later, with
+# hashes. Locked versions that still fit are kept; make lock LOCK_FLAGS=--upgrade takes the
+# newest releases. The runtime lock takes the dev lock's versions, so both name the same ones.
+LOCK_FLAGS ?=
+UV_COMPILE = UV_CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/uv pip compile --quiet --generate-hashes \
+	--universal --python-version 3.12 $(LOCK_FLAGS)
+
+lock: venv
+	$(UV_COMPILE) requirements-dev.txt -o requirements-dev.lock
+	$(UV_COMPILE) requirements.txt -c requirements-dev.lock -o requirements.lock
 
 demo: venv
 	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/demo.sh
@@ -33,6 +47,11 @@ test-sqlite: venv
 
 test-postgres: venv
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/python -m pytest
+
+# The inner loop: SQLite only, without the tests marked slow (make demo's script, axe-core on
+# every page, the scale-out cluster). make test still runs everything.
+test-fast: venv
+	$(BIN)/python -m pytest -m "not slow"
 
 # Both runs side by side (scripts/test.sh): they share nothing and mostly wait on I/O.
 test: lint

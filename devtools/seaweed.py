@@ -150,11 +150,14 @@ class SeaweedMini:
     """One `weed mini` process on loopback with its data in `folder`."""
 
     def __init__(self, folder: Path, *, access_key: str, secret_key: str, s3_port: int = 0,
-                 memory_limit: str = "256MiB"):
+                 memory_limit: str = "256MiB", domain: str = ""):
         self.folder = Path(folder).resolve()
         self.access_key, self.secret_key = access_key, secret_key
         self.s3_port = s3_port or free_ports(1)[0]
         self.memory_limit = memory_limit
+        # Also serve virtual-hosted requests, the bucket named in the host: `<bucket>.<domain>`
+        # (path-style requests are served either way).
+        self.domain = domain
         self._processes = _Processes()
 
     @property
@@ -190,6 +193,8 @@ class SeaweedMini:
             f"-s3.localSocket={self.folder / 's3.sock'}",
             f"-s3.config={config}", "-s3.autoCreateBucket=false", "-s3.iam.readOnly=false",
         ]
+        if self.domain:
+            args.append(f"-s3.domainName={self.domain}")
         process = self._processes.spawn(args, log=self.folder / "weed.log",
                                          env=_environment(self.folder, self.memory_limit))
         try:

@@ -7,7 +7,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON_BIN:-.venv/bin/python}"
 LOG="$(mktemp -t mgc-test-postgres.XXXXXX)"
-# The slow database-independent demo tests go to the PostgreSQL run (tests/conftest.py).
+# The tests marked `demo` (slow, independent of the test database) go to the PostgreSQL run
+# (tests/conftest.py).
 export MGC_TEST_SPLIT=1
 DATABASE_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}" \
   "$PY" -m pytest "$@" >"$LOG" 2>&1 &

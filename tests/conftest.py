@@ -27,29 +27,24 @@ BUCKET = "test-memory"
 ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 
 
-# Tests whose outcome cannot depend on the database: `make test` runs them in its SQLite run
-# only, so the PostgreSQL run spends its time on what PostgreSQL changes (locks, full-text
-# search, concurrency, the scale-out test).
-ONCE = ("tests/browser/", "tests/test_i18n.py", "tests/test_xss.py", "tests/test_layout.py",
-        "tests/test_injection_corpus.py", "tests/test_injection.py", "tests/test_diffing.py",
-        "tests/test_scanning.py", "tests/test_settings.py", "tests/test_architecture.py",
-        "tests/test_runner_adapters.py", "tests/test_runner_example.py", "tests/test_cache.py")
-# Also independent of the test database (the demo brings its own), but slow: when both runs go
-# side by side (scripts/test.sh sets MGC_TEST_SPLIT=1) they run in the PostgreSQL run, which
-# otherwise ends first, so the two end together. Alone, either run has them.
-PAIRED_RUN_ONLY = ("tests/test_demo.py", "tests/test_demo_ports.py")
-
-
+# Which run a test belongs to is said by its markers (pyproject.toml declares them):
+# - `db_independent`: its outcome cannot depend on the database, so `make test` runs it in its
+#   SQLite run only, and the PostgreSQL run spends its time on what PostgreSQL changes (locks,
+#   full-text search, concurrency, the scale-out test);
+# - `demo`: runs make demo's script, which brings its own database; the demo's restart test is
+#   slow, so when both runs go side by side (scripts/test.sh sets MGC_TEST_SPLIT=1) these run in
+#   the PostgreSQL run, which otherwise ends first, and the two end together. Alone, either run
+#   has them.
 def pytest_collection_modifyitems(config, items):
     if connection.vendor == "postgresql":
-        skip, only_here = ONCE, "independent of the database: run in the SQLite run"
+        skip, only_here = "db_independent", "independent of the database: run in the SQLite run"
     elif os.environ.get("MGC_TEST_SPLIT") == "1":
-        skip, only_here = PAIRED_RUN_ONLY, "run in the PostgreSQL run beside this one"
+        skip, only_here = "demo", "run in the PostgreSQL run beside this one"
     else:
         return
     marker = pytest.mark.skip(reason=only_here)
     for item in items:
-        if item.nodeid.startswith(skip):
+        if item.get_closest_marker(skip):
             item.add_marker(marker)
 
 
@@ -217,8 +212,9 @@ def no_cached_subscriptions():
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
+    # `<bucket>.localhost` too: tests/test_storage_contract.py reads with virtual-hosted addressing.
     server = SeaweedMini(tmp_path_factory.mktemp("seaweedfs"), access_key=ACCESS_KEY,
-                         secret_key=SECRET_KEY).start()
+                         secret_key=SECRET_KEY, domain="localhost").start()
     proxy = FaultProxy("127.0.0.1", server.s3_port).start()
     options = copy.deepcopy(settings.STORAGES)
     options["memory"]["OPTIONS"].update(

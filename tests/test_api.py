@@ -191,7 +191,9 @@ def test_revoked_and_expired_tokens_are_refused(client, memory, agent, make_user
     _, raw_expired = bearer.token_create(agent=agent, name="tmp", created_by=admin,
                                         expires_at=timezone.now() - timezone.timedelta(seconds=1))
     for raw in (raw_revoked, raw_expired):
-        assert call(client, "pre", {}, raw).status_code == 401
+        refused = call(client, "pre", {}, raw)
+        assert refused.status_code == 401
+        assert refused.json()["error"]["code"] == "unauthorized"
 
 
 def test_token_of_project_a_cannot_touch_project_b(client, memory, token, make_project, s3,

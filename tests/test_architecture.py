@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.db_independent
+
 ROOT = Path(__file__).resolve().parent.parent / "projects"
 FOUNDATION = {"projects.models", "projects.audit", "projects.errors", "projects.jsontext",
               "projects.system_text", "projects.outbox"}

@@ -1,7 +1,11 @@
 """The local cache is bounded in bytes: texts up to a file's size each cannot add up to
 gigabytes (a worker reached 1.8 GB under a scanner writing many large files)."""
 
+import pytest
+
 from projects.cache import BoundedLocMemCache
+
+pytestmark = pytest.mark.db_independent
 
 
 def _cache(max_bytes: int, entries: int = 1000) -> BoundedLocMemCache:

@@ -21,6 +21,9 @@ import pytest
 from devtools.seaweed import free_ports
 from tests.receiver import Receiver
 
+# Slow: make demo's script twice, from an empty folder (migrations, seed data, servers).
+pytestmark = [pytest.mark.demo, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 class Demo:

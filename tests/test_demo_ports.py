@@ -14,6 +14,9 @@ import pytest
 from devtools import ports
 from devtools.seaweed import free_ports
 
+# A few seconds (the demo's script only refuses a port here): not marked slow.
+pytestmark = pytest.mark.demo
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

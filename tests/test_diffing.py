@@ -1,6 +1,10 @@
 """Server-side diffs: line and word level, everything escaped."""
 
+import pytest
+
 from projects.memory.diffing import diff_texts
+
+pytestmark = pytest.mark.db_independent
 
 
 def test_identical_texts_have_no_rows():

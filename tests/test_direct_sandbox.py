@@ -3,7 +3,6 @@ catching up: the next pre hook injects what the bucket holds, as a revision attr
 runner only when its proof checks out, and the receipt names that revision."""
 
 import hashlib
-import time
 
 import pytest
 
@@ -149,7 +148,8 @@ def test_a_lost_answer_to_a_direct_write_is_the_runners_success(live_server, s3,
                              .get(pk=file.pk)).text == "# A\n\nonce\n"
 
 
-def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3, project):
+def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3, project,
+                                                                            monkeypatch):
     """The catch-up's LISTs are shared (catchup._SharedListings): one runs per prefix at a time,
     and every hook that arrives while it runs joins the next one, which starts after all of
     them arrived. So 12 hooks at once cost 2 LISTs, and a write made before a hook arrived is
@@ -163,32 +163,41 @@ def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3
     prefix = layout.workspace_prefix(project.prefix)
     storage = storage_for(project)
     s3.put(f"{prefix}before.md", b"1")
-    real, calls, answer_late = storage.etags, [], threading.Event()
+    real, calls = storage.etags, []
+    first_read, answer_late = threading.Event(), threading.Event()
 
     def etags(wanted):  # S3 reads at once; the first answer reaches us late
         listed = real(wanted)
         calls.append(listed)
         if len(calls) == 1:
+            first_read.set()
             answer_late.wait(10)
         return listed
 
-    storage.etags = etags
+    # On the storage object, which every test shares; the undo takes it off again (setattr
+    # would leave the bound method behind, hiding any later change to the class).
+    monkeypatch.setitem(vars(storage), "etags", etags)
     first = _LISTINGS.get(storage, prefix)
-    while not calls:
-        time.sleep(0.01)  # the first LIST has read the bucket
+    assert first_read.wait(10)  # the first LIST has read the bucket
     s3.put(f"{prefix}during.md", b"2")  # a direct write while its answer is on the way
-    results, threads = [], []
-    for _ in range(12):  # hooks arriving after that write, while the first LIST runs
-        threads.append(threading.Thread(
-            target=lambda: results.append(_LISTINGS.get(storage, prefix).result(timeout=10))))
+    hooks = 12
+    arrived = threading.Barrier(hooks + 1, timeout=10)
+    results = []
+
+    def hook():  # arrives after that write, while the first LIST runs
+        listing = _LISTINGS.get(storage, prefix)
+        arrived.wait()
+        results.append(listing.result(timeout=10))
+
+    threads = [threading.Thread(target=hook) for _ in range(hooks)]
     for thread in threads:
         thread.start()
-    time.sleep(0.2)
+    arrived.wait()  # every hook has its place in the queued LIST
     answer_late.set()
     for thread in threads:
         thread.join()
     assert f"{prefix}during.md" not in first.result(timeout=10)  # read before the write
-    assert len(results) == 12
+    assert len(results) == hooks
     assert all(f"{prefix}during.md" in listed for listed in results)  # none missed it
     assert len(calls) == 2  # the running LIST and one for all twelve
     alone = _LISTINGS.get(storage, prefix).result(timeout=10)  # nothing running: at once

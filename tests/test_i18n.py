@@ -21,6 +21,8 @@ from projects.audit import Actor
 from projects.memory import scanning, store
 from projects.models import AuditEvent
 
+pytestmark = pytest.mark.db_independent
+
 ROOT = Path(settings.BASE_DIR)
 PO = ROOT / "locale" / "ru" / "LC_MESSAGES" / "django.po"
 MO = PO.with_suffix(".mo")

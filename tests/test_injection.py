@@ -15,6 +15,8 @@ from projects.runners.injection import (
 )
 from projects.runners.tokenizer import get_tokenizer
 
+pytestmark = pytest.mark.db_independent
+
 TK = get_tokenizer()
 TAGS = ["agent_identity", "agent_rules", "tool_instructions", "user_profile", "workspace_memory"]
 

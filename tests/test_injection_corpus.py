@@ -16,6 +16,8 @@ from disarm import canonicalize
 from projects.runners.injection import Manifest, SectionSpec, SourceFile, assemble
 from projects.runners.tokenizer import get_tokenizer
 
+pytestmark = pytest.mark.db_independent
+
 TK = get_tokenizer()
 MANIFEST = Manifest((
     SectionSpec("agent_identity", "SOUL.md"),

@@ -8,6 +8,8 @@ from django.core.exceptions import ValidationError
 
 from projects.memory import layout
 
+pytestmark = pytest.mark.db_independent
+
 PID = uuid.UUID("11111111-1111-1111-1111-111111111111")
 AID = uuid.UUID("22222222-2222-2222-2222-222222222222")
 FID = uuid.UUID("33333333-3333-3333-3333-333333333333")

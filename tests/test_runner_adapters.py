@@ -15,7 +15,7 @@ from projects.models import AgentSession, AuditEvent, MemoryFile, SessionEvent
 from runnerkit import Client
 from runnerkit.claude import main as mgc_hook
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

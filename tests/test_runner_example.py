@@ -14,7 +14,7 @@ from projects.models import MemoryFile, Proposal, Revision
 from projects.runners import bearer
 from runnerkit import Client, Sandbox
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -4,6 +4,8 @@ import pytest
 
 from projects.memory import scanning
 
+pytestmark = pytest.mark.db_independent
+
 # (text, kinds it really contains). Negatives are the look-alikes memory files are full of:
 # dates, versions, ticket numbers, hashes, amounts, card-shaped numbers that fail Luhn.
 SAMPLE = [

@@ -10,6 +10,8 @@ from projects.memory import store
 from projects.models import Membership
 from projects.rendering import render_markdown
 
+pytestmark = pytest.mark.db_independent
+
 PAYLOADS = [
     "<script>alert(1)</script>",
     "<SCRIPT SRC=//evil.example/x.js></SCRIPT>",

@@ -14,7 +14,9 @@ from projects.demo.seed import demo_seed
 from projects.models import Agent, MemoryFile, Project
 from projects.runners import hooks, prehook
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# Slow: every main page, as two roles, in two languages, at two widths.
+pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.slow,
+              pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "an accessible console 7"
 # A token no browser may break on its own: no spaces, no hyphens, no punctuation.

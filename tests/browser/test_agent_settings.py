@@ -11,7 +11,7 @@ from projects.audit import Actor
 from projects.memory import store
 from projects.models import Membership
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

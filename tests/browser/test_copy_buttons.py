@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from projects.models import AgentToken, Membership
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from projects.audit import Actor
 from projects.memory import reading, store
 from projects.models import Membership, MemoryFile
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 

@@ -10,7 +10,7 @@ from projects.governance import groups
 from projects.models import Membership
 from tests.browser.test_tour import SHOTS
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

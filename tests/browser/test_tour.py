@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from projects.models import AgentSession, Proposal
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "demo tour 2026"

@@ -2,6 +2,7 @@
 lost someone's change: agent settings, the merge's resolve step, new accounts, the runner API.
 Each test fails on the code before its fix."""
 
+import html
 import json
 import re
 
@@ -125,6 +126,10 @@ def test_a_post_hook_path_with_half_a_character_is_refused(client, s3, token):
     response = client.post("/api/v1/hooks/post", body, content_type="application/json",
                            HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert [detail["loc"] for detail in error["details"]] == [["body", "writes", "0", "path"]]
+    assert not MemoryFile.objects.filter(scope="workspace").exists()
 
 
 # --- The merge's resolve step ---------------------------------------------------------------
@@ -162,6 +167,13 @@ def test_a_forged_change_number_is_ignored(client, person, conflicted):
         "action": "resolve", "merge_base": 1, "merge_head": 2, "your_text": "L1 mine\n",
         "hunk-\u00b2": "theirs", "hunk-\u0663": "theirs"})
     assert response.status_code == 200
+    # "²" and "٣" are digits to str.isdigit, not change numbers: the change stays unsettled,
+    # both sides between the markers in the editor.
+    editor = re.search(r'<textarea name="content"[^>]*>(.*?)</textarea>', response.content.decode(),
+                       re.S)[1]
+    assert html.unescape(editor).strip("\n").splitlines() == [
+        "<<<<<<< revision 2, by system: other tab", "L1 theirs", "L2", "L3", "L4 theirs", "L5",
+        "=======", "L1 mine", ">>>>>>> your text"]
 
 
 def test_a_resolve_step_larger_than_a_file_is_refused_before_merging(client, person, conflicted,
@@ -171,6 +183,8 @@ def test_a_resolve_step_larger_than_a_file_is_refused_before_merging(client, per
         "action": "resolve", "merge_base": 1, "merge_head": 2,
         "your_text": "x\n" * settings.MGC_MAX_FILE_BYTES})
     assert response.status_code == 400
+    assert "Nothing was changed." in response.content.decode()
+    assert reload_file(conflicted).head.number == 2
 
 
 def test_a_markdown_heading_underline_is_not_a_conflict_marker(client, person, conflicted):
@@ -337,17 +351,20 @@ def test_numbers_jsonb_cannot_hold_are_refused_in_the_api_and_in_settings(
                                       "manifest-json-value": manifest}).status_code == 400
 
 
-@pytest.mark.parametrize("moment, status", [
+@pytest.mark.parametrize("moment, status, shown", [
     # Offsets PostgreSQL refuses (beyond ±15:59) are moved to UTC first: a moment like any.
-    ("2026-06-01T09:00+16:00", 200), ("2026-06-01T09:00-20:00", 200),
+    ("2026-06-01T09:00+16:00", 200, "as of 2026-05-31 17:00:00 UTC"),
+    ("2026-06-01T09:00-20:00", 200, "as of 2026-06-02 05:00:00 UTC"),
     # Moments that overflow on the way to UTC are a form error.
-    ("0001-01-01T00:00+14:00", 400), ("9999-12-31T23:59:59-14:00", 400)])
+    ("0001-01-01T00:00+14:00", 400, "Give the moment as 2026-12-04 11:45"),
+    ("9999-12-31T23:59:59-14:00", 400, "Give the moment as 2026-12-04 11:45")])
 def test_a_simulate_moment_at_the_edges_is_a_moment_or_a_form_error(client, s3, project, agent,
-                                                                    admin, moment, status):
+                                                                    admin, moment, status, shown):
     client.force_login(admin)
     url = reverse("projects:simulate", args=[project.slug])
     response = client.get(url, {"agent": agent.slug, "at": moment})
     assert response.status_code == status
+    assert shown in response.content.decode()
 
 
 def test_no_profile_is_written_for_someone_who_left_the_project(client, s3, project, agent,
@@ -373,3 +390,5 @@ def test_a_nul_in_the_folder_of_a_refused_new_file_is_not_a_500(client, s3, proj
     page = client.post(reverse("projects:workspace_new", args=[project.slug]),
                        {"path": "bad name", "dir": "a\x00b"})
     assert page.status_code == 400
+    assert "the name must end with .md" in page.content.decode()
+    assert not MemoryFile.objects.filter(project=project).exists()

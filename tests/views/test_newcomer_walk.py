@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from projects.audit import Actor
 from projects.memory import store
-from projects.models import AgentSession
+from projects.models import AgentSession, Project
 
 pytestmark = pytest.mark.django_db
 
@@ -145,6 +145,8 @@ def test_bucket_names_s3_refuses_are_refused_here(client, make_user, bucket):
     page = client.post(reverse("projects:project_new"), {"slug": "p", "name": "P",
                                                          "bucket": bucket})
     assert page.status_code == 400
+    assert "A bucket name is 3-63 lowercase letters" in page.content.decode()
+    assert not Project.objects.filter(slug="p").exists()
 
 
 def test_slugs_that_differ_only_in_case_are_one_slug(client, project, agent, admin):

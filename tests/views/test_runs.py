@@ -4,6 +4,7 @@ agent settings, tokens, sessions and proposals in the console."""
 import hashlib
 import html
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -139,7 +140,7 @@ def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):
     bad = client.post(url, {"which": "manifest_json", "manifest-json-value": '{"sections": []}'})
     assert bad.status_code == 400 and "non-empty list of sections" in bad.content.decode()
     broken = client.post(url, {"which": "manifest_json", "manifest-json-value": "{not json"})
-    assert broken.status_code == 400
+    assert broken.status_code == 400 and "Enter a valid JSON." in broken.content.decode()
     manifest = {"sections": [{"tag": "agent_identity", "source": "SOUL.md", "max_tokens": 50},
                              {"tag": "decisions", "source": "workspace/decisions/*.md",
                               "max_tokens": 100}], "total_tokens": 400}
@@ -152,16 +153,25 @@ def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):
                       "### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>")
 
 
+def _alerts(page) -> list[str]:
+    return [html.unescape(text) for text in re.findall(r'role="alert">([^<]+)<',
+                                                        page.content.decode())]
+
+
 def test_policy_edit_validates(client, admin, tagged_memory, agent):
     client.force_login(admin)
     url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    before = Agent.objects.get(pk=agent.pk).hook_policy
     bad = client.post(url, {"which": "policy_json", "policy-json-value": json.dumps(
         {"post": {"SOUL.md": {"modes": ["overwrite"]}}})})
     assert bad.status_code == 400
-    ok = client.post(url, {"which": "policy_json", "policy-json-value": json.dumps(
-        {"post": {"workspace/**.md": {"modes": ["append"], "approval": False}}, "tool": {},
-         "error": {}})})
-    assert ok.status_code == 302
+    assert any("SOUL.md" in error for error in _alerts(bad))  # the error names the rule
+    assert Agent.objects.get(pk=agent.pk).hook_policy == before
+    policy = {"post": {"workspace/**.md": {"modes": ["append"], "approval": False}}, "tool": {},
+              "error": {}}
+    ok = client.post(url, {"which": "policy_json", "policy-json-value": json.dumps(policy)})
+    assert ok.status_code == 302 and ok.url == url
+    assert Agent.objects.get(pk=agent.pk).hook_policy == policy
 
 
 def _structured(manifest: dict) -> dict:

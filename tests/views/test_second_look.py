@@ -3,12 +3,16 @@ saved under the looser rules must still serve; a policy key typed in NFD must st
 a runner's S3 credentials must not write where the policy wants approval; a forged Host is a
 400; an erasure scrubs unfinished answers; "Add member" refuses an ambiguous name."""
 
+import html
+import re
 import unicodedata
 
 import pytest
 from django.test import override_settings
 from django.urls import reverse
 
+from projects.audit import Actor
+from projects.memory import store
 from projects.models import Agent, Membership
 from projects.runners import schemas
 from projects.runners.policy import policy_rule
@@ -24,6 +28,7 @@ def test_post_with_a_foreign_host_is_a_400_not_a_500(client):
     client.raise_request_exception = False
     response = client.post("/accounts/login/", {"username": "x"}, HTTP_HOST="evil.example")
     assert response.status_code == 400
+    assert "<h1>Bad request</h1>" in response.content.decode()  # the console's page, not a 500
 
 
 def test_a_policy_rule_typed_in_nfd_still_governs_its_files(agent):
@@ -104,6 +109,8 @@ OLD_MANIFEST = {"sections": [{"tag": "workspace_memory", "source": "workspace/.a
 
 def test_a_manifest_saved_before_the_stricter_globs_still_previews(client, s3, admin, agent,
                                                                    project):
+    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
+                      content="You are calm.\n", actor=Actor.system("t"))
     Agent.objects.filter(pk=agent.pk).update(manifest=OLD_MANIFEST)
     client.force_login(admin)
     client.raise_request_exception = False
@@ -112,7 +119,14 @@ def test_a_manifest_saved_before_the_stricter_globs_still_previews(client, s3, a
         "manifest-sections-TOTAL_FORMS": "1", "manifest-sections-INITIAL_FORMS": "0",
         "manifest-sections-0-tag": "agent_identity", "manifest-sections-0-source": "SOUL.md",
         "manifest-sections-0-ORDER": "1"})
-    assert response.status_code < 500
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Preview: not saved" in page
+    prompt = re.search(r'<pre class="raw prompt" id="preview-prompt">(.*?)</pre>', page, re.S)[1]
+    assert html.unescape(prompt) == "<agent_identity>\nYou are calm.\n</agent_identity>"
+    # The saved manifest was assembled too (its archive glob matches nothing): a count and a
+    # diff, not the dash of a manifest that no longer builds.
+    assert "(saved manifest: 0)" in page and '<table class="diff split">' in page
 
 
 def test_a_manifest_saved_before_the_stricter_globs_still_serves_the_pre_hook(client, s3, agent,
@@ -123,3 +137,8 @@ def test_a_manifest_saved_before_the_stricter_globs_still_serves_the_pre_hook(cl
     response = client.post("/api/v1/hooks/pre", _json.dumps({}), content_type="application/json",
                            HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 200, response.content
+    answer = response.json()
+    assert [(s["tag"], s["source"], s["files"]) for s in answer["sections"]] == [
+        ("workspace_memory", "workspace/.archive/*.md", [])]
+    assert (answer["prompt"], answer["total_tokens"]) == ("", 0)
+    assert answer["budget"] == 10_000_000  # its budget of 10**12 is held to the largest one

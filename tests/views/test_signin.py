@@ -122,7 +122,7 @@ def test_the_set_password_form_is_held_to_a_rate_per_address_and_per_link(client
 
 @override_settings(MGC_TRUSTED_PROXIES=1)
 def test_behind_a_proxy_the_client_address_is_the_one_the_proxy_saw(client, make_user):
-    make_user("maria")
+    maria = make_user("maria")
     for n in range(LIMIT):
         client.post(reverse("login"), {"username": f"nobody{n}", "password": "x"},
                     REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="1.2.3.4, 203.0.113.50")
@@ -130,6 +130,7 @@ def test_behind_a_proxy_the_client_address_is_the_one_the_proxy_saw(client, make
     response = client.post(reverse("login"), {"username": "maria", "password": "pw-maria"},
                            REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.51")
     assert response.status_code == 302
+    assert client.session["_auth_user_id"] == str(maria.pk)  # signed in
 
 
 def test_past_the_checks_a_second_a_sign_in_is_busy_not_hashed_and_not_a_failure(
