@@ -166,9 +166,6 @@ def test_a_listing_of_several_pages_is_boto3s_in_both_styles(s3, localhost_names
         _assert_addressed(s3, style)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the lean reads name the bucket in the host whenever the style is virtual; botocore keeps "
-    "path style for an endpoint that is an IP address (and for a bucket no host name can carry)"))
 def test_virtual_addressing_at_an_ip_address_lists_what_boto3_lists(s3):
     """MGC_S3_ADDRESSING_STYLE=virtual with MGC_S3_ENDPOINT_URL=http://10.0.0.5:9000, say:
     boto3 sends path-style requests there, as no host name `<bucket>.10.0.0.5` exists."""

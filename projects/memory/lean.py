@@ -22,6 +22,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.compat import unquote_str
 from botocore.credentials import Credentials
 from botocore.httpsession import get_cert_path
+from botocore.utils import check_dns_name, is_valid_ipv4_endpoint_url, is_valid_ipv6_endpoint_url
 from django.conf import settings
 
 from projects.memory.errors import StorageUnavailable
@@ -58,12 +59,20 @@ def etags(storage, prefix: str) -> dict[str, str]:
             return found
 
 
+def _virtual(storage) -> bool:
+    """Whether the bucket goes in the host name, as botocore decides it: asked for, and
+    possible (a bucket a host name can carry, an endpoint that is a name, not an IP address)."""
+    url = storage.endpoint_url
+    return (storage.addressing_style == "virtual" and check_dns_name(storage.bucket_name)
+            and not is_valid_ipv4_endpoint_url(url) and not is_valid_ipv6_endpoint_url(url))
+
+
 def signed_get(storage, key: str, params: dict[str, str]) -> bytes | None:
     """One signed GET of `key` (the bucket itself when empty), retried as the client's
     requests are: the body, None for a 404, StorageUnavailable for anything else."""
     endpoint = urlsplit(storage.endpoint_url)
     path = quote(key, safe="/~")
-    if storage.addressing_style == "virtual":
+    if _virtual(storage):
         url = f"{endpoint.scheme}://{storage.bucket_name}.{endpoint.netloc}/{path}"
     else:
         url = f"{storage.endpoint_url.rstrip('/')}/{quote(storage.bucket_name)}"
