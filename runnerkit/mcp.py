@@ -29,6 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from runnerkit.client import ApiError, Client
 from runnerkit.memory import GovernedMemory, Refused, describe
+from runnerkit.version import __version__
 
 logger = logging.getLogger(__name__)
 STATE = "mgc_memory"  # the GovernedMemory of an MCP session, in its connection's state
@@ -100,7 +101,7 @@ async def _end(memory: GovernedMemory) -> None:
 def build_server(client: Client, *, user: str | None = None, name: str = "governed-memory"
                  ) -> MCPServer:
     sessions = _SessionPerConnection(client, user)
-    server = MCPServer(name, instructions=INSTRUCTIONS, middleware=[sessions])
+    server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, middleware=[sessions])
 
     async def call(ctx: Context, operation, *args):
         memory = await opened(sessions, _connection(ctx))

@@ -151,6 +151,10 @@ def _wait_for(condition, timeout: float = 10.0) -> None:
 
 def test_an_mcp_client_over_stdio_reads_and_writes_governed_memory(console, agent):
     async def body(session):
+        # The server names itself with runnerkit's version (hosts show it).
+        from runnerkit.version import __version__
+
+        assert session.initialized.server_info.version == __version__
         return session.initialized.instructions, await _conversation(session)
 
     instructions, transcript = _run(body, _stdio(console))
