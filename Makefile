@@ -39,8 +39,12 @@ demo: venv
 demo-reset:
 	rm -rf .demo
 
+# Python by ruff, templates by djLint (settings in pyproject.toml); --check fails on what a reformat would change.
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/djlint templates --check
+	$(BIN)/djlint templates --lint
 
 test-sqlite: venv
 	$(BIN)/python -m pytest
