@@ -10,8 +10,9 @@ import json
 
 QUICK = False  # set by bench/run.py's --quick: a quick run skips analyze()
 
-PARAGRAPH = ("The incident analyst reads alerts, correlates them with deploys and writes a "
-             "short, factual timeline. ") * 4 + "\n\n"
+PARAGRAPH = (
+    "The incident analyst reads alerts, correlates them with deploys and writes a short, factual timeline. "
+) * 4 + "\n\n"
 
 
 def text_of(kb: int) -> str:
@@ -39,8 +40,12 @@ def world_create() -> dict:
             credential, secret = credentials.credentials_issue(token=token_row, by=admin)
             project.refresh_from_db()
             assert project.runner_writable.get("workspace")
-            world.update(direct_project=project, direct_agent=agent, direct_token=token,
-                         direct_keys=(credential.access_key_id, secret))
+            world.update(
+                direct_project=project,
+                direct_agent=agent,
+                direct_token=token,
+                direct_keys=(credential.access_key_id, secret),
+            )
     return world
 
 
@@ -56,13 +61,19 @@ def project_with_memory(world: dict, slug: str):
     agent = Agent.objects.create(project=project, slug="analyst", name="Analyst")
     actor = world["actor"]
     for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4), ("TOOLS.md", 3)):
-        store.file_create(project=project, scope="agent", agent=agent, path=name,
-                          content=text_of(kb), actor=actor)
-    store.file_create(project=project, scope="user", user=world["employee"], path="USER.md",
-                      content=text_of(1), actor=Actor.person(world["employee"]))
+        store.file_create(
+            project=project, scope="agent", agent=agent, path=name, content=text_of(kb), actor=actor
+        )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=world["employee"],
+        path="USER.md",
+        content=text_of(1),
+        actor=Actor.person(world["employee"]),
+    )
     for name in ("decisions/a.md", "incidents/b.md"):
-        store.file_create(project=project, scope="workspace", path=name, content=text_of(2),
-                          actor=actor)
+        store.file_create(project=project, scope="workspace", path=name, content=text_of(2), actor=actor)
     row, token = bearer.token_create(agent=agent, name="bench", created_by=world["admin"])
     return project, agent, token, row
 
@@ -76,14 +87,12 @@ def hook_client(token: str):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
     def pre(body_of: bool = False):
-        response = client.post("/api/v1/hooks/pre", body, content_type="application/json",
-                               **headers)
+        response = client.post("/api/v1/hooks/pre", body, content_type="application/json", **headers)
         assert response.status_code == 200, response.content[:300]
         return response.json()["prompt"] if body_of else None
 
     def floor():
-        response = client.post("/api/bench/floor", body, content_type="application/json",
-                               **headers)
+        response = client.post("/api/bench/floor", body, content_type="application/json", **headers)
         assert response.status_code == 200, response.content[:300]
 
     return pre, floor
@@ -93,8 +102,9 @@ def agent_with_token(world: dict, project, slug: str, manifest: dict | None = No
     from projects.models import Agent
     from projects.runners import bearer
 
-    agent = Agent.objects.create(project=project, slug=slug, name=slug,
-                                 **({"manifest": manifest} if manifest else {}))
+    agent = Agent.objects.create(
+        project=project, slug=slug, name=slug, **({"manifest": manifest} if manifest else {})
+    )
     _, token = bearer.token_create(agent=agent, name="bench", created_by=world["admin"])
     return agent, token
 
@@ -109,20 +119,40 @@ def bulk_files(project, paths: list[str], content: str) -> None:
     storage = storage_for(project)
     data = content.encode()
     sha = sha256(data)
-    files = MemoryFile.objects.bulk_create([
-        MemoryFile(project=project, scope="workspace", path=path,
-                   key=layout.workspace_file_key(project.prefix, path)) for path in paths])
-    revisions = Revision.objects.bulk_create([
-        Revision(file=f, number=1, sha256=sha, size=len(data), author_kind="system",
-                 author_label="system:bench", message="bulk",
-                 snapshot_key=layout.snapshot_key(project.prefix, f.pk, 1, sha)) for f in files])
+    files = MemoryFile.objects.bulk_create(
+        [
+            MemoryFile(
+                project=project,
+                scope="workspace",
+                path=path,
+                key=layout.workspace_file_key(project.prefix, path),
+            )
+            for path in paths
+        ]
+    )
+    revisions = Revision.objects.bulk_create(
+        [
+            Revision(
+                file=f,
+                number=1,
+                sha256=sha,
+                size=len(data),
+                author_kind="system",
+                author_label="system:bench",
+                message="bulk",
+                snapshot_key=layout.snapshot_key(project.prefix, f.pk, 1, sha),
+            )
+            for f in files
+        ]
+    )
 
     def put(pair):
         file, revision = pair
-        storage.client.put_object(Bucket=storage.bucket_name, Key=revision.snapshot_key,
-                                  Body=data)
-        file.head, file.head_etag = revision, storage.client.put_object(
-            Bucket=storage.bucket_name, Key=file.key, Body=data)["ETag"]
+        storage.client.put_object(Bucket=storage.bucket_name, Key=revision.snapshot_key, Body=data)
+        file.head, file.head_etag = (
+            revision,
+            storage.client.put_object(Bucket=storage.bucket_name, Key=file.key, Body=data)["ETag"],
+        )
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         list(pool.map(put, zip(files, revisions, strict=True)))
@@ -158,18 +188,26 @@ def file_with_revisions(world: dict, path: str, count: int):
     for number in range(1, count + 1):
         content = f"# Log\n\nentry {number}\n".encode()
         sha = hashlib.sha256(content).hexdigest()
-        rows.append(Revision(file=file, number=number, sha256=sha, size=len(content),
-                             author_kind="system", author_label="system:bench",
-                             message=f"entry {number}",
-                             snapshot_key=layout.snapshot_key(project.prefix, file.pk, number, sha)))
+        rows.append(
+            Revision(
+                file=file,
+                number=number,
+                sha256=sha,
+                size=len(content),
+                author_kind="system",
+                author_label="system:bench",
+                message=f"entry {number}",
+                snapshot_key=layout.snapshot_key(project.prefix, file.pk, number, sha),
+            )
+        )
     Revision.objects.bulk_create(rows, batch_size=2000)
     for revision in rows[-2:]:
         content = f"# Log\n\nentry {revision.number}\n".encode()
-        storage.client.put_object(Bucket=storage.bucket_name, Key=revision.snapshot_key,
-                                  Body=content)
+        storage.client.put_object(Bucket=storage.bucket_name, Key=revision.snapshot_key, Body=content)
     head = Revision.objects.get(file=file, number=count)
-    etag = storage.client.put_object(Bucket=storage.bucket_name, Key=file.key,
-                                     Body=f"# Log\n\nentry {count}\n".encode())["ETag"]
+    etag = storage.client.put_object(
+        Bucket=storage.bucket_name, Key=file.key, Body=f"# Log\n\nentry {count}\n".encode()
+    )["ETag"]
     MemoryFile.objects.filter(pk=file.pk).update(head=head, head_etag=etag)
     analyze()
     return MemoryFile.objects.get(pk=file.pk)

@@ -23,9 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-RUNBOOK = ("# Runbook: auth latency\n\n1. Check the pool size on db-2 (`SHOW max_connections`).\n"
-           "2. Compare p99 with the last deploy.\n3. Page the on-call if p99 > 800 ms for 10 "
-           "minutes.\n")
+RUNBOOK = (
+    "# Runbook: auth latency\n\n1. Check the pool size on db-2 (`SHOW max_connections`).\n"
+    "2. Compare p99 with the last deploy.\n3. Page the on-call if p99 > 800 ms for 10 "
+    "minutes.\n"
+)
 
 
 def main() -> None:
@@ -37,12 +39,18 @@ def main() -> None:
 
     seaweed = SeaweedMini(tmp / "s3", access_key="bench-key", secret_key="bench-secret").start()
     try:
-        os.environ.update({
-            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-            "MGC_S3_ENDPOINT_URL": seaweed.endpoint, "MGC_S3_ACCESS_KEY_ID": "bench-key",
-            "MGC_S3_SECRET_ACCESS_KEY": "bench-secret", "MGC_S3_BUCKET": "bench",
-            "MGC_SECRET_KEY": "bench-" + "x" * 50, "MGC_LOG_LEVEL": "ERROR",
-            "DJANGO_SETTINGS_MODULE": "memoryadmin.settings"})
+        os.environ.update(
+            {
+                "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
+                "MGC_S3_ENDPOINT_URL": seaweed.endpoint,
+                "MGC_S3_ACCESS_KEY_ID": "bench-key",
+                "MGC_S3_SECRET_ACCESS_KEY": "bench-secret",
+                "MGC_S3_BUCKET": "bench",
+                "MGC_SECRET_KEY": "bench-" + "x" * 50,
+                "MGC_LOG_LEVEL": "ERROR",
+                "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+            }
+        )
         import django
 
         django.setup()
@@ -71,25 +79,46 @@ def _run(sessions: int) -> None:
     for n in range(1, sessions + 2):
         session, assembly = prehook.hook_pre(agent=agent, user=user, external_ref=f"bench-{n}")
         workspace = next((s.tokens for s in assembly.sections if s.tag == "workspace_memory"), 0)
-        figures.append((n, assembly.total_tokens, workspace,
-                        any(s.truncated for s in assembly.sections)))
+        figures.append((n, assembly.total_tokens, workspace, any(s.truncated for s in assembly.sections)))
         if n > sessions:
             break
-        for call, (name, tool_input, response) in enumerate([
+        for call, (name, tool_input, response) in enumerate(
+            [
                 ("Read", {"file_path": "/work/runbooks/auth.md"}, {"file": {"content": RUNBOOK}}),
                 ("Bash", {"command": "grep -c ' 5.. ' api.log"}, {"stdout": f"{40 + n}"}),
-                ("Edit", {"file_path": "/work/.mgc-memory/x/workspace/notes/auth.md",
-                          "old_string": "p99", "new_string": f"p99 {800 + n} ms"},
-                 {"filePath": "/work/.mgc-memory/x/workspace/notes/auth.md"})]):
+                (
+                    "Edit",
+                    {
+                        "file_path": "/work/.mgc-memory/x/workspace/notes/auth.md",
+                        "old_string": "p99",
+                        "new_string": f"p99 {800 + n} ms",
+                    },
+                    {"filePath": "/work/.mgc-memory/x/workspace/notes/auth.md"},
+                ),
+            ]
+        ):
             summary = json.dumps({"input": tool_input, "response": response})[:300]
-            hooks.hook_event(session=session, kind="tool",
-                             payload={"name": name, "summary": summary,
-                                      "details": {"tool_use_id": f"toolu_{n}_{call}"}})
-        hooks.hook_event(session=session, kind="error", payload={
-            "message": f"psql: connection to db-2 refused (attempt {n})"})
-        hooks.hook_post(session=session, summary=f"bench session {n}", writes=[
-            hooks.WriteRequest("workspace/notes/auth.md", "append",
-                               f"- session {n}: auth p99 {800 + n} ms; pool on db-2 at 20\n")])
+            hooks.hook_event(
+                session=session,
+                kind="tool",
+                payload={"name": name, "summary": summary, "details": {"tool_use_id": f"toolu_{n}_{call}"}},
+            )
+        hooks.hook_event(
+            session=session,
+            kind="error",
+            payload={"message": f"psql: connection to db-2 refused (attempt {n})"},
+        )
+        hooks.hook_post(
+            session=session,
+            summary=f"bench session {n}",
+            writes=[
+                hooks.WriteRequest(
+                    "workspace/notes/auth.md",
+                    "append",
+                    f"- session {n}: auth p99 {800 + n} ms; pool on db-2 at 20\n",
+                )
+            ],
+        )
     print("session  prompt tokens  workspace section  truncated")
     for n, total, workspace, truncated in figures:
         if n in (1, 2, 5, 10, 15, 20, sessions + 1):

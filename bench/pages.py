@@ -30,8 +30,12 @@ def bench_save(table: Table, world: dict, n: int) -> None:
 
     def save():
         record = MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
-        store.file_save(file=record, content=f"{text}{next(counter)}\n", actor=actor,
-                        base_revision=record.head.number if record.head else None)
+        store.file_save(
+            file=record,
+            content=f"{text}{next(counter)}\n",
+            actor=actor,
+            base_revision=record.head.number if record.head else None,
+        )
 
     save()
     requests.clear()
@@ -39,12 +43,19 @@ def bench_save(table: Table, world: dict, n: int) -> None:
     per_save = len(requests)
     latencies = timed(save, n)
     storage.client.meta.events.unregister("before-send.s3", count)
-    raw = timed(lambda: storage.client.put_object(Bucket=storage.bucket_name, Key="bench/raw.md",
-                                                  Body=text.encode()), n)
-    table.add("editor save: S3 requests per save", str(per_save), "", None, "<= 3",
-              per_save <= 3)
-    table.add("editor save latency (p50)", ms(latencies), "raw put_object: " + ms(raw),
-              statistics.median(latencies) / statistics.median(raw), "", None)
+    raw = timed(
+        lambda: storage.client.put_object(Bucket=storage.bucket_name, Key="bench/raw.md", Body=text.encode()),
+        n,
+    )
+    table.add("editor save: S3 requests per save", str(per_save), "", None, "<= 3", per_save <= 3)
+    table.add(
+        "editor save latency (p50)",
+        ms(latencies),
+        "raw put_object: " + ms(raw),
+        statistics.median(latencies) / statistics.median(raw),
+        "",
+        None,
+    )
 
 
 # --- History ---------------------------------------------------------------------------------------
@@ -61,8 +72,7 @@ def bench_history(table: Table, world: dict, big: int, n: int) -> None:
     from django.test.utils import CaptureQueriesContext
 
     assert big % 50 == 10
-    files = {count: file_with_revisions(world, f"bench/h{count}.md", count)
-             for count in (10, 50, big)}
+    files = {count: file_with_revisions(world, f"bench/h{count}.md", count) for count in (10, 50, big)}
     client = Client()
     client.force_login(world["admin"])
     slug = world["project"].slug
@@ -75,13 +85,16 @@ def bench_history(table: Table, world: dict, big: int, n: int) -> None:
                 cache.clear()
             response = client.get(url)
             assert response.status_code == 200, (url, response.status_code)
+
         return get
 
     last = (big + 49) // 50  # the paginator takes numbers only ("last" would be page 1)
-    cases = (("history page 1 (50 rows)", "history/", 50, False),
-             ("history last page (10 rows)", f"history/?page={last}", 10, False),
-             ("diff page, latest two (warm cache)", "diff/", 10, False),
-             ("diff page, latest two (cold cache: 2 GETs)", "diff/", 10, True))
+    cases = (
+        ("history page 1 (50 rows)", "history/", 50, False),
+        ("history last page (10 rows)", f"history/?page={last}", 10, False),
+        ("diff page, latest two (warm cache)", "diff/", 10, False),
+        ("diff page, latest two (cold cache: 2 GETs)", "diff/", 10, True),
+    )
     for label, suffix, small, clear in cases:
         calls = [page(big, suffix, clear), page(small, suffix, clear)]
         queries = []
@@ -91,9 +104,14 @@ def bench_history(table: Table, world: dict, big: int, n: int) -> None:
             queries.append(len(captured))
         large_times, small_times = interleaved(calls, n)
         ratio = p50(large_times) / p50(small_times)
-        table.add(f"{label}, {big:,} revisions", f"{queries[0]} queries, " + ms(large_times),
-                  f"{small} revisions: {queries[1]} queries, " + ms(small_times), ratio,
-                  "<= 1.2x", ratio <= 1.2)
+        table.add(
+            f"{label}, {big:,} revisions",
+            f"{queries[0]} queries, " + ms(large_times),
+            f"{small} revisions: {queries[1]} queries, " + ms(small_times),
+            ratio,
+            "<= 1.2x",
+            ratio <= 1.2,
+        )
 
 
 # --- Lists -----------------------------------------------------------------------------------------
@@ -116,24 +134,34 @@ def bench_lists(table: Table, world: dict, rows: int, n: int) -> None:
         and `size` audit events."""
         viewer = User.objects.create_user(f"viewer-{tag}", password="bench")
         projects = Project.objects.bulk_create(
-            [Project(slug=f"p-{tag}-{i}", name=f"Project {tag} {i:05d}") for i in range(size)])
-        Membership.objects.bulk_create([Membership(user=viewer, project=p, role="admin")
-                                        for p in projects])
+            [Project(slug=f"p-{tag}-{i}", name=f"Project {tag} {i:05d}") for i in range(size)]
+        )
+        Membership.objects.bulk_create([Membership(user=viewer, project=p, role="admin") for p in projects])
         target = projects[0]
-        Agent.objects.bulk_create([Agent(project=target, slug=f"a-{i}", name=f"Agent {i:05d}")
-                                   for i in range(size)])
-        people = User.objects.bulk_create([User(username=f"u-{tag}-{i}", password="!")
-                                           for i in range(size)])
-        Membership.objects.bulk_create([Membership(user=u, project=target, role="employee")
-                                        for u in people[1:]])
+        Agent.objects.bulk_create(
+            [Agent(project=target, slug=f"a-{i}", name=f"Agent {i:05d}") for i in range(size)]
+        )
+        people = User.objects.bulk_create([User(username=f"u-{tag}-{i}", password="!") for i in range(size)])
+        Membership.objects.bulk_create(
+            [Membership(user=u, project=target, role="employee") for u in people[1:]]
+        )
         chain = AuditChain.objects.get_or_create(pk=1)[0]
         seq, last, events = chain.last_seq, chain.last_hash, []
         for i in range(size):
             seq += 1
-            event = AuditEvent(created_at=timezone.now(), actor_label=viewer.username,
-                               actor_user=viewer, action="file.save", project=target,
-                               object_type="memoryfile", object_id=str(i), object_repr=f"f{i}",
-                               details={"revision": i}, seq=seq, prev_hash=last)
+            event = AuditEvent(
+                created_at=timezone.now(),
+                actor_label=viewer.username,
+                actor_user=viewer,
+                action="file.save",
+                project=target,
+                object_type="memoryfile",
+                object_id=str(i),
+                object_repr=f"f{i}",
+                details={"revision": i},
+                seq=seq,
+                prev_hash=last,
+            )
             event.hash = last = event_hash(event)
             events.append(event)
         AuditEvent.objects.bulk_create(events, batch_size=2000)
@@ -143,11 +171,14 @@ def bench_lists(table: Table, world: dict, rows: int, n: int) -> None:
 
     small_viewer, small_project = fill(10, "s")
     large_viewer, large_project = fill(rows, "l")
-    pages = [("dashboard", lambda p: "/"), ("projects", lambda p: "/projects/"),
-             ("agents (project page)", lambda p: f"/p/{p.slug}/"),
-             ("people", lambda p: f"/p/{p.slug}/people/"),
-             ("members", lambda p: f"/p/{p.slug}/members/"),
-             ("audit", lambda p: f"/audit/?project={p.slug}")]
+    pages = [
+        ("dashboard", lambda p: "/"),
+        ("projects", lambda p: "/projects/"),
+        ("agents (project page)", lambda p: f"/p/{p.slug}/"),
+        ("people", lambda p: f"/p/{p.slug}/people/"),
+        ("members", lambda p: f"/p/{p.slug}/members/"),
+        ("audit", lambda p: f"/audit/?project={p.slug}"),
+    ]
     for label, url_of in pages:
         figures = []
         for viewer, project in ((small_viewer, small_project), (large_viewer, large_project)):
@@ -159,10 +190,14 @@ def bench_lists(table: Table, world: dict, rows: int, n: int) -> None:
             assert response.status_code == 200, (url, response.status_code)
             figures.append((len(queries), timed(lambda c=client, u=url: c.get(u), n)))
         (q_small, t_small), (q_large, t_large) = figures
-        table.add(f"list: {label}, {rows:,} rows", f"{q_large} queries, " + ms(t_large),
-                  f"10 rows: {q_small} queries, " + ms(t_small),
-                  statistics.median(t_large) / statistics.median(t_small),
-                  "same query count", q_large == q_small)
+        table.add(
+            f"list: {label}, {rows:,} rows",
+            f"{q_large} queries, " + ms(t_large),
+            f"10 rows: {q_small} queries, " + ms(t_small),
+            statistics.median(t_large) / statistics.median(t_small),
+            "same query count",
+            q_large == q_small,
+        )
 
 
 # --- Search ----------------------------------------------------------------------------------------
@@ -176,23 +211,38 @@ def bench_search(table: Table, world: dict, files: int, n: int) -> None:
     from projects.memory import layout
     from projects.models import Membership, MemoryFile, Project, SearchText
 
-    words = ("incident deploy rollback latency queue tender deadline budget owner report "
-             "timeline alert").split()
+    words = (
+        "incident deploy rollback latency queue tender deadline budget owner report timeline alert"
+    ).split()
     client = Client()
     client.force_login(world["admin"])
     results = []
     for size in (10, files):
         project = Project.objects.create(slug=f"search-{size}", name=f"Search {size}")
         Membership.objects.create(user=world["admin"], project=project, role="admin")
-        records = MemoryFile.objects.bulk_create([
-            MemoryFile(project=project, scope="workspace", path=f"notes/{i}.md",
-                       key=layout.workspace_file_key(project.prefix, f"notes/{i}.md"))
-            for i in range(size)])
-        SearchText.objects.bulk_create([
-            SearchText(file=f, number=1, text=" ".join(words[(i + k) % len(words)]
-                                                        for k in range(300))
-                       + (" needle-word" if i % 100 == 0 else ""))
-            for i, f in enumerate(records)], batch_size=2000)
+        records = MemoryFile.objects.bulk_create(
+            [
+                MemoryFile(
+                    project=project,
+                    scope="workspace",
+                    path=f"notes/{i}.md",
+                    key=layout.workspace_file_key(project.prefix, f"notes/{i}.md"),
+                )
+                for i in range(size)
+            ]
+        )
+        SearchText.objects.bulk_create(
+            [
+                SearchText(
+                    file=f,
+                    number=1,
+                    text=" ".join(words[(i + k) % len(words)] for k in range(300))
+                    + (" needle-word" if i % 100 == 0 else ""),
+                )
+                for i, f in enumerate(records)
+            ],
+            batch_size=2000,
+        )
         analyze()
         url = f"/p/{project.slug}/search/?q=needle-word"
 
@@ -202,5 +252,11 @@ def bench_search(table: Table, world: dict, files: int, n: int) -> None:
 
         results.append(timed(get, n))
     ratio = statistics.median(results[1]) / statistics.median(results[0])
-    table.add(f"search page, {files:,} files (1% match)", ms(results[1]),
-              "10 files: " + ms(results[0]), ratio, "fast (no goal ratio)", None)
+    table.add(
+        f"search page, {files:,} files (1% match)",
+        ms(results[1]),
+        "10 files: " + ms(results[0]),
+        ratio,
+        "fast (no goal ratio)",
+        None,
+    )

@@ -35,13 +35,18 @@ def bench_pre(table: Table, world: dict, n: int) -> None:
     from projects.memory import feed
     from projects.models import Revision
 
-    snapshots = list(Revision.objects.filter(file__project=world["project"])
-                     .values_list("snapshot_key", flat=True))
+    snapshots = list(
+        Revision.objects.filter(file__project=world["project"]).values_list("snapshot_key", flat=True)
+    )
     assert len(snapshots) == 6
-    s3 = boto3.client("s3", endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"], region_name="us-east-1",
-                      aws_access_key_id=os.environ["MGC_S3_ACCESS_KEY_ID"],
-                      aws_secret_access_key=os.environ["MGC_S3_SECRET_ACCESS_KEY"],
-                      config=Config(s3={"addressing_style": "path"}, max_pool_connections=16))
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
+        region_name="us-east-1",
+        aws_access_key_id=os.environ["MGC_S3_ACCESS_KEY_ID"],
+        aws_secret_access_key=os.environ["MGC_S3_SECRET_ACCESS_KEY"],
+        config=Config(s3={"addressing_style": "path"}, max_pool_connections=16),
+    )
     pool = concurrent.futures.ThreadPoolExecutor(6)
 
     def cold_floor():
@@ -72,26 +77,53 @@ def bench_pre(table: Table, world: dict, n: int) -> None:
     _wait_following(feed.feed_for("bench"))
     feed_off()
     cold, raw, cold_direct = interleaved([pre_cold, cold_floor, direct_cold], n)
-    warm, floor_times, warm_listing, warm_fed = interleaved(
-        [pre, floor, direct_listing, direct_fed], n)
+    warm, floor_times, warm_listing, warm_fed = interleaved([pre, floor, direct_listing, direct_fed], n)
     feed_off()
     ratio = p50(cold) / p50(raw)
-    table.add("pre hook, 6 files, cold cache, no direct credentials (no LIST)", ms(cold),
-              "cold floor, the same 6 objects by parallel boto3 GETs: " + ms(raw), ratio,
-              "<= 1.3x (p50)", ratio <= 1.3)
+    table.add(
+        "pre hook, 6 files, cold cache, no direct credentials (no LIST)",
+        ms(cold),
+        "cold floor, the same 6 objects by parallel boto3 GETs: " + ms(raw),
+        ratio,
+        "<= 1.3x (p50)",
+        ratio <= 1.3,
+    )
     ratio = p50(cold_direct) / p50(raw)
-    table.add("  the same, runner with direct credentials (one LIST beside)", ms(cold_direct),
-              "cold floor", ratio, "<= 1.3x (p50)", ratio <= 1.3)
+    table.add(
+        "  the same, runner with direct credentials (one LIST beside)",
+        ms(cold_direct),
+        "cold floor",
+        ratio,
+        "<= 1.3x (p50)",
+        ratio <= 1.3,
+    )
     ratio = p50(warm) / p50(floor_times)
-    table.add("pre hook, warm cache, no direct credentials (no LIST)", ms(warm),
-              "warm floor, bearer token by hash + one row in one transaction, same middleware: "
-              + ms(floor_times), ratio, "<= 2x (p50)", ratio <= 2)
+    table.add(
+        "pre hook, warm cache, no direct credentials (no LIST)",
+        ms(warm),
+        "warm floor, bearer token by hash + one row in one transaction, same middleware: " + ms(floor_times),
+        ratio,
+        "<= 2x (p50)",
+        ratio <= 2,
+    )
     ratio = p50(warm_listing) / p50(floor_times)
-    table.add("pre hook, warm, direct credentials, no change feed (one LIST a hook)",
-              ms(warm_listing), "warm floor", ratio, "<= 2x (p50)", ratio <= 2)
+    table.add(
+        "pre hook, warm, direct credentials, no change feed (one LIST a hook)",
+        ms(warm_listing),
+        "warm floor",
+        ratio,
+        "<= 2x (p50)",
+        ratio <= 2,
+    )
     ratio = p50(warm_fed) / p50(floor_times)
-    table.add("pre hook, warm, direct credentials, SeaweedFS change feed (no LIST when idle)",
-              ms(warm_fed), "warm floor", ratio, "<= 2x (p50)", ratio <= 2)
+    table.add(
+        "pre hook, warm, direct credentials, SeaweedFS change feed (no LIST when idle)",
+        ms(warm_fed),
+        "warm floor",
+        ratio,
+        "<= 2x (p50)",
+        ratio <= 2,
+    )
     _pre_breakdown(table, world, n)
 
 
@@ -129,15 +161,19 @@ def _pre_breakdown(table: Table, world: dict, n: int) -> None:
     workspace = f"{project.prefix}workspace/"
     lean = lambda: storage.etags(workspace)  # noqa: E731
     client = lambda: storage.client.list_objects_v2(  # noqa: E731
-        Bucket=storage.bucket_name, Prefix=workspace)
+        Bucket=storage.bucket_name, Prefix=workspace
+    )
     assemble = lambda: prompt_context.build_context(agent=agent, user=employee)  # noqa: E731
     catch_up, one_lean, one_client, assembly = interleaved([lists, lean, client, assemble], n)
-    table.add("  in it (direct credentials, no feed): the workspace's LIST + records, beside "
-              "assembly",
-              ms(catch_up), f"one LIST: {ms(one_lean)}; through boto3's client: "
-              f"{ms(one_client)}", p50(catch_up) / p50(one_lean), "", None)
-    table.add("  in it: assembly (records, cached texts, token counts)", ms(assembly), "", None,
-              "", None)
+    table.add(
+        "  in it (direct credentials, no feed): the workspace's LIST + records, beside assembly",
+        ms(catch_up),
+        f"one LIST: {ms(one_lean)}; through boto3's client: {ms(one_client)}",
+        p50(catch_up) / p50(one_lean),
+        "",
+        None,
+    )
+    table.add("  in it: assembly (records, cached texts, token counts)", ms(assembly), "", None, "", None)
 
 
 # --- How stale a prompt can be with the change feed -------------------------------------------------
@@ -159,18 +195,26 @@ def bench_staleness(table: Table, world: dict, rounds: int) -> None:
         _wait_following(follower)
         project = world["direct_project"]
         key_id, secret = world["direct_keys"]
-        runner = boto3.client("s3", endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
-                              region_name="us-east-1", aws_access_key_id=key_id,
-                              aws_secret_access_key=secret)
-        file = store.file_create(project=project, scope="workspace", path="notes/stale.md",
-                                 content="# Stale?\n", actor=world["actor"]).file
+        runner = boto3.client(
+            "s3",
+            endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id=key_id,
+            aws_secret_access_key=secret,
+        )
+        file = store.file_create(
+            project=project,
+            scope="workspace",
+            path="notes/stale.md",
+            content="# Stale?\n",
+            actor=world["actor"],
+        ).file
         prefix = layout.workspace_prefix(project.prefix)
         pre, _floor = hook_client(world["direct_token"])
         latencies, missed, lost = [], 0, 0
         for round_ in range(rounds):
             seen = follower.count(prefix)
-            runner.put_object(Bucket="bench", Key=file.key, Body=f"# Stale?\n\nround {round_}\n"
-                              .encode())
+            runner.put_object(Bucket="bench", Key=file.key, Body=f"# Stale?\n\nround {round_}\n".encode())
             answered = time.perf_counter()
             if follower.wait_past(prefix, seen, timeout=5):
                 latencies.append((time.perf_counter() - answered) * 1000)
@@ -182,12 +226,22 @@ def bench_staleness(table: Table, world: dict, rounds: int) -> None:
             if marker not in pre(body_of=True):
                 missed += 1
                 pre()  # the next one
-        table.add("change feed: a runner's write seen by this process", ms(latencies)
-                  + f", max {max(latencies):.2f} ms; {lost} of {rounds} never seen",
-                  "after the PUT was answered", None,
-                  "stated bound: p95 (docs/ARCHITECTURE.md)", None)
-        table.add("  a pre hook sent the moment the PUT is answered", f"stale in {missed} of "
-                  f"{rounds} (missing the write; the next hook had it)", "", None, "", None)
+        table.add(
+            "change feed: a runner's write seen by this process",
+            ms(latencies) + f", max {max(latencies):.2f} ms; {lost} of {rounds} never seen",
+            "after the PUT was answered",
+            None,
+            "stated bound: p95 (docs/ARCHITECTURE.md)",
+            None,
+        )
+        table.add(
+            "  a pre hook sent the moment the PUT is answered",
+            f"stale in {missed} of {rounds} (missing the write; the next hook had it)",
+            "",
+            None,
+            "",
+            None,
+        )
         if lost:
             table.wrong.append(f"the change feed never saw {lost} of {rounds} writes")
     finally:
@@ -211,18 +265,30 @@ def bench_refused_write(table: Table, world: dict, n: int) -> None:
     credential, secret = credentials.credentials_issue(token=row, by=world["admin"])
     pre, _ = hook_client(token)
     before = timed(pre, n)
-    runner = boto3.client("s3", endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
-                          region_name="us-east-1", aws_access_key_id=credential.access_key_id,
-                          aws_secret_access_key=secret)
-    runner.put_object(Bucket="bench", Body=b"x" * (20 * 1024 * 1024),  # the runner's own keys
-                      Key=layout.workspace_file_key(project.prefix, "huge-20mb.md"))
+    runner = boto3.client(
+        "s3",
+        endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
+        region_name="us-east-1",
+        aws_access_key_id=credential.access_key_id,
+        aws_secret_access_key=secret,
+    )
+    runner.put_object(
+        Bucket="bench",
+        Body=b"x" * (20 * 1024 * 1024),  # the runner's own keys
+        Key=layout.workspace_file_key(project.prefix, "huge-20mb.md"),
+    )
     first = timed(pre, 1, warmup=0)
     after = timed(pre, n, warmup=0)
     assert RefusedWrite.objects.filter(project=project, reason="too_large").count() == 1
     ratio = p50(after) / p50(before)
-    table.add("pre hook (warm) after a 20 MiB direct write to its workspace", ms(after)
-              + f"; the first after it (finds and records it): {first[0]:.1f} ms",
-              "the same hook before the write: " + ms(before), ratio, "<= 1.2x", ratio <= 1.2)
+    table.add(
+        "pre hook (warm) after a 20 MiB direct write to its workspace",
+        ms(after) + f"; the first after it (finds and records it): {first[0]:.1f} ms",
+        "the same hook before the write: " + ms(before),
+        ratio,
+        "<= 1.2x",
+        ratio <= 1.2,
+    )
 
 
 # --- Growth ----------------------------------------------------------------------------------------
@@ -239,10 +305,13 @@ def bench_growth_files(table: Table, world: dict, sizes: tuple[int, ...], n: int
     for size in sizes:
         project = Project.objects.create(slug=f"files-{size}", name=f"Files {size}")
         Membership.objects.create(user=world["employee"], project=project, role="employee")
-        bulk_files(project, [f"notes/{i:04d}.md" for i in range(size)],
-                    "# Note\n\n" + PARAGRAPH)
-        _, token = agent_with_token(world, project, "reader", {"sections": [
-            {"tag": "workspace_memory", "source": "workspace/notes/*.md"}]})
+        bulk_files(project, [f"notes/{i:04d}.md" for i in range(size)], "# Note\n\n" + PARAGRAPH)
+        _, token = agent_with_token(
+            world,
+            project,
+            "reader",
+            {"sections": [{"tag": "workspace_memory", "source": "workspace/notes/*.md"}]},
+        )
         pre, _ = hook_client(token)
         pre()  # texts into the cache
         storage, prefix = storage_for(project), f"{project.prefix}workspace/"
@@ -251,11 +320,15 @@ def bench_growth_files(table: Table, world: dict, sizes: tuple[int, ...], n: int
     base = p50(results[0])
     for index, size in enumerate(sizes):
         times, listing = results[2 * index], results[2 * index + 1]
-        per_file = f"; {(p50(times) - base) / (size - 1):.2f} ms per added file" \
-            if size > 1 else ""
-        table.add(f"pre hook (warm), {size:,} workspace files in the prompt", ms(times),
-                  f"one LIST of the {size:,} files: {ms(listing)}{per_file}",
-                  p50(times) / base, "grows with the files (no goal); ratio to 1 file", None)
+        per_file = f"; {(p50(times) - base) / (size - 1):.2f} ms per added file" if size > 1 else ""
+        table.add(
+            f"pre hook (warm), {size:,} workspace files in the prompt",
+            ms(times),
+            f"one LIST of the {size:,} files: {ms(listing)}{per_file}",
+            p50(times) / base,
+            "grows with the files (no goal); ratio to 1 file",
+            None,
+        )
 
 
 def bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: int) -> None:
@@ -269,13 +342,24 @@ def bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: 
     for size in sizes:
         agent, token = agent_with_token(world, project, f"history-{size}")
         for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4), ("TOOLS.md", 3)):
-            store.file_create(project=project, scope="agent", agent=agent, path=name,
-                              content=text_of(kb), actor=Actor.system("bench"))
-        sessions = AgentSession.objects.bulk_create([
-            AgentSession(agent=agent, user=world["employee"], prompt_sha256="0" * 64,
-                         receipt=[]) for _ in range(size - 1)], batch_size=2000)
-        SessionEvent.objects.bulk_create([
-            SessionEvent(session=s, kind="pre", payload={}) for s in sessions], batch_size=2000)
+            store.file_create(
+                project=project,
+                scope="agent",
+                agent=agent,
+                path=name,
+                content=text_of(kb),
+                actor=Actor.system("bench"),
+            )
+        sessions = AgentSession.objects.bulk_create(
+            [
+                AgentSession(agent=agent, user=world["employee"], prompt_sha256="0" * 64, receipt=[])
+                for _ in range(size - 1)
+            ],
+            batch_size=2000,
+        )
+        SessionEvent.objects.bulk_create(
+            [SessionEvent(session=s, kind="pre", payload={}) for s in sessions], batch_size=2000
+        )
         pre, _ = hook_client(token)
         calls.append(pre)
     analyze()
@@ -284,6 +368,11 @@ def bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: 
     for size, times in zip(sizes, results, strict=True):
         ratio = p50(times) / base
         goal = size > 1
-        table.add(f"pre hook (warm), agent with {size:,} earlier sessions", ms(times),
-                  "1 session" if size == 1 else f"1 session: p50 {base:.2f} ms", ratio,
-                  "<= 1.2x" if goal else "", ratio <= 1.2 if goal else None)
+        table.add(
+            f"pre hook (warm), agent with {size:,} earlier sessions",
+            ms(times),
+            "1 session" if size == 1 else f"1 session: p50 {base:.2f} ms",
+            ratio,
+            "<= 1.2x" if goal else "",
+            ratio <= 1.2 if goal else None,
+        )

@@ -39,8 +39,9 @@ def choose_database(tmp: Path) -> str:
     try:
         import psycopg
 
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True,
-                             connect_timeout=2) as conn:
+        with psycopg.connect(
+            "postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=2
+        ) as conn:
             conn.execute("DROP DATABASE IF EXISTS mgc_bench WITH (FORCE)")
             conn.execute("CREATE DATABASE mgc_bench")
         return "postgres://postgres@127.0.0.1:5432/mgc_bench"
@@ -63,10 +64,14 @@ def write_doc(text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer iterations and smaller data; checks answers, writes nothing")
-    parser.add_argument("--no-docs", action="store_true",
-                        help="do not write the table into docs/PERFORMANCE.md")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer iterations and smaller data; checks answers, writes nothing",
+    )
+    parser.add_argument(
+        "--no-docs", action="store_true", help="do not write the table into docs/PERFORMANCE.md"
+    )
     args = parser.parse_args()
     from bench import fixtures, pages, pre, server
     from bench.table import Table
@@ -81,14 +86,20 @@ def main() -> None:
     try:
         database = choose_database(tmp)
         env = {
-            "DATABASE_URL": database, "MGC_S3_ENDPOINT_URL": seaweed.endpoint,
-            "MGC_S3_ACCESS_KEY_ID": "bench-key", "MGC_S3_SECRET_ACCESS_KEY": "bench-secret",
-            "MGC_S3_BUCKET": "bench", "MGC_SECRET_KEY": "bench-" + "x" * 50,
-            "MGC_LOG_LEVEL": "ERROR", "MGC_ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
-            "MGC_S3_MAX_ATTEMPTS": "1", "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+            "DATABASE_URL": database,
+            "MGC_S3_ENDPOINT_URL": seaweed.endpoint,
+            "MGC_S3_ACCESS_KEY_ID": "bench-key",
+            "MGC_S3_SECRET_ACCESS_KEY": "bench-secret",
+            "MGC_S3_BUCKET": "bench",
+            "MGC_SECRET_KEY": "bench-" + "x" * 50,
+            "MGC_LOG_LEVEL": "ERROR",
+            "MGC_ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+            "MGC_S3_MAX_ATTEMPTS": "1",
+            "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
             # Persistent connections, as docs/DEPLOY.md advises for production.
             "MGC_DB_CONN_MAX_AGE": "60",
-            "MGC_WEB_WORKERS": str(server.WORKERS), "MGC_WEB_THREADS": str(server.THREADS),
+            "MGC_WEB_WORKERS": str(server.WORKERS),
+            "MGC_WEB_THREADS": str(server.THREADS),
             "BENCH_FILER_ADDRESS": seaweed.filer_address,
             # A smaller local cache than the default 128 MiB, so that the large-texts phase
             # passes several budgets' worth of distinct text in minutes, not half an hour.
@@ -106,38 +117,53 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         call_command("ensure_bucket", verbosity=0)
         table = Table()
-        print(f"database: {database.split('@')[-1]}; S3: SeaweedFS on {seaweed.endpoint}",
-              file=sys.stderr)
+        print(f"database: {database.split('@')[-1]}; S3: SeaweedFS on {seaweed.endpoint}", file=sys.stderr)
         world = fixtures.world_create()
         phases = [
             ("pre hook and its floors", lambda: pre.bench_pre(table, world, n)),
-            ("gunicorn", lambda: server.under_gunicorn(table, world, env, seaweed, quick,
-                                                       tmp / "gunicorn.log")),
+            (
+                "gunicorn",
+                lambda: server.under_gunicorn(table, world, env, seaweed, quick, tmp / "gunicorn.log"),
+            ),
             ("refused direct write", lambda: pre.bench_refused_write(table, world, n)),
-            ("change feed staleness", lambda: pre.bench_staleness(table, world,
-                                                                  20 if quick else 300)),
-            ("growth with files", lambda: pre.bench_growth_files(
-                table, world, (1, 10) if quick else (1, 10, 100, 1_000), 5 if quick else 20)),
-            ("growth with history", lambda: pre.bench_growth_sessions(
-                table, world, (1, 100) if quick else (1, 100, 10_000), max(10, n // 2))),
+            ("change feed staleness", lambda: pre.bench_staleness(table, world, 20 if quick else 300)),
+            (
+                "growth with files",
+                lambda: pre.bench_growth_files(
+                    table, world, (1, 10) if quick else (1, 10, 100, 1_000), 5 if quick else 20
+                ),
+            ),
+            (
+                "growth with history",
+                lambda: pre.bench_growth_sessions(
+                    table, world, (1, 100) if quick else (1, 100, 10_000), max(10, n // 2)
+                ),
+            ),
             ("saves", lambda: pages.bench_save(table, world, 5 if quick else n // 4)),
-            ("history pages", lambda: pages.bench_history(table, world, 60 if quick else 10_010,
-                                                          5 if quick else n // 4)),
-            ("list pages", lambda: pages.bench_lists(table, world, 10 if quick else 10_000,
-                                                     3 if quick else n // 10)),
-            ("search", lambda: pages.bench_search(table, world, 100 if quick else 10_000,
-                                                  3 if quick else n // 10)),
+            (
+                "history pages",
+                lambda: pages.bench_history(table, world, 60 if quick else 10_010, 5 if quick else n // 4),
+            ),
+            (
+                "list pages",
+                lambda: pages.bench_lists(table, world, 10 if quick else 10_000, 3 if quick else n // 10),
+            ),
+            (
+                "search",
+                lambda: pages.bench_search(table, world, 100 if quick else 10_000, 3 if quick else n // 10),
+            ),
         ]
         for name, phase in phases:
             began = time.monotonic()
             phase()
             print(f"[{name}: {time.monotonic() - began:.0f} s]", file=sys.stderr, flush=True)
-        header = (f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
-                  f"{os.cpu_count()} cores in {time.monotonic() - started:.0f} s; database "
-                  f"{'PostgreSQL' if 'postgres' in database else 'SQLite'}; S3: SeaweedFS 4.48 "
-                  f"(weed mini) on loopback; gunicorn gthread, {server.WORKERS} workers x "
-                  f"{server.THREADS} threads, {server.CLIENTS} clients"
-                  + ("; --quick" if quick else "") + ".")
+        header = (
+            f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+            f"{os.cpu_count()} cores in {time.monotonic() - started:.0f} s; database "
+            f"{'PostgreSQL' if 'postgres' in database else 'SQLite'}; S3: SeaweedFS 4.48 "
+            f"(weed mini) on loopback; gunicorn gthread, {server.WORKERS} workers x "
+            f"{server.THREADS} threads, {server.CLIENTS} clients" + ("; --quick" if quick else "") + "."
+        )
         text = f"{header}\n\n{table.markdown()}"
         print("\n" + text)
         if table.wrong:

@@ -44,23 +44,31 @@ def wait_for(port: int, timeout: float = 30) -> None:
 def _start_gunicorn(env: dict, log: Path):
     port = free_port()
     process = subprocess.Popen(
-        [str(BIN / "gunicorn"), "-c", str(ROOT / "memoryadmin" / "gunicorn.conf.py"),
-         "bench.wsgi", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
-        stderr=log.open("w"))  # noqa: SIM115 - the process keeps it
+        [
+            str(BIN / "gunicorn"),
+            "-c",
+            str(ROOT / "memoryadmin" / "gunicorn.conf.py"),
+            "bench.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )  # noqa: SIM115 - the process keeps it
     wait_for(port)
     return process, port
 
 
-def under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool,
-                    log: Path) -> None:
+def under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool, log: Path) -> None:
     env = {**env, "MGC_S3_CHANGE_FEED": "seaweedfs", "MGC_S3_FILER_ADDRESS": seaweed.filer_address}
     gunicorn, port = _start_gunicorn(env, log)
     try:
-        done = _bench_throughput(table, world, port, gunicorn, seaweed,
-                                 seconds=3 if quick else 15)
-        _bench_memory(table, world, port, gunicorn, seaweed, done=done,
-                      total=400 if quick else 10_000)
+        done = _bench_throughput(table, world, port, gunicorn, seaweed, seconds=3 if quick else 15)
+        _bench_memory(table, world, port, gunicorn, seaweed, done=done, total=400 if quick else 10_000)
         _bench_large_texts(table, world, port, gunicorn, rounds=20 if quick else 400)
         _bench_login_flood(table, world, port, seconds=3 if quick else 10, throttled=True)
     finally:
@@ -82,8 +90,15 @@ def _stop(process) -> None:
         process.wait(5)
 
 
-def _load(port: int, path: str, token: str, *, seconds: float | None = None,
-          count: int | None = None, clients: int = CLIENTS) -> dict:
+def _load(
+    port: int,
+    path: str,
+    token: str,
+    *,
+    seconds: float | None = None,
+    count: int | None = None,
+    clients: int = CLIENTS,
+) -> dict:
     """`clients` threads POSTing to `path` for `seconds` or until `count` answers, each
     request on a new connection, as a runner's hook does."""
     body = json.dumps({"user": "bench-employee"}).encode()
@@ -139,13 +154,22 @@ def _flood(port: int, stop: threading.Event, result: dict, clients: int = CLIENT
         cookie = page.getheader("Set-Cookie", "").split(";", 1)[0]
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
         while not stop.is_set():
-            body = (f"csrfmiddlewaretoken={token}&username=intruder{random.randrange(10**6)}"
-                    f"&password=wrong{random.randrange(10**6)}")
+            body = (
+                f"csrfmiddlewaretoken={token}&username=intruder{random.randrange(10**6)}"
+                f"&password=wrong{random.randrange(10**6)}"
+            )
             status = 0
             try:
-                conn.request("POST", "/accounts/login/", body, {
-                    "Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie,
-                    "Referer": f"http://127.0.0.1:{port}/accounts/login/"})
+                conn.request(
+                    "POST",
+                    "/accounts/login/",
+                    body,
+                    {
+                        "Content-Type": "application/x-www-form-urlencoded",
+                        "Cookie": cookie,
+                        "Referer": f"http://127.0.0.1:{port}/accounts/login/",
+                    },
+                )
                 response = conn.getresponse()
                 response.read()
                 status = response.status
@@ -162,8 +186,7 @@ def _flood(port: int, stop: threading.Event, result: dict, clients: int = CLIENT
         thread.join(70)
 
 
-def _bench_login_flood(table: Table, world: dict, port: int, *, seconds: float,
-                       throttled: bool) -> None:
+def _bench_login_flood(table: Table, world: dict, port: int, *, seconds: float, throttled: bool) -> None:
     """Pre hooks a second while anonymous clients flood the sign-in page with wrong passwords,
     against the same server's pre hooks alone. Sign-in refuses a flooding address before any
     password is hashed (django-axes); the reference run shows the console without that."""
@@ -179,14 +202,21 @@ def _bench_login_flood(table: Table, world: dict, port: int, *, seconds: float,
     stop.set()
     flooder.join(80)
     ratio = during["rps"] / alone["rps"]
-    label = ("sign-in throttled (django-axes)" if throttled
-             else "sign-in not throttled (reference: the console before it)")
-    table.add(f"pre hook throughput during a wrong-password flood ({CLIENTS} clients), {label}",
-              f"{during['rps']:.1f} req/s, {during['errors']} errors; {ms(during['latencies'])}"
-              f"; flood {attempts / during['seconds']:.1f} attempts/s, answers "
-              f"{dict(sorted(flood.items()))}",
-              f"the same server without the flood: {alone['rps']:.1f} req/s",
-              ratio, ">= 0.5x" if throttled else "", (ratio >= 0.5) if throttled else None)
+    label = (
+        "sign-in throttled (django-axes)"
+        if throttled
+        else "sign-in not throttled (reference: the console before it)"
+    )
+    table.add(
+        f"pre hook throughput during a wrong-password flood ({CLIENTS} clients), {label}",
+        f"{during['rps']:.1f} req/s, {during['errors']} errors; {ms(during['latencies'])}"
+        f"; flood {attempts / during['seconds']:.1f} attempts/s, answers "
+        f"{dict(sorted(flood.items()))}",
+        f"the same server without the flood: {alone['rps']:.1f} req/s",
+        ratio,
+        ">= 0.5x" if throttled else "",
+        (ratio >= 0.5) if throttled else None,
+    )
     if during["errors"] and throttled:
         table.wrong.append(f"pre hooks during the login flood: answers {during['statuses']}")
 
@@ -201,22 +231,26 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def _bench_throughput(table: Table, world: dict, port: int, gunicorn, seaweed,
-                      seconds: float) -> int:
+def _bench_throughput(table: Table, world: dict, port: int, gunicorn, seaweed, seconds: float) -> int:
     """Pre hooks a second against the floor view's, same server, same clients, with the CPU
     each request cost the workers and the S3 server: for the agent no runner may write for,
     and for the one with direct credentials (the server follows the change feed). Returns how
     many pre hooks of the first the server answered."""
     token, direct = world["token"], world["direct_token"]
     warmup = WORKERS * THREADS * 4  # every thread warm
-    for path, key in (("/api/bench/floor", token), ("/api/v1/hooks/pre", token),
-                      ("/api/v1/hooks/pre", direct)):
+    for path, key in (
+        ("/api/bench/floor", token),
+        ("/api/v1/hooks/pre", token),
+        ("/api/v1/hooks/pre", direct),
+    ):
         _load(port, path, key, count=warmup)
     workers, s3 = _workers(gunicorn.pid), [seaweed.process.pid]
     runs = {}
-    for name, path, key in (("floor", "/api/bench/floor", token),
-                            ("pre", "/api/v1/hooks/pre", token),
-                            ("direct", "/api/v1/hooks/pre", direct)):
+    for name, path, key in (
+        ("floor", "/api/bench/floor", token),
+        ("pre", "/api/v1/hooks/pre", token),
+        ("direct", "/api/v1/hooks/pre", direct),
+    ):
         before = _cpu_seconds(workers), _cpu_seconds(s3)
         load = _load(port, path, key, seconds=seconds)
         done = max(1, load["ok"] + load["errors"])
@@ -226,17 +260,23 @@ def _bench_throughput(table: Table, world: dict, port: int, gunicorn, seaweed,
     floor = runs["floor"]
 
     def figures(load: dict) -> str:
-        return (f"{load['rps']:.0f} req/s, {load['errors']} errors of "
-                f"{load['ok'] + load['errors']}; {ms(load['latencies'])}; CPU a request: "
-                f"workers {load['cpu']:.1f} ms, S3 server {load['s3_cpu']:.1f} ms")
+        return (
+            f"{load['rps']:.0f} req/s, {load['errors']} errors of "
+            f"{load['ok'] + load['errors']}; {ms(load['latencies'])}; CPU a request: "
+            f"workers {load['cpu']:.1f} ms, S3 server {load['s3_cpu']:.1f} ms"
+        )
 
-    for name, label in (("pre", "no direct credentials"),
-                        ("direct", "direct credentials, change feed")):
+    for name, label in (("pre", "no direct credentials"), ("direct", "direct credentials, change feed")):
         load = runs[name]
         ratio = load["rps"] / floor["rps"]
-        table.add(f"pre hook throughput, {CLIENTS} clients, {label}", figures(load),
-                  "floor view, same gunicorn: " + figures(floor), ratio, ">= 0.5x, 0 errors",
-                  ratio >= 0.5 and load["errors"] == 0)
+        table.add(
+            f"pre hook throughput, {CLIENTS} clients, {label}",
+            figures(load),
+            "floor view, same gunicorn: " + figures(floor),
+            ratio,
+            ">= 0.5x, 0 errors",
+            ratio >= 0.5 and load["errors"] == 0,
+        )
     for name, load in runs.items():
         if load["errors"]:
             table.wrong.append(f"{name} under gunicorn: answers {load['statuses']}")
@@ -255,24 +295,34 @@ def _bench_large_texts(table: Table, world: dict, port: int, gunicorn, rounds: i
     project, _agent, token, _row = project_with_memory(world, "large-texts")
     workers = _workers(gunicorn.pid)
     warm = [_rss_kb(pid) for pid in workers]
-    files = [store.file_create(project=project, scope="workspace", path=f"large/{n}.md",
-                               content=text_of(1), actor=world["actor"]).file for n in range(4)]
+    files = [
+        store.file_create(
+            project=project, scope="workspace", path=f"large/{n}.md", content=text_of(1), actor=world["actor"]
+        ).file
+        for n in range(4)
+    ]
     filler = "x" * (200 * 1024 - 100)
     for round_ in range(rounds):
         file = files[round_ % len(files)]
-        revision = store.file_save(file=file, content=f"# Large {round_}\n\n{filler}\n",
-                                   actor=world["actor"], base_revision=file.head.number)
+        revision = store.file_save(
+            file=file,
+            content=f"# Large {round_}\n\n{filler}\n",
+            actor=world["actor"],
+            base_revision=file.head.number,
+        )
         file.head = revision
         _load(port, "/api/v1/hooks/pre", token, count=2, clients=2)
     after = [_rss_kb(pid) for pid in _workers(gunicorn.pid)]
     budget = settings.CACHES["default"].get("OPTIONS", {}).get("MAX_BYTES", 0) // 1024
     ceiling = max(warm) + budget + 96 * 1024  # the cache's budget and some slack, in KB
-    table.add(f"worker memory (RSS) after {rounds:,} distinct 200 KB texts "
-              f"({rounds * 200 // 1024} MB)",
-              ", ".join(f"{kb / 1024:.0f} MB" for kb in after),
-              f"after warm-up: {', '.join(f'{kb / 1024:.0f} MB' for kb in warm)}; cache "
-              f"budget {budget // 1024} MB", None, f"<= {ceiling / 1024:.0f} MB each",
-              max(after) <= ceiling)
+    table.add(
+        f"worker memory (RSS) after {rounds:,} distinct 200 KB texts ({rounds * 200 // 1024} MB)",
+        ", ".join(f"{kb / 1024:.0f} MB" for kb in after),
+        f"after warm-up: {', '.join(f'{kb / 1024:.0f} MB' for kb in warm)}; cache budget {budget // 1024} MB",
+        None,
+        f"<= {ceiling / 1024:.0f} MB each",
+        max(after) <= ceiling,
+    )
 
 
 def _rss_kb(pid: int) -> int:
@@ -285,8 +335,7 @@ def _workers(master: int) -> list[int]:
         return sorted(int(pid) for pid in children.read().split())
 
 
-def _bench_memory(table: Table, world: dict, port: int, gunicorn, seaweed, *, done: int,
-                  total: int) -> None:
+def _bench_memory(table: Table, world: dict, port: int, gunicorn, seaweed, *, done: int, total: int) -> None:
     """Resident memory of each worker after warm-up (the throughput run) and after `total`
     pre hooks in all, and the S3 server's."""
     workers = _workers(gunicorn.pid)
@@ -298,15 +347,23 @@ def _bench_memory(table: Table, world: dict, port: int, gunicorn, seaweed, *, do
     hooks = done + rest["ok"] + rest["errors"]
     if rest["errors"]:
         table.wrong.append(f"pre hooks for the memory figure: answers {rest['statuses']}")
-    growth = max(a - w for a, w in zip(after, warm, strict=True)) / 1024 \
-        if now == workers else None  # a worker replaced: not comparable
-    table.add(f"worker memory (RSS) after {hooks:,} pre hooks",
-              ", ".join(f"{kb / 1024:.0f} MB" for kb in after)
-              + f" ({rest['errors']} errors; {rest['rps']:.0f} req/s)",
-              f"after warm-up ({done:,} hooks): "
-              + ", ".join(f"{kb / 1024:.0f} MB" for kb in warm),
-              None, "no growth after warm-up (< 10 MB)",
-              None if growth is None else growth < 10)
-    table.add("S3 server memory (RSS, weed mini, GOMEMLIMIT 256MiB)",
-              f"{_rss_kb(seaweed.process.pid) / 1024:.0f} MB",
-              f"after warm-up: {s3_before / 1024:.0f} MB", None, "", None)
+    growth = (
+        max(a - w for a, w in zip(after, warm, strict=True)) / 1024 if now == workers else None
+    )  # a worker replaced: not comparable
+    table.add(
+        f"worker memory (RSS) after {hooks:,} pre hooks",
+        ", ".join(f"{kb / 1024:.0f} MB" for kb in after)
+        + f" ({rest['errors']} errors; {rest['rps']:.0f} req/s)",
+        f"after warm-up ({done:,} hooks): " + ", ".join(f"{kb / 1024:.0f} MB" for kb in warm),
+        None,
+        "no growth after warm-up (< 10 MB)",
+        None if growth is None else growth < 10,
+    )
+    table.add(
+        "S3 server memory (RSS, weed mini, GOMEMLIMIT 256MiB)",
+        f"{_rss_kb(seaweed.process.pid) / 1024:.0f} MB",
+        f"after warm-up: {s3_before / 1024:.0f} MB",
+        None,
+        "",
+        None,
+    )

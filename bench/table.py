@@ -49,11 +49,11 @@ class Table:
         self.rows: list[tuple[str, ...]] = []
         self.wrong: list[str] = []  # answers that were not 200: the run fails
 
-    def add(self, what: str, measured: str, baseline: str, ratio: float | None, goal: str,
-            met: bool | None) -> None:
+    def add(
+        self, what: str, measured: str, baseline: str, ratio: float | None, goal: str, met: bool | None
+    ) -> None:
         verdict = "n/a" if met is None else ("met" if met else "**missed**")
-        self.rows.append((what, measured, baseline, "" if ratio is None else f"{ratio:.2f}x",
-                          goal, verdict))
+        self.rows.append((what, measured, baseline, "" if ratio is None else f"{ratio:.2f}x", goal, verdict))
         print(f"  {what}: {measured} | {baseline} -> {verdict}", file=sys.stderr, flush=True)
 
     def markdown(self) -> str:

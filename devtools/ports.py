@@ -118,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         return announce(int(argv[1]), argv[2])
     parser = argparse.ArgumentParser(prog="python -m devtools.ports")
     parser.add_argument("port", type=int)
-    parser.add_argument("--exact", action="store_true",
-                        help="the port was asked for by name: fail rather than take another")
+    parser.add_argument(
+        "--exact", action="store_true", help="the port was asked for by name: fail rather than take another"
+    )
     parser.add_argument("--name", default="the demo", help="what the port is for, in messages")
     parser.add_argument("--variable", default="MGC_DEMO_PORT")
     args = parser.parse_args(argv)
@@ -127,15 +128,20 @@ def main(argv: list[str] | None = None) -> int:
         port = pick(args.port, exact=args.exact)
     except PortTaken:
         if args.exact:
-            print(f"Port {args.port} on {HOST} ({args.name}, {args.variable}) is taken. Free it, "
-                  f"or pick another, e.g. make demo {args.variable}={args.port + 1}", file=sys.stderr)
+            print(
+                f"Port {args.port} on {HOST} ({args.name}, {args.variable}) is taken. Free it, "
+                f"or pick another, e.g. make demo {args.variable}={args.port + 1}",
+                file=sys.stderr,
+            )
         else:
-            print(f"Ports {args.port}-{args.port + TRIES - 1} on {HOST} ({args.name}) are all "
-                  f"taken. Free one, or pick one with {args.variable}=...", file=sys.stderr)
+            print(
+                f"Ports {args.port}-{args.port + TRIES - 1} on {HOST} ({args.name}) are all "
+                f"taken. Free one, or pick one with {args.variable}=...",
+                file=sys.stderr,
+            )
         return 1
     if port != args.port:
-        print(f"Port {args.port} on {HOST} is taken; {args.name} uses {port} instead.",
-              file=sys.stderr)
+        print(f"Port {args.port} on {HOST} is taken; {args.name} uses {port} instead.", file=sys.stderr)
     print(port)
     return 0
 

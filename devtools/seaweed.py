@@ -59,11 +59,20 @@ def free_ports(count: int) -> list[int]:
 
 def write_identities(path: Path, access_key: str, secret_key: str) -> None:
     """The -s3.config file: the console's identity, allowed everything (IAM included)."""
-    path.write_text(json.dumps({"identities": [{
-        "name": CONSOLE_IDENTITY,
-        "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
-        "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-    }]}, indent=2))
+    path.write_text(
+        json.dumps(
+            {
+                "identities": [
+                    {
+                        "name": CONSOLE_IDENTITY,
+                        "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
+                        "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                    }
+                ]
+            },
+            indent=2,
+        )
+    )
     path.chmod(0o600)
 
 
@@ -71,14 +80,24 @@ def _s3_client(endpoint: str, access_key: str, secret_key: str):
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                        aws_access_key_id=access_key, aws_secret_access_key=secret_key,
-                        config=Config(retries={"total_max_attempts": 1}, connect_timeout=1,
-                                      read_timeout=5))
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+        config=Config(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=5),
+    )
 
 
-def wait_ready(endpoint: str, access_key: str, secret_key: str, *, timeout: float = 60.0,
-               process: subprocess.Popen | None = None) -> None:
+def wait_ready(
+    endpoint: str,
+    access_key: str,
+    secret_key: str,
+    *,
+    timeout: float = 60.0,
+    process: subprocess.Popen | None = None,
+) -> None:
     """Until the gateway lists buckets and serves an object back from each bucket that has one.
 
     After a restart on old data, GETs can answer 500 "volume not found" for a few seconds
@@ -112,8 +131,13 @@ class _Processes:
     def spawn(self, args: list[str], *, log: Path, env: dict) -> subprocess.Popen:
         handle = open(log, "ab")  # closed in stop()
         self.logs.append(handle)
-        process = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, env=env,  # noqa: S603
-                                   start_new_session=True)
+        process = subprocess.Popen(  # noqa: S603
+            args,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         self.processes.append(process)
         return process
 
@@ -149,8 +173,16 @@ def _environment(folder: Path, memory_limit: str) -> dict:
 class SeaweedMini:
     """One `weed mini` process on loopback with its data in `folder`."""
 
-    def __init__(self, folder: Path, *, access_key: str, secret_key: str, s3_port: int = 0,
-                 memory_limit: str = "256MiB", domain: str = ""):
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        access_key: str,
+        secret_key: str,
+        s3_port: int = 0,
+        memory_limit: str = "256MiB",
+        domain: str = "",
+    ):
         self.folder = Path(folder).resolve()
         self.access_key, self.secret_key = access_key, secret_key
         self.s3_port = s3_port or free_ports(1)[0]
@@ -180,26 +212,40 @@ class SeaweedMini:
         # stream tells what changed in the bucket (projects/memory/feed.py).
         self.filer_address = f"127.0.0.1:{filer}.{filer_g}"
         args = [
-            weed_binary(), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-            "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
+            weed_binary(),
+            "mini",
+            f"-dir={data}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            "-master.telemetry=false",
+            "-admin.ui=false",
+            "-webdav=false",
             "-volume.preStopSeconds=0",
-            f"-master.port={master}", f"-master.port.grpc={master_g}",
-            f"-volume.port={volume}", f"-volume.port.grpc={volume_g}",
-            f"-filer.port={filer}", f"-filer.port.grpc={filer_g}",
-            f"-s3.port={self.s3_port}", f"-s3.port.grpc={s3_g}",
-            f"-admin.port={admin}", f"-admin.port.grpc={admin_g}",
-            "-s3.port.iceberg=0", "-s3.port.lance=0",
+            f"-master.port={master}",
+            f"-master.port.grpc={master_g}",
+            f"-volume.port={volume}",
+            f"-volume.port.grpc={volume_g}",
+            f"-filer.port={filer}",
+            f"-filer.port.grpc={filer_g}",
+            f"-s3.port={self.s3_port}",
+            f"-s3.port.grpc={s3_g}",
+            f"-admin.port={admin}",
+            f"-admin.port.grpc={admin_g}",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
             f"-filer.localSocket={self.folder / 'filer.sock'}",
             f"-s3.localSocket={self.folder / 's3.sock'}",
-            f"-s3.config={config}", "-s3.autoCreateBucket=false", "-s3.iam.readOnly=false",
+            f"-s3.config={config}",
+            "-s3.autoCreateBucket=false",
+            "-s3.iam.readOnly=false",
         ]
         if self.domain:
             args.append(f"-s3.domainName={self.domain}")
-        process = self._processes.spawn(args, log=self.folder / "weed.log",
-                                         env=_environment(self.folder, self.memory_limit))
+        process = self._processes.spawn(
+            args, log=self.folder / "weed.log", env=_environment(self.folder, self.memory_limit)
+        )
         try:
-            wait_ready(self.endpoint, self.access_key, self.secret_key, timeout=timeout,
-                       process=process)
+            wait_ready(self.endpoint, self.access_key, self.secret_key, timeout=timeout, process=process)
         except Exception:
             self.stop()
             raise
@@ -217,8 +263,9 @@ class SeaweedCluster:
         self.access_key, self.secret_key = access_key, secret_key
         self._processes = _Processes()
         self.volumes: list[subprocess.Popen] = []
-        (self.master_port, self.master_grpc, self.filer_port, self.filer_grpc, self.s3_port,
-         self.s3_grpc) = free_ports(6)
+        (self.master_port, self.master_grpc, self.filer_port, self.filer_grpc, self.s3_port, self.s3_grpc) = (
+            free_ports(6)
+        )
 
     @property
     def endpoint(self) -> str:
@@ -230,32 +277,76 @@ class SeaweedCluster:
         common = ["-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
         (self.folder / "master").mkdir(parents=True, exist_ok=True)
         self._processes.spawn(
-            [weed, "master", *common, f"-port={self.master_port}",
-             f"-port.grpc={self.master_grpc}", f"-mdir={self.folder / 'master'}",
-             "-defaultReplication=001", "-telemetry=false", "-volumeSizeLimitMB=64"],
-            log=self.folder / "master.log", env=env)
+            [
+                weed,
+                "master",
+                *common,
+                f"-port={self.master_port}",
+                f"-port.grpc={self.master_grpc}",
+                f"-mdir={self.folder / 'master'}",
+                "-defaultReplication=001",
+                "-telemetry=false",
+                "-volumeSizeLimitMB=64",
+            ],
+            log=self.folder / "master.log",
+            env=env,
+        )
         for index in range(2):
             port, grpc = free_ports(2)
             folder = self.folder / f"volume{index}"
             folder.mkdir(exist_ok=True)
-            self.volumes.append(self._processes.spawn(
-                [weed, "volume", *common, f"-port={port}", f"-port.grpc={grpc}",
-                 f"-dir={folder}", f"-master={master}", "-max=30", "-preStopSeconds=0"],
-                log=self.folder / f"volume{index}.log", env=env))
+            self.volumes.append(
+                self._processes.spawn(
+                    [
+                        weed,
+                        "volume",
+                        *common,
+                        f"-port={port}",
+                        f"-port.grpc={grpc}",
+                        f"-dir={folder}",
+                        f"-master={master}",
+                        "-max=30",
+                        "-preStopSeconds=0",
+                    ],
+                    log=self.folder / f"volume{index}.log",
+                    env=env,
+                )
+            )
         (self.folder / "filer").mkdir(exist_ok=True)
         self._processes.spawn(
-            [weed, "filer", *common, f"-port={self.filer_port}", f"-port.grpc={self.filer_grpc}",
-             f"-master={master}", f"-defaultStoreDir={self.folder / 'filer'}",
-             f"-localSocket={self.folder / 'filer.sock'}"],
-            log=self.folder / "filer.log", env=env)
+            [
+                weed,
+                "filer",
+                *common,
+                f"-port={self.filer_port}",
+                f"-port.grpc={self.filer_grpc}",
+                f"-master={master}",
+                f"-defaultStoreDir={self.folder / 'filer'}",
+                f"-localSocket={self.folder / 'filer.sock'}",
+            ],
+            log=self.folder / "filer.log",
+            env=env,
+        )
         config = self.folder / "s3.json"
         write_identities(config, self.access_key, self.secret_key)
         self._processes.spawn(
-            [weed, "s3", *common, f"-port={self.s3_port}", f"-port.grpc={self.s3_grpc}",
-             f"-filer=127.0.0.1:{self.filer_port}.{self.filer_grpc}", f"-config={config}",
-             "-autoCreateBucket=false", f"-localSocket={self.folder / 's3.sock'}",
-             "-iam.readOnly=false", "-port.iceberg=0", "-port.lance=0"],
-            log=self.folder / "s3.log", env=env)
+            [
+                weed,
+                "s3",
+                *common,
+                f"-port={self.s3_port}",
+                f"-port.grpc={self.s3_grpc}",
+                f"-filer=127.0.0.1:{self.filer_port}.{self.filer_grpc}",
+                f"-config={config}",
+                "-autoCreateBucket=false",
+                f"-localSocket={self.folder / 's3.sock'}",
+                "-iam.readOnly=false",
+                "-port.iceberg=0",
+                "-port.lance=0",
+            ],
+            log=self.folder / "s3.log",
+            env=env,
+        )
         try:
             wait_ready(self.endpoint, self.access_key, self.secret_key, timeout=timeout)
         except Exception:
@@ -281,15 +372,18 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--port", type=int, default=9000)
     # The keys come from the environment, as the console reads them: a secret on the command
     # line shows in `ps`, and one that starts with "-" is taken for an option.
-    serve.add_argument("--access-key", default=os.environ.get("MGC_S3_ACCESS_KEY_ID"),
-                       help="default: $MGC_S3_ACCESS_KEY_ID")
-    serve.add_argument("--secret-key", default=os.environ.get("MGC_S3_SECRET_ACCESS_KEY"),
-                       help="default: $MGC_S3_SECRET_ACCESS_KEY")
+    serve.add_argument(
+        "--access-key", default=os.environ.get("MGC_S3_ACCESS_KEY_ID"), help="default: $MGC_S3_ACCESS_KEY_ID"
+    )
+    serve.add_argument(
+        "--secret-key",
+        default=os.environ.get("MGC_S3_SECRET_ACCESS_KEY"),
+        help="default: $MGC_S3_SECRET_ACCESS_KEY",
+    )
     args = parser.parse_args(argv)
     if not args.access_key or not args.secret_key:
         parser.error("set MGC_S3_ACCESS_KEY_ID and MGC_S3_SECRET_ACCESS_KEY (or pass the keys)")
-    server = SeaweedMini(args.dir, access_key=args.access_key, secret_key=args.secret_key,
-                         s3_port=args.port)
+    server = SeaweedMini(args.dir, access_key=args.access_key, secret_key=args.secret_key, s3_port=args.port)
     stopping = False
 
     def _stop(*_):
@@ -299,8 +393,10 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     server.start()
-    print(f"SeaweedFS S3 ready on {server.endpoint} (data in {server.folder}); filer "
-          f"{server.filer_address}", flush=True)
+    print(
+        f"SeaweedFS S3 ready on {server.endpoint} (data in {server.folder}); filer {server.filer_address}",
+        flush=True,
+    )
     try:
         while not stopping and server.process and server.process.poll() is None:
             time.sleep(0.5)

@@ -30,8 +30,9 @@ def send(event: dict) -> str:
     if err.getvalue():
         print(err.getvalue().rstrip())
     if code not in (0, 2):  # 2: feedback to the model (an edit not kept); anything else failed
-        raise SystemExit(f"mgc-hook failed on {event['hook_event_name']}; see above. Nothing "
-                         f"is claimed about the memory.")
+        raise SystemExit(
+            f"mgc-hook failed on {event['hook_event_name']}; see above. Nothing is claimed about the memory."
+        )
     return out.getvalue()
 
 
@@ -40,13 +41,22 @@ def main() -> int:
     base = {"session_id": session, "transcript_path": f"{session}.jsonl", "cwd": "."}
     context = send({**base, "hook_event_name": "SessionStart", "source": "startup"})
     if not context:
-        print("mgc-hook gave no context: is the console running, MGC_URL and "
-              "MGC_RUNNER_TOKEN right?", file=sys.stderr)
+        print(
+            "mgc-hook gave no context: is the console running, MGC_URL and MGC_RUNNER_TOKEN right?",
+            file=sys.stderr,
+        )
         return 1
     print(json.loads(context)["hookSpecificOutput"]["additionalContext"][:400], "…\n")
-    send({**base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
-          "tool_input": {"command": "grep -c 5xx api.log"}, "tool_response": {"stdout": "42"},
-          "tool_use_id": "toolu_demo_1"})
+    send(
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "grep -c 5xx api.log"},
+            "tool_response": {"stdout": "42"},
+            "tool_use_id": "toolu_demo_1",
+        }
+    )
     # This session's own folder, as mgc-hook recorded it (never another run's).
     memory = Path(ClaudeHook(os.environ).state(session)["folder"])
     notes = memory / "workspace" / "notes" / "claude.md"
@@ -56,13 +66,16 @@ def main() -> int:
         handle.write(f"- {fact}\n")
     send({**base, "hook_event_name": "Stop", "stop_hook_active": False})
     send({**base, "hook_event_name": "SessionEnd", "reason": "other"})
-    again = send({**base, "session_id": session + "-next", "hook_event_name": "SessionStart",
-                  "source": "startup"})
-    send({**base, "session_id": session + "-next", "hook_event_name": "SessionEnd",
-          "reason": "other"})
+    again = send(
+        {**base, "session_id": session + "-next", "hook_event_name": "SessionStart", "source": "startup"}
+    )
+    send({**base, "session_id": session + "-next", "hook_event_name": "SessionEnd", "reason": "other"})
     if fact not in again:
-        print(f"FAILED: the next session's context does NOT have this run's fact ({fact!r}); "
-              f"the Stop hook posted nothing the console kept.", file=sys.stderr)
+        print(
+            f"FAILED: the next session's context does NOT have this run's fact ({fact!r}); "
+            f"the Stop hook posted nothing the console kept.",
+            file=sys.stderr,
+        )
         return 1
     print("the next session's context has the new memory")
     return 0

@@ -38,17 +38,32 @@ def queue_depth(queue: str) -> str:
 def main() -> int:
     client = Client(os.environ["MGC_URL"], os.environ["MGC_RUNNER_TOKEN"])
     user = os.environ.get("MGC_USER")
-    model = ScriptedChat(messages=iter([
-        AIMessage("", tool_calls=[{"name": "queue_depth", "args": {"queue": "billing"},
-                                   "id": "call_1"}]),
-        AIMessage("", tool_calls=[{"name": "remember",
-                                   "args": {"note": "billing queue backed up to 12,400"},
-                                   "id": "call_2"}]),
-        AIMessage("Billing is backed up; noted."),
-    ]))
-    agent = create_agent(model, tools=[queue_depth, remember],
-                         system_prompt="You watch queues. Be brief.",
-                         middleware=[MemoryMiddleware(client, user=user)])
+    model = ScriptedChat(
+        messages=iter(
+            [
+                AIMessage(
+                    "", tool_calls=[{"name": "queue_depth", "args": {"queue": "billing"}, "id": "call_1"}]
+                ),
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {
+                            "name": "remember",
+                            "args": {"note": "billing queue backed up to 12,400"},
+                            "id": "call_2",
+                        }
+                    ],
+                ),
+                AIMessage("Billing is backed up; noted."),
+            ]
+        )
+    )
+    agent = create_agent(
+        model,
+        tools=[queue_depth, remember],
+        system_prompt="You watch queues. Be brief.",
+        middleware=[MemoryMiddleware(client, user=user)],
+    )
     result = agent.invoke({"messages": [{"role": "user", "content": "How is billing?"}]})
     print("agent:", result["messages"][-1].text)
     seen = "12,400" in client.pre(user=user)["prompt"]

@@ -36,16 +36,21 @@ def error_rate(service: str) -> str:
 def main() -> int:
     set_tracing_disabled(True)
     client = Client(os.environ["MGC_URL"], os.environ["MGC_RUNNER_TOKEN"])
-    model = ScriptedModel([
-        [function_call("error_rate", {"service": "checkout"}, call_id="call_1")],
-        [function_call("remember", {"note": "checkout ran at 2.4% 5xx"}, call_id="call_2")],
-        [assistant_message("Checkout is degraded; noted for next time.")],
-    ])
-    agent = Agent(name="analyst", model=model, tools=[error_rate, remember],
-                  instructions=memory_instructions("You analyse incidents. Be brief."))
+    model = ScriptedModel(
+        [
+            [function_call("error_rate", {"service": "checkout"}, call_id="call_1")],
+            [function_call("remember", {"note": "checkout ran at 2.4% 5xx"}, call_id="call_2")],
+            [assistant_message("Checkout is degraded; noted for next time.")],
+        ]
+    )
+    agent = Agent(
+        name="analyst",
+        model=model,
+        tools=[error_rate, remember],
+        instructions=memory_instructions("You analyse incidents. Be brief."),
+    )
     context = MemoryContext(user=os.environ.get("MGC_USER"))
-    result = Runner.run_sync(agent, "How is checkout?", context=context,
-                             hooks=MemoryHooks(client))
+    result = Runner.run_sync(agent, "How is checkout?", context=context, hooks=MemoryHooks(client))
     print("agent:", result.final_output)
     print("its system prompt began:", model.calls[0].system_instructions[:200], "…")
     seen = "2.4% 5xx" in client.pre(user=os.environ.get("MGC_USER"))["prompt"]

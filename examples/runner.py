@@ -36,8 +36,10 @@ def fake_model_turn(folder: Path, stamp: str) -> str:
     new = workspace / "runs" / f"{stamp}.md"
     new.parent.mkdir(parents=True, exist_ok=True)
     new.write_text(f"# Run {stamp}\n\n{note}\n", encoding="utf-8")
-    for name, line in (("AGENTS.md", "- Check the connection pool before scaling out."),
-                       ("USER.md", "- Asked for latency figures in milliseconds.")):
+    for name, line in (
+        ("AGENTS.md", "- Check the connection pool before scaling out."),
+        ("USER.md", "- Asked for latency figures in milliseconds."),
+    ):
         target = folder / name
         if target.exists() and target.stat().st_mode & 0o200:
             with target.open("a", encoding="utf-8") as handle:
@@ -55,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     client = Client(args.url, args.token)
 
     first = client.pre(user=args.user, session="example-runner")
-    print(f"pre: session {first['session']}, {first['total_tokens']} tokens "
-          f"({first['tokenizer']})")
+    print(f"pre: session {first['session']}, {first['total_tokens']} tokens ({first['tokenizer']})")
     for section in first["sections"]:
         files = ", ".join(f"{f['path']}@r{f['revision']}" for f in section["files"]) or "-"
         print(f"  <{section['tag']}> {section['tokens']} tokens  {files}")
@@ -78,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     second = client.pre(user=args.user, session="example-runner-next")
     seen = note in second["prompt"]
-    print(f"next pre: {second['total_tokens']} tokens; new memory "
-          f"{'is' if seen else 'is NOT'} in the prompt")
+    print(f"next pre: {second['total_tokens']} tokens; new memory {'is' if seen else 'is NOT'} in the prompt")
     return 0 if seen else 1
 
 

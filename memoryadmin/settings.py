@@ -312,10 +312,19 @@ MGC_TOKENIZER_CACHE_DIR = env_str("MGC_TOKENIZER_CACHE_DIR")
 MGC_EMAIL_HOST = env_str("MGC_EMAIL_HOST")
 MGC_SENDS_EMAIL = bool(MGC_EMAIL_HOST) or not PRODUCTION
 if MGC_EMAIL_HOST:
-    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": {
-        "host": MGC_EMAIL_HOST, "port": env_int("MGC_EMAIL_PORT", 587),
-        "username": env_str("MGC_EMAIL_USER"), "password": env_str("MGC_EMAIL_PASSWORD"),
-        "use_tls": env_bool("MGC_EMAIL_USE_TLS", True), "timeout": 10}}}
+    MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": MGC_EMAIL_HOST,
+                "port": env_int("MGC_EMAIL_PORT", 587),
+                "username": env_str("MGC_EMAIL_USER"),
+                "password": env_str("MGC_EMAIL_PASSWORD"),
+                "use_tls": env_bool("MGC_EMAIL_USE_TLS", True),
+                "timeout": 10,
+            },
+        }
+    }
 elif not PRODUCTION:
     MAILERS = {"default": {"BACKEND": "projects.demo.mail.ReadableConsoleBackend"}}
 DEFAULT_FROM_EMAIL = env_str("MGC_EMAIL_FROM", "memory-console@localhost")
@@ -332,9 +341,13 @@ CACHES = {
         # of a large workspace: past it every pre hook would fetch most texts from S3 again
         # (bench/run.py, growth with files).
         # and texts up to 256 KiB each: bounded in bytes too (projects/cache.py).
-        else {"BACKEND": "projects.cache.BoundedLocMemCache",
-              "OPTIONS": {"MAX_ENTRIES": env_int("MGC_LOCAL_CACHE_ENTRIES", 20_000),
-                          "MAX_BYTES": env_int("MGC_LOCAL_CACHE_BYTES", 128 * 1024 * 1024)}}
+        else {
+            "BACKEND": "projects.cache.BoundedLocMemCache",
+            "OPTIONS": {
+                "MAX_ENTRIES": env_int("MGC_LOCAL_CACHE_ENTRIES", 20_000),
+                "MAX_BYTES": env_int("MGC_LOCAL_CACHE_BYTES", 128 * 1024 * 1024),
+            },
+        }
     )
 }
 
@@ -401,7 +414,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("MGC_LOG_LEVEL", "INFO")},
     # Django's own console handler (in debug mode) would print each line a second time.
-    "loggers": {"django": {"handlers": [], "propagate": True},
-                # Every failed sign-in at INFO is noise; lockouts are audited (and warned).
-                "axes": {"level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": [], "propagate": True},
+        # Every failed sign-in at INFO is noise; lockouts are audited (and warned).
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -12,11 +12,17 @@ urlpatterns = [
     path("accounts/logout/", sso_views.logout, name="logout"),
     path("sso/", include("projects.sso.urls")),  # single sign-on: begin, the provider's answer
     # The one-time set-password link of an account an admin created (members page).
-    path("accounts/set-password/<uidb64>/<token>/", signin.SetPasswordView.as_view(),
-         name="password_reset_confirm"),
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        signin.SetPasswordView.as_view(),
+        name="password_reset_confirm",
+    ),
     path("accounts/lockouts/", signin.lockouts_view, name="lockouts"),
-    path("accounts/set-password/done/", auth_views.PasswordResetCompleteView.as_view(),
-         name="password_reset_complete"),
+    path(
+        "accounts/set-password/done/",
+        auth_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
     path("admin/", admin.site.urls),
     path(API_V1, api.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher

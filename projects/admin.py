@@ -68,8 +68,7 @@ class MembershipAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # Permission changes go through the audited service, as in the console.
         try:
-            members.member_set(by=request.user, project=obj.project, user=obj.user,
-                                  role=obj.role)
+            members.member_set(by=request.user, project=obj.project, user=obj.user, role=obj.role)
         except ValidationError as exc:
             messages.error(request, explain(exc))
         saved = Membership.objects.filter(project=obj.project, user=obj.user).first()
@@ -144,12 +143,20 @@ class AccountAdmin(UserAdmin):
         changed = sorted(set(form.changed_data) - {"password"})
         super().save_model(request, obj, form, change)
         if changed or "password" in form.changed_data:
-            audit_record(actor=Actor.person(request.user), action="account.change", obj=obj,
-                         details={"changed": changed,
-                                  "password": "password" in form.changed_data,
-                                  **{field: getattr(obj, field) for field in
-                                     ("is_active", "is_staff", "is_superuser")
-                                     if field in changed}})
+            audit_record(
+                actor=Actor.person(request.user),
+                action="account.change",
+                obj=obj,
+                details={
+                    "changed": changed,
+                    "password": "password" in form.changed_data,
+                    **{
+                        field: getattr(obj, field)
+                        for field in ("is_active", "is_staff", "is_superuser")
+                        if field in changed
+                    },
+                },
+            )
 
 
 admin.site.unregister(get_user_model())

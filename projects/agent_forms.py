@@ -21,48 +21,65 @@ from projects.runners.policy import rule_how
 
 # What the source box offers; any workspace/<glob>.md is allowed too.
 SOURCE_SUGGESTIONS = (*injection.AGENT_SOURCES, injection.USER_SOURCE, "workspace/**.md")
-APPROVAL_CHOICES = (("proposal", _("as a proposal (a person approves)")),
-                    ("direct", _("directly")))
-MOVE_CHOICES = (("never", _("never")), ("proposal", _("as a proposal")),
-                ("direct", _("directly")))
+APPROVAL_CHOICES = (("proposal", _("as a proposal (a person approves)")), ("direct", _("directly")))
+MOVE_CHOICES = (("never", _("never")), ("proposal", _("as a proposal")), ("direct", _("directly")))
 
 
 class SectionForm(forms.Form):
-    tag = forms.CharField(label=_("Tag"), max_length=50, widget=forms.TextInput(
-        attrs={"class": "short", "autocomplete": "off", "spellcheck": "false"}))
-    source = forms.CharField(label=_("Source"), max_length=layout.MAX_PATH_CHARS,
-                             widget=forms.TextInput(attrs={"list": "manifest-sources",
-                                                           "autocomplete": "off",
-                                                           "spellcheck": "false"}))
-    exclude = forms.CharField(label=_("Leave out"), required=False, max_length=2000,
-                              widget=forms.TextInput(attrs={"autocomplete": "off",
-                                                            "spellcheck": "false"}))
-    max_tokens = forms.IntegerField(label=_("Token cap"), required=False, min_value=1,
-                                    max_value=schemas.MAX_TOKENS,
-                                    widget=forms.NumberInput(attrs={"class": "short"}))
+    tag = forms.CharField(
+        label=_("Tag"),
+        max_length=50,
+        widget=forms.TextInput(attrs={"class": "short", "autocomplete": "off", "spellcheck": "false"}),
+    )
+    source = forms.CharField(
+        label=_("Source"),
+        max_length=layout.MAX_PATH_CHARS,
+        widget=forms.TextInput(
+            attrs={"list": "manifest-sources", "autocomplete": "off", "spellcheck": "false"}
+        ),
+    )
+    exclude = forms.CharField(
+        label=_("Leave out"),
+        required=False,
+        max_length=2000,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+    max_tokens = forms.IntegerField(
+        label=_("Token cap"),
+        required=False,
+        min_value=1,
+        max_value=schemas.MAX_TOKENS,
+        widget=forms.NumberInput(attrs={"class": "short"}),
+    )
 
     def clean_exclude(self) -> list[str]:
         """Workspace globs, separated by spaces or commas, that a workspace section leaves out."""
         try:
             return schemas.exclude(self.cleaned_data["exclude"].replace(",", " ").split())
         except schemas.Invalid:
-            raise ValidationError(_("Up to %(max)s workspace/<glob>.md, separated by spaces."),
-                                  code="manifest_exclude",
-                                  params={"max": schemas.MAX_EXCLUDES}) from None
+            raise ValidationError(
+                _("Up to %(max)s workspace/<glob>.md, separated by spaces."),
+                code="manifest_exclude",
+                params={"max": schemas.MAX_EXCLUDES},
+            ) from None
 
     def clean_tag(self) -> str:
         try:
             return schemas.tag(self.cleaned_data["tag"].strip())
         except schemas.Invalid:
-            raise ValidationError(_("Lower-case letters, digits and _, starting with a letter "
-                                    "(like agent_rules)."), code="manifest_tag") from None
+            raise ValidationError(
+                _("Lower-case letters, digits and _, starting with a letter (like agent_rules)."),
+                code="manifest_tag",
+            ) from None
 
     def clean_source(self) -> str:
         try:
             return schemas.source(self.cleaned_data["source"].strip())
         except schemas.Invalid:
-            raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                    "workspace/<path or glob>.md."), code="manifest_source") from None
+            raise ValidationError(
+                _("SOUL.md, AGENTS.md, TOOLS.md, USER.md or workspace/<path or glob>.md."),
+                code="manifest_source",
+            ) from None
 
 
 class _SectionsBase(forms.BaseFormSet):
@@ -74,28 +91,37 @@ class _SectionsBase(forms.BaseFormSet):
         if not kept:
             raise ValidationError(_("Keep at least one section."), code="manifest_sections")
         if len(kept) > schemas.MAX_SECTIONS:
-            raise ValidationError(_("At most %(max)s sections."), code="manifest_sections",
-                                  params={"max": schemas.MAX_SECTIONS})
+            raise ValidationError(
+                _("At most %(max)s sections."), code="manifest_sections", params={"max": schemas.MAX_SECTIONS}
+            )
         for form in kept:
             tag = form.cleaned_data["tag"]
             if tag in tags:
-                form.add_error("tag", ValidationError(_("This tag is used twice."),
-                                                      code="manifest_tag"))
+                form.add_error("tag", ValidationError(_("This tag is used twice."), code="manifest_tag"))
             tags.add(tag)
 
 
-SectionFormSet = forms.formset_factory(SectionForm, formset=_SectionsBase, extra=1,
-                                       can_order=True, can_delete=True,
-                                       max_num=schemas.MAX_SECTIONS, validate_max=True,
-                                       absolute_max=schemas.MAX_SECTIONS + 5)
+SectionFormSet = forms.formset_factory(
+    SectionForm,
+    formset=_SectionsBase,
+    extra=1,
+    can_order=True,
+    can_delete=True,
+    max_num=schemas.MAX_SECTIONS,
+    validate_max=True,
+    absolute_max=schemas.MAX_SECTIONS + 5,
+)
 
 
 class BudgetForm(forms.Form):
     total_tokens = forms.IntegerField(
-        label=_("Total budget (tokens)"), required=False, min_value=1,
+        label=_("Total budget (tokens)"),
+        required=False,
+        min_value=1,
         max_value=schemas.MAX_TOKENS,
         help_text=_("Empty: no total budget. Over budget, the last sections give way first."),
-        widget=forms.NumberInput(attrs={"class": "short"}))
+        widget=forms.NumberInput(attrs={"class": "short"}),
+    )
 
 
 class _Editor:
@@ -132,8 +158,7 @@ class ManifestEditor(_Editor):
 
     def __init__(self, data=None, *, manifest: dict | None = None):
         initial = manifest_initial(manifest or {})
-        self.sections = SectionFormSet(data, prefix=f"{self.prefix}-sections",
-                                       initial=initial["sections"])
+        self.sections = SectionFormSet(data, prefix=f"{self.prefix}-sections", initial=initial["sections"])
         self.budget = BudgetForm(data, prefix=self.prefix, initial=initial["budget"])
         super().__init__()
 
@@ -160,11 +185,17 @@ class ManifestEditor(_Editor):
 
 
 def manifest_initial(manifest: dict) -> dict:
-    sections = [{"tag": s.get("tag", ""), "source": s.get("source", ""),
-                 "exclude": " ".join(g for g in s.get("exclude") or [] if isinstance(g, str)),
-                 "max_tokens": s.get("max_tokens"), "ORDER": index}
-                for index, s in enumerate(manifest.get("sections") or [], start=1)
-                if isinstance(s, dict)]
+    sections = [
+        {
+            "tag": s.get("tag", ""),
+            "source": s.get("source", ""),
+            "exclude": " ".join(g for g in s.get("exclude") or [] if isinstance(g, str)),
+            "max_tokens": s.get("max_tokens"),
+            "ORDER": index,
+        }
+        for index, s in enumerate(manifest.get("sections") or [], start=1)
+        if isinstance(s, dict)
+    ]
     return {"sections": sections, "budget": {"total_tokens": manifest.get("total_tokens")}}
 
 
@@ -180,14 +211,16 @@ class _MoveField(forms.ChoiceField):
 
 
 class RuleForm(forms.Form):
-    path = forms.CharField(label=_("File or workspace glob"), max_length=layout.MAX_PATH_CHARS,
-                           widget=forms.TextInput(attrs={"list": "manifest-sources",
-                                                         "autocomplete": "off",
-                                                         "spellcheck": "false"}))
+    path = forms.CharField(
+        label=_("File or workspace glob"),
+        max_length=layout.MAX_PATH_CHARS,
+        widget=forms.TextInput(
+            attrs={"list": "manifest-sources", "autocomplete": "off", "spellcheck": "false"}
+        ),
+    )
     append = forms.BooleanField(label=_("append"), required=False)
     replace = forms.BooleanField(label=_("replace"), required=False)
-    approval = forms.ChoiceField(label=_("Written"), choices=APPROVAL_CHOICES,
-                                 initial="proposal")
+    approval = forms.ChoiceField(label=_("Written"), choices=APPROVAL_CHOICES, initial="proposal")
     delete = _MoveField(label=_("delete"))
     rename = _MoveField(label=_("rename"))
 
@@ -195,8 +228,10 @@ class RuleForm(forms.Form):
         try:
             return schemas.target(self.cleaned_data["path"].strip())
         except schemas.Invalid:
-            raise ValidationError(_("SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                    "workspace/<path or glob>.md."), code="policy_target") from None
+            raise ValidationError(
+                _("SOUL.md, AGENTS.md, TOOLS.md, USER.md or workspace/<path or glob>.md."),
+                code="policy_target",
+            ) from None
 
     def clean(self):
         data = super().clean()
@@ -206,11 +241,13 @@ class RuleForm(forms.Form):
             schemas.rule(data["path"], rule_of(data))
         except schemas.Invalid as exc:
             if exc.key == "rule_rename":
-                self.add_error("rename", ValidationError(
-                    _("Only workspace files can be renamed."), code="policy_rule"))
+                self.add_error(
+                    "rename", ValidationError(_("Only workspace files can be renamed."), code="policy_rule")
+                )
             else:  # it allows nothing
-                raise ValidationError(_("Allow append, replace, delete or rename."),
-                                      code="policy_rule") from None
+                raise ValidationError(
+                    _("Allow append, replace, delete or rename."), code="policy_rule"
+                ) from None
         return data
 
 
@@ -224,23 +261,36 @@ class _RulesBase(forms.BaseFormSet):
                 continue
             path = form.cleaned_data["path"]  # add_error takes it out of cleaned_data
             if path in paths:
-                form.add_error("path", ValidationError(_("This path has a rule already."),
-                                                       code="policy_target"))
+                form.add_error(
+                    "path", ValidationError(_("This path has a rule already."), code="policy_target")
+                )
             paths.add(path)
 
 
-RuleFormSet = forms.formset_factory(RuleForm, formset=_RulesBase, extra=1, can_delete=True,
-                                    max_num=schemas.MAX_RULES, validate_max=True,
-                                    absolute_max=schemas.MAX_RULES + 10)
+RuleFormSet = forms.formset_factory(
+    RuleForm,
+    formset=_RulesBase,
+    extra=1,
+    can_delete=True,
+    max_num=schemas.MAX_RULES,
+    validate_max=True,
+    absolute_max=schemas.MAX_RULES + 10,
+)
 
 
 class LogsForm(forms.Form):
-    tool_log = forms.CharField(label=_("Tool calls are logged to"), required=False,
-                               max_length=layout.MAX_PATH_CHARS,
-                               help_text=_("A workspace/ path; empty: not logged."))
-    error_log = forms.CharField(label=_("Errors are logged to"), required=False,
-                                max_length=layout.MAX_PATH_CHARS,
-                                help_text=_("A workspace/ path; empty: not logged."))
+    tool_log = forms.CharField(
+        label=_("Tool calls are logged to"),
+        required=False,
+        max_length=layout.MAX_PATH_CHARS,
+        help_text=_("A workspace/ path; empty: not logged."),
+    )
+    error_log = forms.CharField(
+        label=_("Errors are logged to"),
+        required=False,
+        max_length=layout.MAX_PATH_CHARS,
+        help_text=_("A workspace/ path; empty: not logged."),
+    )
 
     def _log(self, name: str) -> str:
         value = self.cleaned_data[name].strip()
@@ -283,15 +333,19 @@ class PolicyEditor(_Editor):
                 continue
             post[data["path"]] = rule_of(data)
         logs = self.logs.cleaned_data
-        return {"post": post,
-                "tool": {"log": logs["tool_log"]} if logs["tool_log"] else {},
-                "error": {"log": logs["error_log"]} if logs["error_log"] else {}}
+        return {
+            "post": post,
+            "tool": {"log": logs["tool_log"]} if logs["tool_log"] else {},
+            "error": {"log": logs["error_log"]} if logs["error_log"] else {},
+        }
 
 
 def rule_of(data: dict) -> dict:
     """The write rule a row of the policy editor makes."""
-    rule = {"modes": [m for m in schemas.CONTENT_MODES if data.get(m)],
-            "approval": data.get("approval") == "proposal"}
+    rule = {
+        "modes": [m for m in schemas.CONTENT_MODES if data.get(m)],
+        "approval": data.get("approval") == "proposal",
+    }
     # Kept out of the rule when never: a rule reads as it did before they existed.
     rule.update({m: data[m] for m in schemas.MOVE_MODES if data.get(m) in ("direct", "proposal")})
     return rule
@@ -303,9 +357,19 @@ def policy_initial(policy: dict) -> dict:
         if not isinstance(rule, dict):
             continue
         modes = rule.get("modes") or []
-        rules.append({"path": path, "append": "append" in modes, "replace": "replace" in modes,
-                      "approval": "proposal" if rule.get("approval", False) else "direct",
-                      **{m: rule_how(rule, m) or "never" for m in schemas.MOVE_MODES}})
-    return {"rules": rules, "logs": {
-        "tool_log": (policy.get("tool") or {}).get("log", ""),
-        "error_log": (policy.get("error") or {}).get("log", "")}}
+        rules.append(
+            {
+                "path": path,
+                "append": "append" in modes,
+                "replace": "replace" in modes,
+                "approval": "proposal" if rule.get("approval", False) else "direct",
+                **{m: rule_how(rule, m) or "never" for m in schemas.MOVE_MODES},
+            }
+        )
+    return {
+        "rules": rules,
+        "logs": {
+            "tool_log": (policy.get("tool") or {}).get("log", ""),
+            "error_log": (policy.get("error") or {}).get("log", ""),
+        },
+    }

@@ -19,49 +19,73 @@ from projects.models import Agent, AuditChain, AuditCheckpoint, AuditEvent, Proj
 # millions of events would be the slowest query of the page). tests/test_audit.py checks that
 # the code records no other.
 ACTIONS = {
-    "file.save": _("saved a file"), "file.restore": _("restored a revision"),
-    "file.delete": _("deleted a file"), "file.save_recovered": _("finished a half-done save"),
-    "file.rename": _("renamed a file (from here)"), "file.rename_in": _("renamed a file (to here)"),
+    "file.save": _("saved a file"),
+    "file.restore": _("restored a revision"),
+    "file.delete": _("deleted a file"),
+    "file.save_recovered": _("finished a half-done save"),
+    "file.rename": _("renamed a file (from here)"),
+    "file.rename_in": _("renamed a file (to here)"),
     "file.external_change": _("change found in storage"),
     "file.external_delete": _("deletion found in storage"),
     "file.external_refused": _("write in storage refused"),
     "file.refused_delete": _("deleted a refused write"),
-    "proposal.create": _("agent proposed a change"), "proposal.approve": _("approved a proposal"),
+    "proposal.create": _("agent proposed a change"),
+    "proposal.approve": _("approved a proposal"),
     "proposal.reject": _("rejected a proposal"),
-    "token.create": _("created a runner token"), "token.revoke": _("revoked a runner token"),
+    "token.create": _("created a runner token"),
+    "token.revoke": _("revoked a runner token"),
     "credentials.issue": _("issued S3 credentials to a runner"),
     "credentials.revoke": _("revoked a runner's S3 credentials"),
     "credentials.policy": _("updated runners' S3 policies"),
-    "agent.create": _("created an agent"), "agent.settings": _("changed agent settings"),
-    "agent.archive": _("archived an agent"), "agent.unarchive": _("brought an agent back"),
+    "agent.create": _("created an agent"),
+    "agent.settings": _("changed agent settings"),
+    "agent.archive": _("archived an agent"),
+    "agent.unarchive": _("brought an agent back"),
     "project.archive": _("archived a project"),
     "project.unarchive": _("brought a project back"),
-    "project.create": _("created a project"), "project.update": _("changed project settings"),
+    "project.create": _("created a project"),
+    "project.update": _("changed project settings"),
     "project.export": _("exported project memory"),
     "account.create": _("created an account"),
-    "account.locked_out": _("sign-in locked out"), "account.unlock": _("unlocked sign-in"),
+    "account.locked_out": _("sign-in locked out"),
+    "account.unlock": _("unlocked sign-in"),
     "account.throttled": _("set-password form throttled"),
     "account.change": _("changed an account"),
     "account.invite": _("made a new set-password link"),
-    "member.grant": _("added a member"), "member.role": _("changed a role"),
+    "member.grant": _("added a member"),
+    "member.role": _("changed a role"),
     "member.remove": _("removed a member"),
     "mapping.create": _("mapped a provider group to a role"),
-    "mapping.update": _("changed a group mapping"), "mapping.delete": _("deleted a group mapping"),
+    "mapping.update": _("changed a group mapping"),
+    "mapping.delete": _("deleted a group mapping"),
     "session.ended": _("identity provider ended a sign-in"),
-    "review.mark": _("marked reviewed"), "review.flag": _("flagged"), "review.resolve": _("resolved a flag"),
+    "review.mark": _("marked reviewed"),
+    "review.flag": _("flagged"),
+    "review.resolve": _("resolved a flag"),
     "review.reply": _("answered a flag"),
-    "profile.erase": _("erased a profile"), "audit.export": _("exported the audit trail"),
-    "file.expire": _("a file expired"), "retention.run": _("applied retention"),
+    "profile.erase": _("erased a profile"),
+    "audit.export": _("exported the audit trail"),
+    "file.expire": _("a file expired"),
+    "retention.run": _("applied retention"),
     "retention.rule": _("changed retention rules"),
-    "legal_hold.place": _("placed a legal hold"), "legal_hold.release": _("released a legal hold"),
+    "legal_hold.place": _("placed a legal hold"),
+    "legal_hold.release": _("released a legal hold"),
     "audit.prune": _("pruned the audit trail"),
-    "webhook.create": _("added a webhook"), "webhook.remove": _("removed a webhook"),
-    "webhook.rotate": _("rotated a webhook's secret"), "webhook.enable": _("enabled a webhook"),
-    "webhook.disable": _("disabled a webhook"), "webhook.redeliver": _("redelivered an event"),
-    "read.file": _("read a file"), "read.history": _("read a history"), "read.revision": _("read a revision"),
-    "read.download": _("downloaded a revision"), "read.diff": _("read a diff"),
-    "read.simulate": _("simulated a prompt"), "read.session": _("read a session"),
-    "read.proposals": _("read proposals"), "read.review": _("read the review queue"),
+    "webhook.create": _("added a webhook"),
+    "webhook.remove": _("removed a webhook"),
+    "webhook.rotate": _("rotated a webhook's secret"),
+    "webhook.enable": _("enabled a webhook"),
+    "webhook.disable": _("disabled a webhook"),
+    "webhook.redeliver": _("redelivered an event"),
+    "read.file": _("read a file"),
+    "read.history": _("read a history"),
+    "read.revision": _("read a revision"),
+    "read.download": _("downloaded a revision"),
+    "read.diff": _("read a diff"),
+    "read.simulate": _("simulated a prompt"),
+    "read.session": _("read a session"),
+    "read.proposals": _("read proposals"),
+    "read.review": _("read the review queue"),
     "read.search": _("searched memory"),
 }
 
@@ -158,12 +182,18 @@ def _chain_head() -> AuditChain:
 def event_hash(event: AuditEvent) -> str:
     """sha256 over the previous hash and every field a reader relies on."""
     fields = {
-        "seq": event.seq, "prev": event.prev_hash,
+        "seq": event.seq,
+        "prev": event.prev_hash,
         "at": event.created_at.astimezone(UTC).isoformat(),
-        "actor_user": event.actor_user_id, "actor_agent": str(event.actor_agent_id or ""),
-        "actor": event.actor_label, "action": event.action,
-        "project": str(event.project_id or ""), "type": event.object_type,
-        "object": event.object_id, "repr": event.object_repr, "details": event.details,
+        "actor_user": event.actor_user_id,
+        "actor_agent": str(event.actor_agent_id or ""),
+        "actor": event.actor_label,
+        "action": event.action,
+        "project": str(event.project_id or ""),
+        "type": event.object_type,
+        "object": event.object_id,
+        "repr": event.object_repr,
+        "details": event.details,
     }
     if event.repr_code:  # events older than the codes hash as they always did
         fields["repr_code"], fields["repr_params"] = event.repr_code, event.repr_params
@@ -181,11 +211,9 @@ def audit_verify() -> list[str]:
     checkpoint = AuditCheckpoint.objects.order_by("-seq").first()
     if checkpoint is not None:
         if not constant_time_compare(checkpoint.signature, _checkpoint_signature(checkpoint)):
-            problems.append(f"the checkpoint at {checkpoint.seq} is not the console's "
-                            f"(signature mismatch)")
+            problems.append(f"the checkpoint at {checkpoint.seq} is not the console's (signature mismatch)")
         expected_seq, previous = checkpoint.seq + 1, checkpoint.hash
-    for event in AuditEvent.objects.filter(seq__gte=expected_seq).order_by("seq").iterator(
-            chunk_size=2000):
+    for event in AuditEvent.objects.filter(seq__gte=expected_seq).order_by("seq").iterator(chunk_size=2000):
         if event.seq is None:
             problems.append(f"event {event.pk} is outside the chain")
             continue
@@ -198,8 +226,10 @@ def audit_verify() -> list[str]:
         expected_seq, previous = event.seq + 1, event.hash
     chain = AuditChain.objects.filter(pk=1).first()
     if chain is not None and (chain.last_seq != expected_seq - 1 or chain.last_hash != previous):
-        problems.append(f"the newest events after {expected_seq - 1} are missing "
-                        f"(the chain's head is at {chain.last_seq})")
+        problems.append(
+            f"the newest events after {expected_seq - 1} are missing "
+            f"(the chain's head is at {chain.last_seq})"
+        )
     return problems
 
 
@@ -215,18 +245,20 @@ def audit_prune(*, before, by: Actor | None = None) -> int:
     Returns how many events went."""
     with transaction.atomic():
         _chain_head()  # no event is appended meanwhile
-        last = (AuditEvent.objects.filter(created_at__lt=before, seq__isnull=False)
-                .order_by("-seq").first())
+        last = AuditEvent.objects.filter(created_at__lt=before, seq__isnull=False).order_by("-seq").first()
         if last is None:
             return 0
         earlier = AuditCheckpoint.objects.order_by("-seq").first()
         count = AuditEvent.objects.filter(seq__lte=last.seq).count()
-        checkpoint = AuditCheckpoint(seq=last.seq, hash=last.hash,
-                                     pruned=count + (earlier.pruned if earlier else 0))
+        checkpoint = AuditCheckpoint(
+            seq=last.seq, hash=last.hash, pruned=count + (earlier.pruned if earlier else 0)
+        )
         checkpoint.signature = _checkpoint_signature(checkpoint)
         checkpoint.save()
         AuditEvent.objects.filter(seq__lte=last.seq).delete()
-        audit_record(actor=by or Actor.system("retention"), action="audit.prune",
-                     details={"through_seq": last.seq, "events": count,
-                              "before": before.isoformat()})
+        audit_record(
+            actor=by or Actor.system("retention"),
+            action="audit.prune",
+            details={"through_seq": last.seq, "events": count, "before": before.isoformat()},
+        )
     return count

@@ -68,8 +68,9 @@ def plain(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadJSON(_("The text holds a \\u escape of half a character (a lone "
-                        "surrogate), which is not text.")) from None
+        raise BadJSON(
+            _("The text holds a \\u escape of half a character (a lone surrogate), which is not text.")
+        ) from None
     return text
 
 

@@ -17,9 +17,16 @@ from projects.errors import error_body
 from projects.governance import signin
 from projects.runners.api import API_ROOT
 
-_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-          405: "method_not_allowed", 413: "body_too_large", 500: "server_error",
-          503: "unavailable"}
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    500: "server_error",
+    503: "unavailable",
+}
 _MESSAGES = {
     404: "No such endpoint. The runner API is described at /api/v1/openapi.json.",
     405: "This endpoint does not take that method.",
@@ -48,9 +55,11 @@ class ApiBodyLimitMiddleware:
             except ValueError:
                 length = -1
             if length < 0 or length > settings.MGC_API_MAX_BODY_BYTES:
-                return api_error(413, "body_too_large" if length > 0 else "bad_length",
-                                 f"Request bodies are limited to "
-                                 f"{settings.MGC_API_MAX_BODY_BYTES:,} bytes.")
+                return api_error(
+                    413,
+                    "body_too_large" if length > 0 else "bad_length",
+                    f"Request bodies are limited to {settings.MGC_API_MAX_BODY_BYTES:,} bytes.",
+                )
         return self.get_response(request)
 
 
@@ -64,12 +73,18 @@ class ApiJsonErrorsMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if not is_api(request) or response.status_code < 400 or \
-                response.get("Content-Type", "").startswith("application/json"):
+        if (
+            not is_api(request)
+            or response.status_code < 400
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
             return response
         status = response.status_code
-        converted = api_error(status, _CODES.get(status, f"http_{status}"),
-                              _MESSAGES.get(status, response.reason_phrase or "Error."))
+        converted = api_error(
+            status,
+            _CODES.get(status, f"http_{status}"),
+            _MESSAGES.get(status, response.reason_phrase or "Error."),
+        )
         if response.has_header("Allow"):
             converted["Allow"] = response["Allow"]
         return converted
@@ -85,8 +100,13 @@ class ConsoleNotFoundMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if settings.DEBUG and response.status_code == 404 and not is_api(request) and \
-                not response.streaming and _DEBUG_PAGE_MARK in response.content:
+        if (
+            settings.DEBUG
+            and response.status_code == 404
+            and not is_api(request)
+            and not response.streaming
+            and _DEBUG_PAGE_MARK in response.content
+        ):
             response = page_not_found(request, Http404())
         return response
 
@@ -112,8 +132,7 @@ class NulCharacterMiddleware:
 
 
 def _holds_nul(data) -> bool:
-    return any("\x00" in key or any("\x00" in value for value in values)
-               for key, values in data.lists())
+    return any("\x00" in key or any("\x00" in value for value in values) for key, values in data.lists())
 
 
 class SessionEndedMiddleware:
@@ -128,15 +147,18 @@ class SessionEndedMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if request.method != "POST" or response.status_code != 302 or is_api(request) \
-                or request.user.is_authenticated:
+        if (
+            request.method != "POST"
+            or response.status_code != 302
+            or is_api(request)
+            or request.user.is_authenticated
+        ):
             return response
         login = resolve_url(settings.LOGIN_URL)
         location = urlsplit(response["Location"])
         # login_required's redirect names the page to come back to; others (the language
         # switch on the login page) do not.
-        if location.path != login or "next" not in parse_qs(location.query) \
-                or request.path == login:
+        if location.path != login or "next" not in parse_qs(location.query) or request.path == login:
             return response
         referer = urlsplit(request.META.get("HTTP_REFERER", ""))
         back = request.path
@@ -163,7 +185,8 @@ class NoStoreMiddleware:
         response = self.get_response(request)
         user = getattr(request, "user", None)
         if not response.has_header("Cache-Control") and (
-                is_api(request) or (user is not None and user.is_authenticated)):
+            is_api(request) or (user is not None and user.is_authenticated)
+        ):
             add_never_cache_headers(response)
         return response
 
@@ -187,13 +210,24 @@ class SigninShortcutMiddleware:
         return self.get_response(request)
 
     def _locked(self) -> HttpResponse:
-        return HttpResponse(_LOCKED_PAGE.format(
-            title=escape(_("Sign-in paused")),
-            text=escape(_("Too many failed sign-ins from this address: signing in is paused "
-                          "for a while. Your password was not checked.")),
-            back=escape(_("Back to sign-in")), url=escape(self.login_path)),
-            status=429, headers={"Retry-After": str(signin.ADDRESS_FLAG_SECONDS)})
+        return HttpResponse(
+            _LOCKED_PAGE.format(
+                title=escape(_("Sign-in paused")),
+                text=escape(
+                    _(
+                        "Too many failed sign-ins from this address: signing in is paused "
+                        "for a while. Your password was not checked."
+                    )
+                ),
+                back=escape(_("Back to sign-in")),
+                url=escape(self.login_path),
+            ),
+            status=429,
+            headers={"Retry-After": str(signin.ADDRESS_FLAG_SECONDS)},
+        )
 
 
-_LOCKED_PAGE = ('<!doctype html><meta charset="utf-8"><title>{title}</title><h1>{title}</h1>'
-                '<p>{text}</p><p><a href="{url}">{back}</a></p>')
+_LOCKED_PAGE = (
+    '<!doctype html><meta charset="utf-8"><title>{title}</title><h1>{title}</h1>'
+    '<p>{text}</p><p><a href="{url}">{back}</a></p>'
+)

@@ -53,10 +53,18 @@ ACTION_EVENTS = {
 SESSION_STARTED, SESSION_ENDED = "session.started", "session.ended"
 AUDIT_TYPE = "audit.event"
 EVENT_TYPES = (
-    "memory.revision.created", "memory.file.deleted", "memory.file.expired",
-    "proposal.created", "proposal.decided", "flag.created", "flag.resolved",
-    "legal_hold.placed", "legal_hold.released", "profile.erased",
-    SESSION_STARTED, SESSION_ENDED,
+    "memory.revision.created",
+    "memory.file.deleted",
+    "memory.file.expired",
+    "proposal.created",
+    "proposal.decided",
+    "flag.created",
+    "flag.resolved",
+    "legal_hold.placed",
+    "legal_hold.released",
+    "profile.erased",
+    SESSION_STARTED,
+    SESSION_ENDED,
 )
 assert set(ACTION_EVENTS.values()) <= set(EVENT_TYPES)
 
@@ -85,10 +93,16 @@ def targets() -> list[Target]:
     """The live subscriptions: one query, then cached (cleared by `subscriptions_changed`)."""
     found = cache.get(_CACHE_KEY)
     if found is None:
-        found = [Target(id=s.pk, project_id=str(s.project_id) if s.project_id else None, kind=s.kind,
-                        events=frozenset(s.events or ()), include_content=s.include_content)
-                 for s in WebhookSubscription.objects.filter(removed_at__isnull=True,
-                                                             disabled_at__isnull=True)]
+        found = [
+            Target(
+                id=s.pk,
+                project_id=str(s.project_id) if s.project_id else None,
+                kind=s.kind,
+                events=frozenset(s.events or ()),
+                include_content=s.include_content,
+            )
+            for s in WebhookSubscription.objects.filter(removed_at__isnull=True, disabled_at__isnull=True)
+        ]
         cache.set(_CACHE_KEY, found, timeout=settings.MGC_EVENTS_SUBSCRIPTIONS_SECONDS)
     return found
 
@@ -112,8 +126,9 @@ def _body(event_type: str, at, data: dict) -> dict:
     return {"type": event_type, "timestamp": at.isoformat().replace("+00:00", "Z"), "data": data}
 
 
-def emit(event_type: str, *, project: Project | None, data, content: dict | None = None,
-         file_ref=None, at=None) -> int:
+def emit(
+    event_type: str, *, project: Project | None, data, content: dict | None = None, file_ref=None, at=None
+) -> int:
     """Record one event for every live subscription that asked for it; `data` is a dict or a
     function making one (called only when someone asked); `content` (texts that may be
     personal data) joins it only for subscriptions with include_content. Call inside the
@@ -124,11 +139,18 @@ def emit(event_type: str, *, project: Project | None, data, content: dict | None
     data = data() if callable(data) else data
     at = at or timezone.now()
     event_id = new_event_id()
-    rows = [OutboxEvent(event_id=event_id, subscription_id=t.id, project=project, type=event_type,
-                        file_ref=file_ref, created_at=at,
-                        body=_body(event_type, at, {**data, **(content or {})}
-                                   if t.include_content else data))
-            for t in wanted]
+    rows = [
+        OutboxEvent(
+            event_id=event_id,
+            subscription_id=t.id,
+            project=project,
+            type=event_type,
+            file_ref=file_ref,
+            created_at=at,
+            body=_body(event_type, at, {**data, **(content or {})} if t.include_content else data),
+        )
+        for t in wanted
+    ]
     OutboxEvent.objects.bulk_create(rows)
     return len(rows)
 
@@ -145,21 +167,36 @@ def emit_audit(event: AuditEvent, *, actor=None, obj=None, text: str | None = No
     if not hooks and not streams:
         return 0
     event_id = new_event_id()
-    file_ref = obj.pk if isinstance(obj, MemoryFile) else (
-        obj.file_id if isinstance(obj, Proposal) else None)
+    file_ref = obj.pk if isinstance(obj, MemoryFile) else (obj.file_id if isinstance(obj, Proposal) else None)
     rows = []
     if hooks:
         data, content = _webhook_data(event, actor, obj, text)
-        rows += [OutboxEvent(event_id=event_id, subscription_id=t.id, project_id=event.project_id,
-                             type=event_type, file_ref=file_ref, created_at=event.created_at,
-                             body=_body(event_type, event.created_at,
-                                        {**data, **content} if t.include_content else data))
-                 for t in hooks]
+        rows += [
+            OutboxEvent(
+                event_id=event_id,
+                subscription_id=t.id,
+                project_id=event.project_id,
+                type=event_type,
+                file_ref=file_ref,
+                created_at=event.created_at,
+                body=_body(event_type, event.created_at, {**data, **content} if t.include_content else data),
+            )
+            for t in hooks
+        ]
     if streams:
         body = _body(AUDIT_TYPE, event.created_at, audit_fields(event))
-        rows += [OutboxEvent(event_id=event_id, subscription_id=t.id, project_id=event.project_id,
-                             type=AUDIT_TYPE, file_ref=file_ref, created_at=event.created_at,
-                             body=body) for t in streams]
+        rows += [
+            OutboxEvent(
+                event_id=event_id,
+                subscription_id=t.id,
+                project_id=event.project_id,
+                type=AUDIT_TYPE,
+                file_ref=file_ref,
+                created_at=event.created_at,
+                body=body,
+            )
+            for t in streams
+        ]
     OutboxEvent.objects.bulk_create(rows)
     return len(rows)
 
@@ -168,11 +205,18 @@ def audit_fields(event: AuditEvent) -> dict:
     """An audit event as a SIEM receives it: every field its hash covers, named as the hash
     names them, plus the hash itself, so the receiver can check the chain."""
     fields = {
-        "seq": event.seq, "prev_hash": event.prev_hash, "hash": event.hash,
-        "at": event.created_at.isoformat(), "actor_user": event.actor_user_id,
-        "actor_agent": str(event.actor_agent_id or ""), "actor": event.actor_label,
-        "action": event.action, "project": str(event.project_id or ""),
-        "type": event.object_type, "object": event.object_id, "repr": event.object_repr,
+        "seq": event.seq,
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+        "at": event.created_at.isoformat(),
+        "actor_user": event.actor_user_id,
+        "actor_agent": str(event.actor_agent_id or ""),
+        "actor": event.actor_label,
+        "action": event.action,
+        "project": str(event.project_id or ""),
+        "type": event.object_type,
+        "object": event.object_id,
+        "repr": event.object_repr,
         "details": event.details,
     }
     if event.repr_code:
@@ -184,26 +228,32 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
     """(data, content) of the webhook event an audit event is: content only goes to
     subscriptions that asked for it."""
     details = event.details or {}
-    data: dict = {"project": event.project.slug if event.project else None,
-                  "actor": event.actor_label, "audit_seq": event.seq}
+    data: dict = {
+        "project": event.project.slug if event.project else None,
+        "actor": event.actor_label,
+        "audit_seq": event.seq,
+    }
     content: dict = {}
     if isinstance(obj, MemoryFile):
         data.update(file=str(obj.pk), path=obj.display_path)
         if event.action.startswith("file."):
-            data.update(revision=details.get("revision"), author=event.actor_label,
-                        author_kind=getattr(actor, "kind", ""),
-                        session=getattr(actor, "session_ref", "") or None)
+            data.update(
+                revision=details.get("revision"),
+                author=event.actor_label,
+                author_kind=getattr(actor, "kind", ""),
+                session=getattr(actor, "session_ref", "") or None,
+            )
             if "sha256" in details and ACTION_EVENTS.get(event.action) != "memory.file.deleted":
-                data.update(sha256=details["sha256"], size=details.get("size"),
-                            message=details.get("message", ""))
+                data.update(
+                    sha256=details["sha256"], size=details.get("size"), message=details.get("message", "")
+                )
             for end in ("renamed_from", "renamed_to"):  # a rename's other path
                 if end in details:
                     data[end] = details[end]
             if text is not None and ACTION_EVENTS.get(event.action) == "memory.revision.created":
                 content["text"] = text
         elif event.action.startswith("review."):
-            data.update(flag=details.get("flag"), revision=details.get("revision"),
-                        by=event.actor_label)
+            data.update(flag=details.get("flag"), revision=details.get("revision"), by=event.actor_label)
             if event.action == "review.flag":
                 data["comment"] = details.get("comment", "")
             else:
@@ -211,21 +261,40 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
         else:
             data["details"] = details
     elif isinstance(obj, Proposal):
-        data.update(proposal=obj.pk, file=str(obj.file_id), path=obj.file.display_path,
-                    mode=obj.mode, agent=obj.agent.slug,
-                    session=str(obj.session_id) if obj.session_id else None)
+        data.update(
+            proposal=obj.pk,
+            file=str(obj.file_id),
+            path=obj.file.display_path,
+            mode=obj.mode,
+            agent=obj.agent.slug,
+            session=str(obj.session_id) if obj.session_id else None,
+        )
         if event.action == "proposal.create":
             content["text"] = obj.content
         else:
-            data.update(decision=obj.status, decided_by=event.actor_label,
-                        note=details.get("note", ""), revision=details.get("revision"))
+            data.update(
+                decision=obj.status,
+                decided_by=event.actor_label,
+                note=details.get("note", ""),
+                revision=details.get("revision"),
+            )
     elif event.action == "profile.erase":
-        data.update(user=details.get("user"), user_id=details.get("user_id"),
-                    by=event.actor_label, reason=details.get("reason", ""),
-                    files=details.get("files"), revisions=details.get("revisions"))
+        data.update(
+            user=details.get("user"),
+            user_id=details.get("user_id"),
+            by=event.actor_label,
+            reason=details.get("reason", ""),
+            files=details.get("files"),
+            revisions=details.get("revisions"),
+        )
     else:  # legal holds and what else is mapped later: the audit event's own words
-        data.update(object_type=event.object_type, object_id=event.object_id,
-                    object=event.object_repr, by=event.actor_label, details=details)
+        data.update(
+            object_type=event.object_type,
+            object_id=event.object_id,
+            object=event.object_repr,
+            by=event.actor_label,
+            details=details,
+        )
     return data, content
 
 
@@ -235,8 +304,11 @@ def scrub_files(file_ids: list) -> int:
     without them, marked `erased`. Returns how many events changed."""
     changed = 0
     now = timezone.now()
-    rows = (OutboxEvent.objects.select_for_update()
-            .filter(file_ref__in=file_ids, scrubbed_at__isnull=True).exclude(type=AUDIT_TYPE))
+    rows = (
+        OutboxEvent.objects.select_for_update()
+        .filter(file_ref__in=file_ids, scrubbed_at__isnull=True)
+        .exclude(type=AUDIT_TYPE)
+    )
     for row in rows:  # audit streams carry the audit event as hashed: erasure leaves those
         data = row.body.get("data", {})
         for key in ("text", "comment", "note"):

@@ -49,8 +49,7 @@ def render(table: dict, code: str, params: dict | None, fallback: str = "") -> s
     template = table.get(code)
     if template is None:
         return fallback
-    values = {name: str(_WORDS.get(name, {}).get(value, value))
-              for name, value in (params or {}).items()}
+    values = {name: str(_WORDS.get(name, {}).get(value, value)) for name, value in (params or {}).items()}
     try:
         return str(template) % values if values else str(template)
     except (KeyError, TypeError, ValueError):
@@ -70,8 +69,10 @@ class Message:
             return render(MESSAGES, self.code, self.params, self.code)
 
     def metadata(self) -> dict[str, str]:
-        return {"mgc-message-code": self.code,
-                "mgc-message-params": json.dumps(self.params, ensure_ascii=True)}
+        return {
+            "mgc-message-code": self.code,
+            "mgc-message-params": json.dumps(self.params, ensure_ascii=True),
+        }
 
     @classmethod
     def from_metadata(cls, meta: dict[str, str]) -> Message | None:
@@ -97,7 +98,7 @@ def actor_shown(label: str) -> str:
     if label == "external":
         return str(_("external"))
     if label.startswith("external (agent:") and label.endswith(")"):
-        return str(_("external (agent:%(slug)s)") % {"slug": label[len("external (agent:"):-1]})
+        return str(_("external (agent:%(slug)s)") % {"slug": label[len("external (agent:") : -1]})
     if label.startswith("system:"):
-        return str(_("system: %(note)s") % {"note": label[len("system:"):]})
+        return str(_("system: %(note)s") % {"note": label[len("system:") :]})
     return label

@@ -53,12 +53,17 @@ LINE_WIDTH = 6  # line numbers as the reference tool prints them
 
 
 class GovernedMemoryTool(BetaAbstractMemoryTool):
-    def __init__(self, client: Client, *, user: str | None = None,
-                 external_ref: str = "claude-memory-tool", session: str | None = None,
-                 cache_control=None):
+    def __init__(
+        self,
+        client: Client,
+        *,
+        user: str | None = None,
+        external_ref: str = "claude-memory-tool",
+        session: str | None = None,
+        cache_control=None,
+    ):
         super().__init__(cache_control=cache_control)
-        self.memory = GovernedMemory(client, user=user, external_ref=external_ref,
-                                     session=session)
+        self.memory = GovernedMemory(client, user=user, external_ref=external_ref, session=session)
         self._calls = 0
         self._key = ""
 
@@ -86,17 +91,18 @@ class GovernedMemoryTool(BetaAbstractMemoryTool):
         self._calls += 1
         body = json.dumps(command.model_dump(mode="json", exclude_none=True), sort_keys=True)
         session = self.memory.session or "-"
-        self._key = (f"memtool-{session}-{self._calls}-"
-                     f"{hashlib.sha256(body.encode('utf-8')).hexdigest()[:24]}")
+        self._key = f"memtool-{session}-{self._calls}-{hashlib.sha256(body.encode('utf-8')).hexdigest()[:24]}"
         try:
             return super().execute(command)
         except Refused as refused:
             raise ToolError(refused.message) from None
         except ApiError as exc:
-            unknown = (" Whether it was applied is unknown; the same command again is safe."
-                       if exc.outcome == "unknown" else "")
-            raise ToolError(f"The memory console did not take it: {exc.message}{unknown}") \
-                from None
+            unknown = (
+                " Whether it was applied is unknown; the same command again is safe."
+                if exc.outcome == "unknown"
+                else ""
+            )
+            raise ToolError(f"The memory console did not take it: {exc.message}{unknown}") from None
 
     def view(self, command) -> str:
         relative = _relative(command.path)
@@ -125,24 +131,34 @@ class GovernedMemoryTool(BetaAbstractMemoryTool):
         def change(text: str) -> str:
             count = text.count(command.old_str) if command.old_str else 0
             if count == 0:
-                raise Refused("no_match", f"No replacement was performed, old_str "
-                                          f"`{command.old_str}` did not appear verbatim in "
-                                          f"{command.path}.")
+                raise Refused(
+                    "no_match",
+                    f"No replacement was performed, old_str "
+                    f"`{command.old_str}` did not appear verbatim in "
+                    f"{command.path}.",
+                )
             if count > 1:
                 lines = [text[:at].count("\n") + 1 for at in _occurrences(text, command.old_str)]
-                raise Refused("not_unique", f"No replacement was performed. Multiple "
-                                            f"occurrences of old_str `{command.old_str}` in lines: "
-                                            f"{', '.join(map(str, lines))}. Please ensure it is "
-                                            f"unique")
+                raise Refused(
+                    "not_unique",
+                    f"No replacement was performed. Multiple "
+                    f"occurrences of old_str `{command.old_str}` in lines: "
+                    f"{', '.join(map(str, lines))}. Please ensure it is "
+                    f"unique",
+                )
             return text.replace(command.old_str, command.new_str, 1)
 
         result, new = self._edit(command.path, path, change)
-        line = new[:new.find(command.new_str)].count("\n") if command.new_str in new else 0
+        line = new[: new.find(command.new_str)].count("\n") if command.new_str in new else 0
         lines = new.split("\n")
-        snippet = "\n".join(f"{n + 1:>{LINE_WIDTH}}\t{lines[n]}"
-                            for n in range(max(0, line - 2), min(len(lines), line + 3)))
-        return _said(result, "The memory file has been edited. Here is the snippet showing the "
-                             "change (with line numbers):\n" + snippet)
+        snippet = "\n".join(
+            f"{n + 1:>{LINE_WIDTH}}\t{lines[n]}" for n in range(max(0, line - 2), min(len(lines), line + 3))
+        )
+        return _said(
+            result,
+            "The memory file has been edited. Here is the snippet showing the "
+            "change (with line numbers):\n" + snippet,
+        )
 
     def insert(self, command) -> str:
         path = _console_path(_file(command.path))
@@ -152,9 +168,12 @@ class GovernedMemoryTool(BetaAbstractMemoryTool):
             if lines and lines[-1] == "":
                 lines.pop()
             if not 0 <= command.insert_line <= len(lines):
-                raise Refused("bad_line", f"Invalid `insert_line` parameter: "
-                                          f"{command.insert_line}. It should be within the range "
-                                          f"[0, {len(lines)}].")
+                raise Refused(
+                    "bad_line",
+                    f"Invalid `insert_line` parameter: "
+                    f"{command.insert_line}. It should be within the range "
+                    f"[0, {len(lines)}].",
+                )
             lines.insert(command.insert_line, command.insert_text.rstrip("\n"))
             return "\n".join(lines) + "\n"
 
@@ -176,10 +195,14 @@ class GovernedMemoryTool(BetaAbstractMemoryTool):
             raise ToolError(f"The destination {command.new_path} already exists")
         if self._exists(new):
             raise ToolError(f"The destination {command.new_path} already exists")
-        moves = [(path, _console_path(new + _shown_path(path)[len(old):]))
-                 for path in self._paths(command.old_path, old)]
-        return _said_all(self.memory.rename(moves, self._key),
-                         f"Successfully renamed {command.old_path} to {command.new_path}")
+        moves = [
+            (path, _console_path(new + _shown_path(path)[len(old) :]))
+            for path in self._paths(command.old_path, old)
+        ]
+        return _said_all(
+            self.memory.rename(moves, self._key),
+            f"Successfully renamed {command.old_path} to {command.new_path}",
+        )
 
     # -- helpers -------------------------------------------------------------------------------
     def _edit(self, shown: str, path: str, change):
@@ -187,16 +210,14 @@ class GovernedMemoryTool(BetaAbstractMemoryTool):
             return self.memory.edit(path, change, self._key)
         except Refused as refused:
             if refused.code == "not_found":
-                raise ToolError(f"The path {shown} does not exist. Please provide a valid "
-                                f"path.") from None
+                raise ToolError(f"The path {shown} does not exist. Please provide a valid path.") from None
             raise
 
     def _paths(self, shown: str, relative: str) -> list[str]:
         """The console paths a path names: the file, or every file under the folder."""
         if relative.endswith(".md") and self.memory.read(_console_path(relative))["exists"]:
             return [_console_path(relative)]
-        paths = [f["path"] for f in self.memory.files()
-                 if _under(_shown_path(f["path"]), relative)]
+        paths = [f["path"] for f in self.memory.files() if _under(_shown_path(f["path"]), relative)]
         if not paths:
             raise ToolError(f"The path {shown} does not exist")
         return paths
@@ -215,7 +236,7 @@ def _relative(path: str) -> str:
     path outside /memories or one that would climb out of it."""
     if not isinstance(path, str) or not (path == ROOT or path.startswith(ROOT + "/")):
         raise ToolError(f"Path must start with /memories, got: {path}")
-    relative = path[len(ROOT):].strip("/")
+    relative = path[len(ROOT) :].strip("/")
     parts = relative.split("/") if relative else []
     if any(part in ("", ".", "..") for part in parts) or "\\" in relative or "\x00" in relative:
         raise ToolError(f"Path {path} would escape /memories directory")
@@ -237,7 +258,7 @@ def _console_path(relative: str) -> str:
 
 def _shown_path(path: str) -> str:
     """A console path as it stands under /memories (relative)."""
-    return path[len(WORKSPACE):] if path.startswith(WORKSPACE) else path
+    return path[len(WORKSPACE) :] if path.startswith(WORKSPACE) else path
 
 
 def _under(shown: str, folder: str) -> bool:
@@ -272,7 +293,7 @@ def _size(size: int) -> str:
 def _listing(shown: str, relative: str, files: list[dict]) -> str:
     entries: dict[str, str] = {}
     for entry in files:
-        rest = _shown_path(entry["path"])[len(relative) + 1 if relative else 0:]
+        rest = _shown_path(entry["path"])[len(relative) + 1 if relative else 0 :]
         parts = rest.split("/")
         if len(parts) > 1:
             entries.setdefault(parts[0] + "/", "")
@@ -282,8 +303,10 @@ def _listing(shown: str, relative: str, files: list[dict]) -> str:
     lines = [f"{_size(sum(f['size'] for f in files))}\t{shown}"]
     for name in sorted(entries):
         lines.append(entries[name] or f"-\t{shown.rstrip('/')}/{name}")
-    return (f"Here're the files and directories up to 2 levels deep in {shown}, excluding hidden "
-            f"items:\n" + "\n".join(lines))
+    return (
+        f"Here're the files and directories up to 2 levels deep in {shown}, excluding hidden "
+        f"items:\n" + "\n".join(lines)
+    )
 
 
 def _numbered(shown: str, found: dict, view_range) -> str:
@@ -294,19 +317,23 @@ def _numbered(shown: str, found: dict, view_range) -> str:
         last = len(lines) if view_range[1] == -1 else view_range[1]
         lines, start = lines[first:last], first + 1
     numbered = "\n".join(f"{n + start:>{LINE_WIDTH}}\t{line}" for n, line in enumerate(lines))
-    return (f"Here's the content of {shown} with line numbers{_access(found)}:\n{numbered}")
+    return f"Here's the content of {shown} with line numbers{_access(found)}:\n{numbered}"
 
 
 def _said(result: dict, done: str) -> str:
     if result.get("status") == "proposed":
-        return (f"Proposed for approval (proposal {result.get('proposal')}): nothing changes "
-                f"until a person approves it.")
+        return (
+            f"Proposed for approval (proposal {result.get('proposal')}): nothing changes "
+            f"until a person approves it."
+        )
     return done
 
 
 def _said_all(results: list[dict], done: str) -> str:
     proposed = [r for r in results if r.get("status") == "proposed"]
     if proposed:
-        return (f"Proposed for approval ({len(proposed)} of {len(results)} file(s)): nothing "
-                f"changes until a person approves.")
+        return (
+            f"Proposed for approval ({len(proposed)} of {len(results)} file(s)): nothing "
+            f"changes until a person approves."
+        )
     return done

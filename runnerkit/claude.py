@@ -48,7 +48,7 @@ NOT_BLOCKING = 1  # Claude Code: exit 2 blocks the agent, any other non-zero cod
 def _summary(value, limit: int = 300) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _key(*parts: str) -> str:
@@ -85,13 +85,21 @@ class ClaudeHook:
         self._state_path(claude_session).write_text(json.dumps(state), encoding="utf-8")
 
     def _run(self, event: dict, state: dict | None) -> MemoryRun:
-        folder = (Path(state["folder"]) if state else
-                  Path(self.env.get("MGC_MEMORY_DIR") or Path(event.get("cwd") or ".") / ".mgc-memory")
-                  / hashlib.sha256(event["session_id"].encode()).hexdigest()[:16])
-        return MemoryRun(self.client, user=self.env.get("MGC_USER") or None, folder=folder,
-                         direct=self.direct, external_ref=event["session_id"],
-                         session=state["session"] if state else None,
-                         prompt=state.get("prompt", "") if state else "")
+        folder = (
+            Path(state["folder"])
+            if state
+            else Path(self.env.get("MGC_MEMORY_DIR") or Path(event.get("cwd") or ".") / ".mgc-memory")
+            / hashlib.sha256(event["session_id"].encode()).hexdigest()[:16]
+        )
+        return MemoryRun(
+            self.client,
+            user=self.env.get("MGC_USER") or None,
+            folder=folder,
+            direct=self.direct,
+            external_ref=event["session_id"],
+            session=state["session"] if state else None,
+            prompt=state.get("prompt", "") if state else "",
+        )
 
     def _started(self, event: dict) -> tuple[MemoryRun, dict]:
         """The console session of this Claude session, opened (pre hook) if there is none."""
@@ -100,8 +108,12 @@ class ClaudeHook:
         run = self._run(event, state)
         if state is None:
             run.start()
-            state = {"session": run.session, "folder": str(run.folder), "injected": False,
-                     "prompt": run.prompt}
+            state = {
+                "session": run.session,
+                "folder": str(run.folder),
+                "injected": False,
+                "prompt": run.prompt,
+            }
             self._save(claude_session, state)
         return run, state
 
@@ -126,15 +138,21 @@ class ClaudeHook:
                 return None
             state["injected"] = True
             self._save(claude_session, state)
-            return {"hookSpecificOutput": {"hookEventName": name,
-                                           "additionalContext": run.instructions()}}
+            return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": run.instructions()}}
         run, _state = self._started(event)
         if name == "PostToolUse":
             use = event.get("tool_use_id") or _key(json.dumps(event, sort_keys=True))
-            run.tool(event.get("tool_name") or "tool",
-                     _summary({"input": _without_contents(event.get("tool_input")),
-                               "response": _without_contents(event.get("tool_response"))}),
-                     details={"tool_use_id": use}, key=_key(claude_session, "tool", use))
+            run.tool(
+                event.get("tool_name") or "tool",
+                _summary(
+                    {
+                        "input": _without_contents(event.get("tool_input")),
+                        "response": _without_contents(event.get("tool_response")),
+                    }
+                ),
+                details={"tool_use_id": use},
+                key=_key(claude_session, "tool", use),
+            )
             self._check_edit(run, event, use)
         elif name in ("PostToolUseFailure", "StopFailure"):
             use = event.get("tool_use_id") or ""
@@ -142,13 +160,19 @@ class ClaudeHook:
             message = _summary(error, 2000)
             if event.get("error_details"):  # StopFailure: the API's own words on what failed
                 message = _summary(f"{error}: {_summary(event['error_details'], 1800)}", 2000)
-            details = {"event": name, "tool_name": event.get("tool_name"), "tool_use_id": use,
-                       "error_details": event.get("error_details")}
-            run.error(message, details={k: v for k, v in details.items() if v},
-                      key=_key(claude_session, name, use, message))
+            details = {
+                "event": name,
+                "tool_name": event.get("tool_name"),
+                "tool_use_id": use,
+                "error_details": event.get("error_details"),
+            }
+            run.error(
+                message,
+                details={k: v for k, v in details.items() if v},
+                key=_key(claude_session, name, use, message),
+            )
         elif name in ("Stop", "SessionEnd"):
-            results = run.finish(summary=f"Claude Code {name.lower()} "
-                                         f"({event.get('reason') or 'turn'})")
+            results = run.finish(summary=f"Claude Code {name.lower()} ({event.get('reason') or 'turn'})")
             self._report(run, results, claude_session, name)
             if name == "SessionEnd":
                 self._forget(run, claude_session, results)
@@ -170,24 +194,32 @@ class ClaudeHook:
         if refusal is None:
             return
         run.sandbox.put_back(path)
-        message = (f"{path}: this edit is not kept ({refusal}); the file was put back as it "
-                   f"was. Change your memory only where the policy allows.")
-        run.error(message, details={"tool_use_id": use, "path": path, "code": "not_kept"},
-                  key=_key(event["session_id"], "not-kept", use))
+        message = (
+            f"{path}: this edit is not kept ({refusal}); the file was put back as it "
+            f"was. Change your memory only where the policy allows."
+        )
+        run.error(
+            message,
+            details={"tool_use_id": use, "path": path, "code": "not_kept"},
+            key=_key(event["session_id"], "not-kept", use),
+        )
         self.problems.append(f"mgc-hook: {message}")
         self.exit_code = BLOCKING
 
-    def _report(self, run: MemoryRun, results: list[dict], claude_session: str,
-                name: str) -> None:
+    def _report(self, run: MemoryRun, results: list[dict], claude_session: str, name: str) -> None:
         """Every file the post did not write or propose: an error event, and stderr."""
         for result in results:
             if result.get("status") in ("written", "proposed"):
                 continue
-            message = (f"{result['path']}: {result.get('status')} "
-                       f"({result.get('code') or '-'}): {result.get('message') or ''}").strip()
-            run.error(message, details={"event": name, "path": result["path"],
-                                        "code": result.get("code")},
-                      key=_key(claude_session, name, "not-written", message))
+            message = (
+                f"{result['path']}: {result.get('status')} "
+                f"({result.get('code') or '-'}): {result.get('message') or ''}"
+            ).strip()
+            run.error(
+                message,
+                details={"event": name, "path": result["path"], "code": result.get("code")},
+                key=_key(claude_session, name, "not-written", message),
+            )
             self.problems.append(f"mgc-hook: {message}")
             self.exit_code = NOT_BLOCKING
 
@@ -195,11 +227,16 @@ class ClaudeHook:
         """At SessionEnd: remove the memory folder (it holds a copy of the person's USER.md)
         and the session's state (it holds the prompt), unless a file in it was not sent (a
         conflict keeps the agent's text there to merge)."""
-        kept = [r for r in results if r.get("status") in ("conflict", "kept_locally")
-                and r.get("code") != "read_only"]
+        kept = [
+            r
+            for r in results
+            if r.get("status") in ("conflict", "kept_locally") and r.get("code") != "read_only"
+        ]
         if kept:
-            self.problems.append(f"mgc-hook: {len(kept)} file(s) were not sent and stay in "
-                                 f"{run.folder}; merge them and remove the folder.")
+            self.problems.append(
+                f"mgc-hook: {len(kept)} file(s) were not sent and stay in "
+                f"{run.folder}; merge them and remove the folder."
+            )
             return
         shutil.rmtree(run.folder, ignore_errors=True)
         self._state_path(claude_session).unlink(missing_ok=True)
@@ -214,15 +251,23 @@ def _without_contents(value):
     content, an Edit's strings, a Read's file): the event says what was done, the memory
     files say what they hold."""
     if isinstance(value, dict):
-        return {k: ("…" if k in CONTENT_KEYS and v else _without_contents(v))
-                for k, v in value.items()}
+        return {k: ("…" if k in CONTENT_KEYS and v else _without_contents(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [_without_contents(item) for item in value]
     return value
 
 
-CONTENT_KEYS = {"content", "old_string", "new_string", "file_text", "new_source", "edits",
-                "originalFile", "structuredPatch", "file"}
+CONTENT_KEYS = {
+    "content",
+    "old_string",
+    "new_string",
+    "file_text",
+    "new_source",
+    "edits",
+    "originalFile",
+    "structuredPatch",
+    "file",
+}
 
 
 def settings(command: str | None = None) -> dict:
@@ -232,11 +277,18 @@ def settings(command: str | None = None) -> dict:
     command = command or f"{shlex.quote(sys.executable)} -m runnerkit.claude"
     hook = [{"type": "command", "command": command}]
     every = {"matcher": "*", "hooks": hook}
-    return {"permissions": {"allow": ["Edit(./.mgc-memory/**)", "Write(./.mgc-memory/**)"]},
-            "hooks": {"SessionStart": [{"hooks": hook}], "UserPromptSubmit": [{"hooks": hook}],
-                      "PostToolUse": [every], "PostToolUseFailure": [every],
-                      "Stop": [{"hooks": hook}], "StopFailure": [{"hooks": hook}],
-                      "SessionEnd": [{"hooks": hook}]}}
+    return {
+        "permissions": {"allow": ["Edit(./.mgc-memory/**)", "Write(./.mgc-memory/**)"]},
+        "hooks": {
+            "SessionStart": [{"hooks": hook}],
+            "UserPromptSubmit": [{"hooks": hook}],
+            "PostToolUse": [every],
+            "PostToolUseFailure": [every],
+            "Stop": [{"hooks": hook}],
+            "StopFailure": [{"hooks": hook}],
+            "SessionEnd": [{"hooks": hook}],
+        },
+    }
 
 
 def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None, env=None) -> int:
@@ -251,8 +303,11 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None, stderr=None, en
         hook = ClaudeHook(os.environ if env is None else env)
         answer = hook.handle(event)
     except ApiError as exc:
-        print(f"mgc-hook: the memory console did not take the {event.get('hook_event_name')} "
-              f"event ({exc}); the agent goes on without it.", file=stderr)
+        print(
+            f"mgc-hook: the memory console did not take the {event.get('hook_event_name')} "
+            f"event ({exc}); the agent goes on without it.",
+            file=stderr,
+        )
         return NOT_BLOCKING
     except (ValueError, OSError) as exc:
         print(f"mgc-hook: {exc}; the agent goes on without governed memory.", file=stderr)

@@ -28,8 +28,9 @@ class ApiError(Exception):
 
 
 class Client:
-    def __init__(self, base_url: str, token: str, timeout: float = 30.0, attempts: int = 4,
-                 backoff: float = 0.5):
+    def __init__(
+        self, base_url: str, token: str, timeout: float = 30.0, attempts: int = 4, backoff: float = 0.5
+    ):
         if not base_url.startswith(("http://", "https://")):
             raise ValueError("The console URL must start with http:// or https://")
         self.base_url = base_url.rstrip("/")
@@ -38,11 +39,13 @@ class Client:
         self.attempts = max(1, attempts)
         self.backoff = backoff
 
-    def _call(self, path: str, body: dict, *, idempotent: bool = False,
-              key: str | None = None) -> dict:
+    def _call(self, path: str, body: dict, *, idempotent: bool = False, key: str | None = None) -> dict:
         data = json.dumps(body).encode("utf-8")
-        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
-                   "User-Agent": f"runnerkit/{__version__}"}
+        headers = {
+            "Authorization": f"Bearer {self.token}",
+            "Content-Type": "application/json",
+            "User-Agent": f"runnerkit/{__version__}",
+        }
         if idempotent:
             # The same for every retry below. A caller that may send the same event again
             # (a replayed hook) passes a key derived from the event instead.
@@ -51,7 +54,8 @@ class Client:
         delay = self.backoff
         for attempt in range(1, self.attempts + 1):
             request = urllib.request.Request(  # noqa: S310 - scheme checked in __init__
-                f"{self.base_url}/api/v1/{path}", data=data, method="POST", headers=headers)
+                f"{self.base_url}/api/v1/{path}", data=data, method="POST", headers=headers
+            )
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
                     return json.loads(response.read().decode("utf-8"))
@@ -62,25 +66,32 @@ class Client:
                     time.sleep(max(delay, retry_after))
                     delay *= 2
                     continue
-                raise ApiError(exc.code, error.get("code", ""), error.get("message", ""),
-                               error.get("outcome", "")) from None
+                raise ApiError(
+                    exc.code, error.get("code", ""), error.get("message", ""), error.get("outcome", "")
+                ) from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 if attempt < self.attempts and retryable:
                     time.sleep(delay)
                     delay *= 2
                     continue
-                raise ApiError(0, "unreachable", f"The console did not answer: {exc}",
-                               "unknown" if idempotent else "") from None
+                raise ApiError(
+                    0, "unreachable", f"The console did not answer: {exc}", "unknown" if idempotent else ""
+                ) from None
         raise AssertionError("unreachable")
 
-    def pre(self, user: str | None = None, session: str | None = None,
-            key: str | None = None) -> dict:
+    def pre(self, user: str | None = None, session: str | None = None, key: str | None = None) -> dict:
         body = {k: v for k, v in {"user": user, "session": session}.items() if v}
         # A key of its own: a retry after a lost answer gets the same session, not a second.
         return self._call("hooks/pre", body, idempotent=True, key=key)
 
-    def post(self, session: str, writes: list[dict], summary: str | None = None,
-             key: str | None = None, end: bool = True) -> dict:
+    def post(
+        self,
+        session: str,
+        writes: list[dict],
+        summary: str | None = None,
+        key: str | None = None,
+        end: bool = True,
+    ) -> dict:
         """Writes back (append, replace, delete, rename). `end=False` keeps the session open
         for more posts (a runtime that writes as it goes); the default ends it."""
         body = {"session": session, "writes": writes}
@@ -90,15 +101,15 @@ class Client:
             body["end"] = False
         return self._call("hooks/post", body, idempotent=True, key=key)
 
-    def tool(self, session: str, name: str, summary: str = "", details: dict | None = None,
-             key: str | None = None) -> dict:
+    def tool(
+        self, session: str, name: str, summary: str = "", details: dict | None = None, key: str | None = None
+    ) -> dict:
         body = {"session": session, "name": name[:100], "summary": summary[:2000]}
         if details:
             body["details"] = details
         return self._call("hooks/tool", body, idempotent=True, key=key)
 
-    def error(self, session: str, message: str, details: dict | None = None,
-              key: str | None = None) -> dict:
+    def error(self, session: str, message: str, details: dict | None = None, key: str | None = None) -> dict:
         body = {"session": session, "message": (message or "error")[:2000]}
         if details:
             body["details"] = details

@@ -35,27 +35,43 @@ class Written:
 
 
 class DirectStorage:
-    def __init__(self, *, endpoint_url: str | None, access_key_id: str, secret_access_key: str,
-                 region: str = "us-east-1", timeout: float = 10.0):
+    def __init__(
+        self,
+        *,
+        endpoint_url: str | None,
+        access_key_id: str,
+        secret_access_key: str,
+        region: str = "us-east-1",
+        timeout: float = 10.0,
+    ):
         try:
             import boto3
             from botocore.config import Config
         except ImportError as exc:  # pragma: no cover - depends on the runner's install
             raise RuntimeError("Direct mode needs boto3: pip install 'runnerkit[s3]'") from exc
         self.client = boto3.client(
-            "s3", endpoint_url=endpoint_url or None, region_name=region,
-            aws_access_key_id=access_key_id, aws_secret_access_key=secret_access_key,
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=timeout,
-                          read_timeout=timeout, retries={"total_max_attempts": 3,
-                                                         "mode": "standard"}))
+            "s3",
+            endpoint_url=endpoint_url or None,
+            region_name=region,
+            aws_access_key_id=access_key_id,
+            aws_secret_access_key=secret_access_key,
+            config=Config(
+                s3={"addressing_style": "path"},
+                connect_timeout=timeout,
+                read_timeout=timeout,
+                retries={"total_max_attempts": 3, "mode": "standard"},
+            ),
+        )
 
     @classmethod
     def from_environment(cls) -> DirectStorage:
         env = os.environ
-        return cls(endpoint_url=env.get("MGC_RUNNER_S3_ENDPOINT_URL"),
-                   access_key_id=env["MGC_RUNNER_S3_ACCESS_KEY_ID"],
-                   secret_access_key=env["MGC_RUNNER_S3_SECRET_ACCESS_KEY"],
-                   region=env.get("MGC_RUNNER_S3_REGION", "us-east-1"))
+        return cls(
+            endpoint_url=env.get("MGC_RUNNER_S3_ENDPOINT_URL"),
+            access_key_id=env["MGC_RUNNER_S3_ACCESS_KEY_ID"],
+            secret_access_key=env["MGC_RUNNER_S3_SECRET_ACCESS_KEY"],
+            region=env.get("MGC_RUNNER_S3_REGION", "us-east-1"),
+        )
 
     def read(self, bucket: str, key: str) -> tuple[bytes, str] | None:
         """(body, etag), or None if the object is not there."""
@@ -69,8 +85,9 @@ class DirectStorage:
             raise
         return response["Body"].read(), response["ETag"]
 
-    def write(self, bucket: str, key: str, body: bytes, *, etag: str | None, agent: str,
-              session: str, token: str) -> Written:
+    def write(
+        self, bucket: str, key: str, body: bytes, *, etag: str | None, agent: str, session: str, token: str
+    ) -> Written:
         """Replace the object if it still has `etag` (create it if etag is None)."""
         from botocore.exceptions import ClientError
 
@@ -78,20 +95,28 @@ class DirectStorage:
         signature = proof(token, key, body, session)
         try:
             response = self.client.put_object(
-                Bucket=bucket, Key=key, Body=body, ContentType="text/markdown; charset=utf-8",
+                Bucket=bucket,
+                Key=key,
+                Body=body,
+                ContentType="text/markdown; charset=utf-8",
                 Metadata={"mgc-agent": agent, "mgc-session": session, "mgc-proof": signature},
-                **condition)
+                **condition,
+            )
         except ClientError as exc:
             error = exc.response.get("Error", {})
             status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
-            if status in (409, 412) or error.get("Code") in ("PreconditionFailed",
-                                                               "ConditionalRequestConflict"):
+            if status in (409, 412) or error.get("Code") in (
+                "PreconditionFailed",
+                "ConditionalRequestConflict",
+            ):
                 # A retry after a lost answer meets its own write: that is success.
                 mine = self._holds(bucket, key, body, signature)
                 if mine:
                     return Written("written", etag=mine)
-                return Written("conflict", message="The file changed in the bucket since it "
-                                                   "was pulled; the local copy is kept.")
+                return Written(
+                    "conflict",
+                    message="The file changed in the bucket since it was pulled; the local copy is kept.",
+                )
             if status == 403 or error.get("Code") == "AccessDenied":
                 return Written("denied", message="These S3 credentials may not write it.")
             raise
@@ -100,7 +125,6 @@ class DirectStorage:
     def _holds(self, bucket: str, key: str, body: bytes, signature: str) -> str:
         """The object's ETag if it is exactly this write (same bytes, same proof), else ''."""
         response = self.client.get_object(Bucket=bucket, Key=key)
-        if response.get("Metadata", {}).get("mgc-proof") == signature and \
-                response["Body"].read() == body:
+        if response.get("Metadata", {}).get("mgc-proof") == signature and response["Body"].read() == body:
             return response["ETag"]
         return ""

@@ -37,8 +37,7 @@ from runnerkit.client import ApiError, Client
 from runnerkit.run import MemoryRun
 
 logger = logging.getLogger(__name__)
-_current: contextvars.ContextVar[MemoryRun | None] = contextvars.ContextVar("mgc_run",
-                                                                             default=None)
+_current: contextvars.ContextVar[MemoryRun | None] = contextvars.ContextVar("mgc_run", default=None)
 
 
 class MemoryState(AgentState):
@@ -55,8 +54,9 @@ class MemoryMiddleware(AgentMiddleware):
 
     # -- start ---------------------------------------------------------------------------------
     def before_agent(self, state, runtime):
-        run = MemoryRun(self.client, user=self.user, folder=self.folder, direct=self.direct,
-                        external_ref="langchain")
+        run = MemoryRun(
+            self.client, user=self.user, folder=self.folder, direct=self.direct, external_ref="langchain"
+        )
         try:
             run.start()
         except ApiError as exc:
@@ -128,15 +128,25 @@ class MemoryMiddleware(AgentMiddleware):
 
     def _record(self, run: MemoryRun, call: dict, result) -> None:
         if isinstance(result, ToolMessage) and result.status == "error":
-            _quietly(run.error, f"{call['name']}: {result.text[:1900]}",
-                     {"tool_call_id": call.get("id")}, f"lc-{run.session}-{call.get('id')}-error")
+            _quietly(
+                run.error,
+                f"{call['name']}: {result.text[:1900]}",
+                {"tool_call_id": call.get("id")},
+                f"lc-{run.session}-{call.get('id')}-error",
+            )
         else:
             content = result.text if isinstance(result, ToolMessage) else str(result)
-            _quietly(run.tool, call["name"], content[:300], {"tool_call_id": call.get("id")},
-                     f"lc-{run.session}-{call.get('id')}")
+            _quietly(
+                run.tool,
+                call["name"],
+                content[:300],
+                {"tool_call_id": call.get("id")},
+                f"lc-{run.session}-{call.get('id')}",
+            )
 
-    def _failed(self, run: MemoryRun | None, exc: BaseException, where: str,
-                call: dict | None = None) -> None:
+    def _failed(
+        self, run: MemoryRun | None, exc: BaseException, where: str, call: dict | None = None
+    ) -> None:
         """An exception leaving a tool or the model ends the agent's run without after_agent:
         send what the agent wrote and end the session now, with an error event saying why.
         (Should something outside catch it and the agent go on, its `remember` says memory is
@@ -145,8 +155,12 @@ class MemoryMiddleware(AgentMiddleware):
             return
         self._runs.pop(run.session, None)
         what = f"{call['name']}: {exc}" if call else f"the model failed: {exc}"
-        _quietly(run.error, what[:2000], {"tool_call_id": call.get("id")} if call else None,
-                 f"lc-{run.session}-{call.get('id') if call else 'model'}-error")
+        _quietly(
+            run.error,
+            what[:2000],
+            {"tool_call_id": call.get("id")} if call else None,
+            f"lc-{run.session}-{call.get('id') if call else 'model'}-error",
+        )
         _quietly(run.finish, f"langchain agent stopped: {type(exc).__name__} in the {where}")
 
     # -- end -----------------------------------------------------------------------------------

@@ -62,16 +62,17 @@ class _SessionPerConnection:
             # The SDK gives static resources no request context, and this one differs per
             # session: it is answered here, from the session's state.
             memory = await opened(self, _connection(ctx))
-            return {"contents": [{"uri": PROMPT_URI, "mimeType": "text/markdown",
-                                  "text": memory.prompt}]}
+            return {"contents": [{"uri": PROMPT_URI, "mimeType": "text/markdown", "text": memory.prompt}]}
         result = await call_next(ctx)
         if ctx.method == "initialize" and isinstance(result, dict):
             memory = await opened(self, _connection(ctx))
             if memory.session is not None:
                 result["instructions"] = f"{INSTRUCTIONS}\n\n{memory.prompt}".strip()
             else:
-                result["instructions"] = (f"{INSTRUCTIONS}\n\nThe memory console did not answer "
-                                          f"at the start; the tools try again when used.")
+                result["instructions"] = (
+                    f"{INSTRUCTIONS}\n\nThe memory console did not answer "
+                    f"at the start; the tools try again when used."
+                )
         return result
 
 
@@ -98,29 +99,38 @@ async def _end(memory: GovernedMemory) -> None:
         logger.warning("could not end the console session %s: %s", memory.session, exc)
 
 
-def build_server(client: Client, *, user: str | None = None, name: str = "governed-memory"
-                 ) -> MCPServer:
+def build_server(client: Client, *, user: str | None = None, name: str = "governed-memory") -> MCPServer:
     sessions = _SessionPerConnection(client, user)
     server = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, middleware=[sessions])
 
     async def call(ctx: Context, operation, *args):
         memory = await opened(sessions, _connection(ctx))
         if memory.session is None:
-            raise ToolError("The memory console is not reachable; nothing was read or written. "
-                            "Try again later.")
+            raise ToolError(
+                "The memory console is not reachable; nothing was read or written. Try again later."
+            )
         key = f"mcp-{memory.session}-{ctx.request_id}"
         try:
             return await anyio.to_thread.run_sync(partial(operation, memory, *args, key=key))
         except Refused as refused:
             raise ToolError(_refusal(refused)) from None
         except ApiError as exc:
-            raise ToolError(f"The memory console did not take it ({exc.code or exc.status}): "
-                            f"{exc.message}" + (" Whether it was applied is unknown; the same "
-                                                "call again is safe." if exc.outcome == "unknown"
-                                                else "")) from None
+            raise ToolError(
+                f"The memory console did not take it ({exc.code or exc.status}): "
+                f"{exc.message}"
+                + (
+                    " Whether it was applied is unknown; the same call again is safe."
+                    if exc.outcome == "unknown"
+                    else ""
+                )
+            ) from None
 
-    @server.resource(PROMPT_URI, name="memory", mime_type="text/markdown",
-                     description="The memory assembled for this session (the pre hook's prompt).")
+    @server.resource(
+        PROMPT_URI,
+        name="memory",
+        mime_type="text/markdown",
+        description="The memory assembled for this session (the pre hook's prompt).",
+    )
     def prompt() -> str:  # pragma: no cover - answered by _SessionPerConnection
         return ""
 
@@ -142,25 +152,25 @@ def build_server(client: Client, *, user: str | None = None, name: str = "govern
         return await call(ctx, lambda m, key: describe(m.append(path, text, key)))
 
     @server.tool()
-    async def memory_replace(path: str, content: str, ctx: Context,
-                             base_revision: int | None = None) -> str:
+    async def memory_replace(path: str, content: str, ctx: Context, base_revision: int | None = None) -> str:
         """Replace a memory file's whole text. base_revision is the revision you read (from
         memory_read); leave it out only for a new file. If the file moved on, nothing is
         written and you get its current text."""
-        return await call(ctx, lambda m, key: describe(m.replace(path, content, base_revision,
-                                                                 key)))
+        return await call(ctx, lambda m, key: describe(m.replace(path, content, base_revision, key)))
 
     @server.tool()
     async def memory_str_replace(path: str, old_str: str, new_str: str, ctx: Context) -> str:
         """Replace the one occurrence of old_str in a memory file with new_str."""
-        return await call(ctx, lambda m, key: describe(
-            m.edit(path, partial(_replace_once, path, old_str, new_str), key)[0]))
+        return await call(
+            ctx, lambda m, key: describe(m.edit(path, partial(_replace_once, path, old_str, new_str), key)[0])
+        )
 
     @server.tool()
     async def memory_insert(path: str, insert_line: int, text: str, ctx: Context) -> str:
         """Insert text after line insert_line of a memory file (0: at the top)."""
-        return await call(ctx, lambda m, key: describe(
-            m.edit(path, partial(_insert_at, path, insert_line, text), key)[0]))
+        return await call(
+            ctx, lambda m, key: describe(m.edit(path, partial(_insert_at, path, insert_line, text), key)[0])
+        )
 
     @server.tool()
     async def memory_delete(path: str, ctx: Context) -> str:
@@ -179,40 +189,46 @@ def build_server(client: Client, *, user: str | None = None, name: str = "govern
 
 
 def _may(entry: dict) -> str:
-    parts = [f"{mode}{' (approval)' if entry.get('approval') else ''}"
-             for mode in entry.get("modes", [])]
-    parts += [f"{mode}{' (approval)' if entry.get(mode) == 'proposal' else ''}"
-              for mode in ("delete", "rename") if entry.get(mode) in ("direct", "proposal")]
+    parts = [f"{mode}{' (approval)' if entry.get('approval') else ''}" for mode in entry.get("modes", [])]
+    parts += [
+        f"{mode}{' (approval)' if entry.get(mode) == 'proposal' else ''}"
+        for mode in ("delete", "rename")
+        if entry.get(mode) in ("direct", "proposal")
+    ]
     return ", ".join(parts) if parts else "read only"
 
 
 def _listing(files: list[dict]) -> str:
     if not files:
         return "No memory files yet."
-    return "\n".join(f"{f['path']}  revision {f['revision']}, {f['size']} bytes; you may: "
-                     f"{_may(f)}" for f in files)
+    return "\n".join(
+        f"{f['path']}  revision {f['revision']}, {f['size']} bytes; you may: {_may(f)}" for f in files
+    )
 
 
 def _shown(found: dict) -> str:
     if not found["exists"]:
-        return (f"{found['path']} does not exist yet; you may: {_may(found)}.")
-    return (f"{found['path']} (revision {found['revision']}; you may: {_may(found)})\n---\n"
-            f"{found['content']}")
+        return f"{found['path']} does not exist yet; you may: {_may(found)}."
+    return f"{found['path']} (revision {found['revision']}; you may: {_may(found)})\n---\n{found['content']}"
 
 
 def _refusal(refused: Refused) -> str:
     result = refused.result
     if refused.code == "conflict" and result.get("head_revision") is not None:
-        return (f"Not written: {refused.message} The current text (revision "
-                f"{result['head_revision']}) is:\n---\n{result.get('head_text', '')}")
+        return (
+            f"Not written: {refused.message} The current text (revision "
+            f"{result['head_revision']}) is:\n---\n{result.get('head_text', '')}"
+        )
     return f"Not done ({refused.code}): {refused.message}"
 
 
 def _replace_once(path: str, old: str, new: str, text: str) -> str:
     count = text.count(old) if old else 0
     if count != 1:
-        raise Refused("no_match" if count == 0 else "not_unique",
-                      f"old_str appears {count} times in {path}; it must appear exactly once.")
+        raise Refused(
+            "no_match" if count == 0 else "not_unique",
+            f"old_str appears {count} times in {path}; it must appear exactly once.",
+        )
     return text.replace(old, new, 1)
 
 
@@ -235,16 +251,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     url, token = os.environ.get("MGC_URL", ""), os.environ.get("MGC_RUNNER_TOKEN", "")
     if not url or not token:
-        print("mgc-mcp: set MGC_URL and MGC_RUNNER_TOKEN (and MGC_USER for a person's memory)",
-              file=sys.stderr)
+        print(
+            "mgc-mcp: set MGC_URL and MGC_RUNNER_TOKEN (and MGC_USER for a person's memory)", file=sys.stderr
+        )
         return 2
     client = Client(url, token, timeout=float(os.environ.get("MGC_TIMEOUT", "30")))
     server = build_server(client, user=os.environ.get("MGC_USER") or None)
     if args.transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host=args.host, port=args.port,
-                   streamable_http_path=args.path)
+        server.run("streamable-http", host=args.host, port=args.port, streamable_http_path=args.path)
     return 0
 
 

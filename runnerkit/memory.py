@@ -41,11 +41,15 @@ def describe(result: dict) -> str:
     """One line for a write's result, for a model to read."""
     path, status = result.get("path", ""), result.get("status")
     if status == "proposed":
-        return (f"Proposed (proposal {result.get('proposal')}): a person approves it before "
-                f"{path} changes; nothing is written yet.")
+        return (
+            f"Proposed (proposal {result.get('proposal')}): a person approves it before "
+            f"{path} changes; nothing is written yet."
+        )
     if result.get("mode") == "rename":
-        return (f"Renamed {path} to {result.get('new_path')} (revision "
-                f"{result.get('new_revision')}); the history keeps both.")
+        return (
+            f"Renamed {path} to {result.get('new_path')} (revision "
+            f"{result.get('new_revision')}); the history keeps both."
+        )
     if result.get("mode") == "delete":
         return f"Deleted {path}; its history is kept (revision {result.get('revision')})."
     if result.get("unchanged"):
@@ -54,8 +58,14 @@ def describe(result: dict) -> str:
 
 
 class GovernedMemory:
-    def __init__(self, client: Client, *, user: str | None = None,
-                 external_ref: str | None = None, session: str | None = None):
+    def __init__(
+        self,
+        client: Client,
+        *,
+        user: str | None = None,
+        external_ref: str | None = None,
+        session: str | None = None,
+    ):
         self.client, self.user, self.external_ref = client, user, external_ref
         self.session = session
         self.prompt = ""
@@ -111,18 +121,17 @@ class GovernedMemory:
         results = self.client.post(self._started(), writes, summary, key=key, end=False)["results"]
         for result in results:
             if result["status"] not in ("written", "proposed"):
-                raise Refused(result.get("code") or result["status"],
-                              result.get("message") or result["status"], result)
+                raise Refused(
+                    result.get("code") or result["status"], result.get("message") or result["status"], result
+                )
         return results
 
     def create(self, path: str, text: str, key: str) -> dict:
         """A new file (an existing one is refused: edit it instead)."""
         found = self.read(path)
         if found["exists"]:
-            raise Refused("exists", f"{path} already exists (revision {found['revision']}); "
-                                    f"edit it instead.")
-        mode = "replace" if "replace" in found["modes"] or "append" not in found["modes"] \
-            else "append"
+            raise Refused("exists", f"{path} already exists (revision {found['revision']}); edit it instead.")
+        mode = "replace" if "replace" in found["modes"] or "append" not in found["modes"] else "append"
         write = {"path": path, "mode": mode, "content": text}
         if mode == "replace" and found["revision"] is not None:
             write["base_revision"] = found["revision"]  # a deleted file's tombstone
@@ -147,7 +156,7 @@ class GovernedMemory:
         for attempt in (1, 2):
             new = change(text)
             if new.startswith(text) and "append" in found["modes"]:
-                write = {"path": path, "mode": "append", "content": new[len(text):]}
+                write = {"path": path, "mode": "append", "content": new[len(text) :]}
             else:
                 write = {"path": path, "mode": "replace", "content": new, "base_revision": base}
             try:
@@ -161,12 +170,13 @@ class GovernedMemory:
 
     def delete(self, paths: list[str], key: str) -> list[dict]:
         """Delete files (each at the revision read now): one post."""
-        writes = [{"path": p, "mode": "delete", "base_revision": self.existing(p)["revision"]}
-                  for p in paths]
+        writes = [{"path": p, "mode": "delete", "base_revision": self.existing(p)["revision"]} for p in paths]
         return self.write(writes, key)
 
     def rename(self, moves: list[tuple[str, str]], key: str) -> list[dict]:
         """Rename files (old path -> new path, each at the revision read now): one post."""
-        writes = [{"path": old, "mode": "rename", "new_path": new,
-                   "base_revision": self.existing(old)["revision"]} for old, new in moves]
+        writes = [
+            {"path": old, "mode": "rename", "new_path": new, "base_revision": self.existing(old)["revision"]}
+            for old, new in moves
+        ]
         return self.write(writes, key)

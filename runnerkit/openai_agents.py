@@ -61,8 +61,13 @@ class MemoryHooks(RunHooks):
         memory = context.context
         if not isinstance(memory, MemoryContext) or memory.run is not None:
             return
-        run = MemoryRun(self.client, user=memory.user, folder=self.folder, direct=self.direct,
-                        external_ref=f"openai-agents:{agent.name}")
+        run = MemoryRun(
+            self.client,
+            user=memory.user,
+            folder=self.folder,
+            direct=self.direct,
+            external_ref=f"openai-agents:{agent.name}",
+        )
         try:
             await asyncio.to_thread(run.start)
         except ApiError as exc:
@@ -75,9 +80,13 @@ class MemoryHooks(RunHooks):
         if run is None:
             return
         call = getattr(context, "tool_call_id", None) or ""
-        await _quietly(run.tool, getattr(tool, "name", "tool"), str(result)[:300],
-                       {"tool_call_id": call} if call else None,
-                       f"oa-{run.session}-{call}" if call else None)
+        await _quietly(
+            run.tool,
+            getattr(tool, "name", "tool"),
+            str(result)[:300],
+            {"tool_call_id": call} if call else None,
+            f"oa-{run.session}-{call}" if call else None,
+        )
 
     async def on_agent_end(self, context, agent, output) -> None:
         run = _run_of(context)

@@ -27,9 +27,17 @@ NOTES_PATH = "workspace/notes/{date}.md"
 
 
 class MemoryRun:
-    def __init__(self, client: Client, *, user: str | None = None, folder: str | Path | None = None,
-                 direct=None, external_ref: str | None = None, session: str | None = None,
-                 prompt: str = ""):
+    def __init__(
+        self,
+        client: Client,
+        *,
+        user: str | None = None,
+        folder: str | Path | None = None,
+        direct=None,
+        external_ref: str | None = None,
+        session: str | None = None,
+        prompt: str = "",
+    ):
         self.client = client
         self.user = user
         self.folder = Path(folder) if folder else None
@@ -65,12 +73,13 @@ class MemoryRun:
         """The runtime's own instructions followed by the memory, as one system prompt."""
         memory = self.prompt.strip()
         if memory and self.folder is not None:
-            memory += (f"\n\nYour memory files are in {self.folder}; what you change there is "
-                       f"kept when the run ends.")
+            memory += (
+                f"\n\nYour memory files are in {self.folder}; what you change there is "
+                f"kept when the run ends."
+            )
         return "\n\n".join(part for part in (base.strip(), memory) if part)
 
-    def tool(self, name: str, summary: str = "", details: dict | None = None,
-             key: str | None = None) -> dict:
+    def tool(self, name: str, summary: str = "", details: dict | None = None, key: str | None = None) -> dict:
         return self.client.tool(self.session, name, summary, details, key=key)
 
     def error(self, message: str, details: dict | None = None, key: str | None = None) -> dict:
@@ -87,8 +96,13 @@ class MemoryRun:
         target.write_text(f"{text}- {note.strip()}\n", encoding="utf-8")
         return target
 
-    def finish(self, summary: str | None = None, key: str | None = None,
-               error: BaseException | str | None = None, end: bool = True) -> list[dict]:
+    def finish(
+        self,
+        summary: str | None = None,
+        key: str | None = None,
+        error: BaseException | str | None = None,
+        end: bool = True,
+    ) -> list[dict]:
         """Post hook: every file changed in the sandbox since the last finish, and the end of
         the session (sent even when nothing changed). With `error` (the run raised), an error
         event saying why comes first: what the agent wrote is kept all the same. A temporary
@@ -98,8 +112,9 @@ class MemoryRun:
             return []  # ended already (on_agent_end, then the finally path): nothing twice
         if error is not None:
             why = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-            self.error(f"The run failed: {why}"[:2000], details={"phase": "run"},
-                       key=f"run-error-{self.session}")
+            self.error(
+                f"The run failed: {why}"[:2000], details={"phase": "run"}, key=f"run-error-{self.session}"
+            )
         results = self.sandbox.push(summary=summary, key=key, end=end)
         if end:
             self.finished = True

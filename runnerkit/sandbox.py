@@ -38,8 +38,7 @@ def _sha(data: bytes) -> str:
 
 
 class Sandbox:
-    def __init__(self, client: Client, session: str | None, folder: str | os.PathLike,
-                 direct=None):
+    def __init__(self, client: Client, session: str | None, folder: str | os.PathLike, direct=None):
         self.client = client
         self.folder = Path(folder)
         self.session = session
@@ -49,8 +48,13 @@ class Sandbox:
     def pull(self) -> dict:
         self.folder.mkdir(parents=True, exist_ok=True)
         listing = self.client.sandbox_files(self.session)
-        state = {"session": self.session, "files": {}, "agent": listing.get("agent"),
-                 "storage": listing.get("storage"), "direct": self.direct is not None}
+        state = {
+            "session": self.session,
+            "files": {},
+            "agent": listing.get("agent"),
+            "storage": listing.get("storage"),
+            "direct": self.direct is not None,
+        }
         for item in listing["files"]:
             target = self._local(item["path"])
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -65,19 +69,26 @@ class Sandbox:
                 if found is not None:
                     data, etag = found
             target.write_bytes(data)
-            mode = (stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH
-                    if item["writable"] else stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            mode = (
+                stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH
+                if item["writable"]
+                else stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+            )
             target.chmod(mode)
             base = self.folder / BASE / item["path"]
             base.parent.mkdir(parents=True, exist_ok=True)
             base.write_bytes(data)
-            state["files"][item["path"]] = {"revision": item["revision"], "sha256": _sha(data),
-                                            "writable": item["writable"], "modes": item["modes"],
-                                            "delete": item.get("delete", "never"),
-                                            "key": item.get("key"), "etag": etag,
-                                            "direct": bool(item.get("direct") and etag)}
-        (self.folder / STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False),
-                                         encoding="utf-8")
+            state["files"][item["path"]] = {
+                "revision": item["revision"],
+                "sha256": _sha(data),
+                "writable": item["writable"],
+                "modes": item["modes"],
+                "delete": item.get("delete", "never"),
+                "key": item.get("key"),
+                "etag": etag,
+                "direct": bool(item.get("direct") and etag),
+            }
+        (self.folder / STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False), encoding="utf-8")
         return state
 
     def _local(self, path: str) -> Path:
@@ -104,36 +115,59 @@ class Sandbox:
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
-                notes.append({"path": path, "status": "kept_locally", "code": "not_utf8",
-                              "message": "Not UTF-8 text; not sent."})
+                notes.append(
+                    {
+                        "path": path,
+                        "status": "kept_locally",
+                        "code": "not_utf8",
+                        "message": "Not UTF-8 text; not sent.",
+                    }
+                )
                 continue
             if before is None:
                 # A new file: the post hook's policy decides whether the agent may create it.
                 writes.append({"path": path, "mode": "append", "content": text})
             elif not before["writable"]:
-                notes.append({"path": path, "status": "kept_locally", "code": "read_only",
-                              "message": "The policy does not let this agent write it."})
+                notes.append(
+                    {
+                        "path": path,
+                        "status": "kept_locally",
+                        "code": "read_only",
+                        "message": "The policy does not let this agent write it.",
+                    }
+                )
             elif "replace" in before["modes"]:
-                writes.append({"path": path, "mode": "replace", "content": text,
-                               "base_revision": before["revision"]})
+                writes.append(
+                    {"path": path, "mode": "replace", "content": text, "base_revision": before["revision"]}
+                )
             else:
                 old = self._pulled_text(path, before)
                 if old is not None and text.startswith(old):
-                    writes.append({"path": path, "mode": "append", "content": text[len(old):]})
+                    writes.append({"path": path, "mode": "append", "content": text[len(old) :]})
                 else:
-                    notes.append({"path": path, "status": "kept_locally", "code": "append_only",
-                                  "message": "Only appends are allowed here, and the file was "
-                                             "changed above its end."})
+                    notes.append(
+                        {
+                            "path": path,
+                            "status": "kept_locally",
+                            "code": "append_only",
+                            "message": "Only appends are allowed here, and the file was "
+                            "changed above its end.",
+                        }
+                    )
         for path, before in known.items():
             if (self.folder / path).exists():
                 continue
             if before.get("delete", "never") in ("direct", "proposal"):
-                writes.append({"path": path, "mode": "delete",
-                               "base_revision": before["revision"]})
+                writes.append({"path": path, "mode": "delete", "base_revision": before["revision"]})
             else:
-                notes.append({"path": path, "status": "kept_locally", "code": "deleted_locally",
-                              "message": "The policy does not let this agent delete it; the "
-                                         "file stays in memory."})
+                notes.append(
+                    {
+                        "path": path,
+                        "status": "kept_locally",
+                        "code": "deleted_locally",
+                        "message": "The policy does not let this agent delete it; the file stays in memory.",
+                    }
+                )
         return writes, notes
 
     def refused_edit(self, path: str) -> str | None:
@@ -172,8 +206,7 @@ class Sandbox:
             return None
         return base.read_text(encoding="utf-8")
 
-    def push(self, summary: str | None = None, key: str | None = None, end: bool = True
-             ) -> list[dict]:
+    def push(self, summary: str | None = None, key: str | None = None, end: bool = True) -> list[dict]:
         """Send what changed since the pull (or the last push). The post's Idempotency-Key is
         derived from the session and the changes, unless given: sending the same changes again
         (a retry, a replayed Stop hook) writes nothing twice. What was written becomes the new
@@ -185,10 +218,12 @@ class Sandbox:
             writes, written = self._push_direct(writes)
         results = []
         if writes or end:
-            key = key or "push-" + _sha(json.dumps([self.session, writes, end], sort_keys=True)
-                                        .encode("utf-8"))[:40]
-            results = self.client.post(self.session, writes, summary, key=key,
-                                       end=end)["results"]
+            key = (
+                key
+                or "push-"
+                + _sha(json.dumps([self.session, writes, end], sort_keys=True).encode("utf-8"))[:40]
+            )
+            results = self.client.post(self.session, writes, summary, key=key, end=end)["results"]
         self._advance(written + results)
         return written + results + notes
 
@@ -209,9 +244,17 @@ class Sandbox:
             if not local.exists():
                 continue
             data = local.read_bytes()
-            entry = state["files"].setdefault(path, {
-                "revision": None, "writable": True, "modes": [result.get("mode", "append")],
-                "key": None, "etag": None, "direct": False})
+            entry = state["files"].setdefault(
+                path,
+                {
+                    "revision": None,
+                    "writable": True,
+                    "modes": [result.get("mode", "append")],
+                    "key": None,
+                    "etag": None,
+                    "direct": False,
+                },
+            )
             entry["sha256"] = _sha(data)
             if result.get("revision"):
                 entry["revision"] = result["revision"]
@@ -237,19 +280,32 @@ class Sandbox:
             if before and before.get("direct"):
                 key, etag = before["key"], before["etag"]
             elif before is None and path.startswith("workspace/") and storage:
-                key, etag = storage["workspace_prefix"] + path[len("workspace/"):], None
+                key, etag = storage["workspace_prefix"] + path[len("workspace/") :], None
             else:
                 left.append(write)
                 continue
-            outcome = self.direct.write(storage["bucket"], key, data, etag=etag,
-                                        agent=state["agent"], session=self.session,
-                                        token=self.client.token)
+            outcome = self.direct.write(
+                storage["bucket"],
+                key,
+                data,
+                etag=etag,
+                agent=state["agent"],
+                session=self.session,
+                token=self.client.token,
+            )
             if outcome.status == "denied" and before is None:
                 left.append(write)  # not creatable here: the post hook's policy decides
                 continue
-            done.append({"path": path, "mode": "replace" if before else "create",
-                         "status": outcome.status, "via": "s3", "etag": outcome.etag or None,
-                         "message": outcome.message or None})
+            done.append(
+                {
+                    "path": path,
+                    "mode": "replace" if before else "create",
+                    "status": outcome.status,
+                    "via": "s3",
+                    "etag": outcome.etag or None,
+                    "message": outcome.message or None,
+                }
+            )
         return left, done
 
 
@@ -261,8 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session")
     parser.add_argument("--dir", required=True)
     parser.add_argument("--summary")
-    parser.add_argument("--direct", action="store_true",
-                        help="read and write the bucket with MGC_RUNNER_S3_* credentials")
+    parser.add_argument(
+        "--direct", action="store_true", help="read and write the bucket with MGC_RUNNER_S3_* credentials"
+    )
     args = parser.parse_args(argv)
     direct = None
     if args.direct:

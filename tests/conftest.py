@@ -75,12 +75,18 @@ class S3:
         self.proxy = proxy
         self.bucket = BUCKET
         self.client = boto3.client(
-            "s3", endpoint_url=server.endpoint, region_name="us-east-1",
-            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+            "s3",
+            endpoint_url=server.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
         )
         self.iam = boto3.client(
-            "iam", endpoint_url=server.endpoint, region_name="us-east-1",
-            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+            "iam",
+            endpoint_url=server.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
         )
         for name in self.POOL:
             self.client.create_bucket(Bucket=name)
@@ -134,8 +140,7 @@ class S3:
             for user in self.iam.list_users().get("Users", []):
                 if user["UserName"] != CONSOLE_IDENTITY:
                     self.drop_user(user["UserName"])
-        self._ready[self.bucket] = self._cleaner.submit(self._renew, self.bucket,
-                                                        "versioning" in touched)
+        self._ready[self.bucket] = self._cleaner.submit(self._renew, self.bucket, "versioning" in touched)
 
     def _renew(self, bucket: str, recreate: bool) -> None:
         self._empty(bucket)
@@ -145,17 +150,23 @@ class S3:
 
     def _empty(self, bucket: str) -> None:
         pages = self.client.get_paginator("list_object_versions").paginate(Bucket=bucket)
-        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]} for page in pages
-                  for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+        doomed = [
+            {"Key": v["Key"], "VersionId": v["VersionId"]}
+            for page in pages
+            for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+        ]
         for start in range(0, len(doomed), 1000):
-            answer = self.client.delete_objects(Bucket=bucket,
-                                                Delete={"Objects": doomed[start:start + 1000]})
+            answer = self.client.delete_objects(
+                Bucket=bucket, Delete={"Objects": doomed[start : start + 1000]}
+            )
             for refused in answer.get("Errors", []):  # a legal hold a test left standing
                 self.client.put_object_legal_hold(
-                    Bucket=bucket, Key=refused["Key"], VersionId=refused["VersionId"],
-                    LegalHold={"Status": "OFF"})
-                self.client.delete_object(Bucket=bucket, Key=refused["Key"],
-                                          VersionId=refused["VersionId"])
+                    Bucket=bucket,
+                    Key=refused["Key"],
+                    VersionId=refused["VersionId"],
+                    LegalHold={"Status": "OFF"},
+                )
+                self.client.delete_object(Bucket=bucket, Key=refused["Key"], VersionId=refused["VersionId"])
         # A key with a control character cannot travel in XML 1.0: ListObjectVersions names it
         # with U+FFFD instead, so the batch above missed it. ListObjectsV2 sends keys URL-encoded
         # (boto3 decodes them): delete what is left one by one, or it outlives the test.
@@ -176,14 +187,13 @@ class S3:
     def lock(self) -> None:
         """Versioning and S3 Object Lock on the test's bucket, as `ensure_bucket` sets the
         console's (the bucket is made anew after the test)."""
-        self.client.put_bucket_versioning(Bucket=self.bucket,
-                                          VersioningConfiguration={"Status": "Enabled"})
+        self.client.put_bucket_versioning(Bucket=self.bucket, VersioningConfiguration={"Status": "Enabled"})
         self.client.put_object_lock_configuration(
-            Bucket=self.bucket, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})
+            Bucket=self.bucket, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"}
+        )
 
     def keys(self, prefix: str = "") -> list[str]:
-        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket,
-                                                                     Prefix=prefix)
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
         return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
 
     def get(self, key: str) -> bytes:
@@ -213,17 +223,22 @@ def no_cached_subscriptions():
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     # `<bucket>.localhost` too: tests/test_storage_contract.py reads with virtual-hosted addressing.
-    server = SeaweedMini(tmp_path_factory.mktemp("seaweedfs"), access_key=ACCESS_KEY,
-                         secret_key=SECRET_KEY, domain="localhost").start()
+    server = SeaweedMini(
+        tmp_path_factory.mktemp("seaweedfs"), access_key=ACCESS_KEY, secret_key=SECRET_KEY, domain="localhost"
+    ).start()
     proxy = FaultProxy("127.0.0.1", server.s3_port).start()
     options = copy.deepcopy(settings.STORAGES)
     options["memory"]["OPTIONS"].update(
-        endpoint_url=proxy.url, bucket_name=BUCKET, access_key=ACCESS_KEY,
-        secret_key=SECRET_KEY, region_name="us-east-1",
+        endpoint_url=proxy.url,
+        bucket_name=BUCKET,
+        access_key=ACCESS_KEY,
+        secret_key=SECRET_KEY,
+        region_name="us-east-1",
     )
     # One attempt and short timeouts: a fault test sees the failure, not a retry hiding it.
-    overrides = override_settings(STORAGES=options, MGC_S3_MAX_ATTEMPTS=1,
-                                  MGC_S3_CONNECT_TIMEOUT=2, MGC_S3_READ_TIMEOUT=3)
+    overrides = override_settings(
+        STORAGES=options, MGC_S3_MAX_ATTEMPTS=1, MGC_S3_CONNECT_TIMEOUT=2, MGC_S3_READ_TIMEOUT=3
+    )
     overrides.enable()
     helper = S3(server, proxy)
     yield helper
@@ -248,6 +263,7 @@ def make_user(django_user_model):
     def make(username: str | None = None, **extra):
         name = username or f"user{next(_seq)}"
         return django_user_model.objects.create_user(username=name, password="pw-" + name, **extra)
+
     return make
 
 
@@ -258,6 +274,7 @@ def make_project():
         fields.setdefault("slug", f"project-{n}")
         fields.setdefault("name", f"Project {n}")
         return Project.objects.create(**fields)
+
     return make
 
 
@@ -302,8 +319,14 @@ def actor(person) -> Actor:
 @pytest.fixture
 def workspace_file(s3, project, actor) -> MemoryFile:
     """A workspace file with one revision: 'first\\n'."""
-    revision = store.file_create(project=project, scope="workspace", path="notes/today.md",
-                                 content="first\n", actor=actor, message="start")
+    revision = store.file_create(
+        project=project,
+        scope="workspace",
+        path="notes/today.md",
+        content="first\n",
+        actor=actor,
+        message="start",
+    )
     return MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
 
 
@@ -322,13 +345,17 @@ class DatabaseRefusal:
                     BEGIN RAISE EXCEPTION 'injected database failure'; END; $$
                     LANGUAGE plpgsql""")
                 when = f"WHEN ({self.when}) " if self.when else ""
-                cursor.execute(f"CREATE TRIGGER {self.name} BEFORE INSERT ON {self.table} "
-                               f"FOR EACH ROW {when}EXECUTE FUNCTION {self.name}()")
+                cursor.execute(
+                    f"CREATE TRIGGER {self.name} BEFORE INSERT ON {self.table} "
+                    f"FOR EACH ROW {when}EXECUTE FUNCTION {self.name}()"
+                )
             else:
                 when = f"WHEN {self.when} " if self.when else ""
-                cursor.execute(f"CREATE TRIGGER {self.name} BEFORE INSERT ON {self.table} "
-                               f"{when}BEGIN SELECT RAISE(ABORT, 'injected database failure'); "
-                               f"END")
+                cursor.execute(
+                    f"CREATE TRIGGER {self.name} BEFORE INSERT ON {self.table} "
+                    f"{when}BEGIN SELECT RAISE(ABORT, 'injected database failure'); "
+                    f"END"
+                )
 
     def stop(self) -> None:
         with connection.cursor() as cursor:
@@ -368,6 +395,7 @@ def pretty(value) -> str:
 
 # --- Single sign-on: a real OpenID Connect provider in its own process -----------------------
 
+
 @pytest.fixture(scope="session")
 def identity_provider(tmp_path_factory):
     """devtools/oidc_provider (django-oauth-toolkit) on a free port, for the whole session;
@@ -375,9 +403,12 @@ def identity_provider(tmp_path_factory):
     from devtools.oidc_provider.server import OidcProvider
     from devtools.seaweed import free_ports
 
-    provider = OidcProvider(tmp_path_factory.mktemp("idp"), free_ports(1)[0],
-                            redirect_uris=["http://testserver/sso/complete/oidc/"],
-                            post_logout_uris=["http://testserver/accounts/login/"]).start()
+    provider = OidcProvider(
+        tmp_path_factory.mktemp("idp"),
+        free_ports(1)[0],
+        redirect_uris=["http://testserver/sso/complete/oidc/"],
+        post_logout_uris=["http://testserver/accounts/login/"],
+    ).start()
     yield provider
     provider.stop()
 

@@ -14,8 +14,15 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-_HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te",
-                "upgrade", "trailer"}
+_HOP_HEADERS = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "proxy-connection",
+    "te",
+    "upgrade",
+    "trailer",
+}
 
 
 @dataclass
@@ -31,10 +38,12 @@ class Fault:
     body_regex: str = ""  # e.g. "Action=CreateUser" for the IAM API (POST /)
 
     def matches(self, method: str, path: str, body: bytes = b"") -> bool:
-        return (self.times > 0 and self.method in ("*", method)
-                and re.search(self.path_regex, path) is not None
-                and (not self.body_regex
-                     or re.search(self.body_regex, body.decode("latin-1")) is not None))
+        return (
+            self.times > 0
+            and self.method in ("*", method)
+            and re.search(self.path_regex, path) is not None
+            and (not self.body_regex or re.search(self.body_regex, body.decode("latin-1")) is not None)
+        )
 
 
 class FaultProxy:
@@ -59,8 +68,7 @@ class FaultProxy:
                 body = self._read_body()
                 with proxy._lock:
                     proxy.requests.append((self.command, self.path))
-                    fault = next((f for f in proxy.faults
-                                  if f.matches(self.command, self.path, body)), None)
+                    fault = next((f for f in proxy.faults if f.matches(self.command, self.path, body)), None)
                     if fault is not None:
                         fault.times -= 1
                         fault.hits += 1
@@ -72,9 +80,11 @@ class FaultProxy:
                     self.connection.shutdown(2)
                     return
                 if fault and fault.action == "status":
-                    payload = (f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
-                               f"{'ServiceUnavailable' if fault.status == 503 else 'InternalError'}"
-                               f"</Code><Message>injected fault</Message></Error>").encode()
+                    payload = (
+                        f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>"
+                        f"{'ServiceUnavailable' if fault.status == 503 else 'InternalError'}"
+                        f"</Code><Message>injected fault</Message></Error>"
+                    ).encode()
                     self.send_response(fault.status)
                     self.send_header("Content-Type", "application/xml")
                     self.send_header("Content-Length", str(len(payload)))
@@ -144,10 +154,20 @@ class FaultProxy:
         self.server.shutdown()
         self.server.server_close()
 
-    def inject(self, method: str, path_regex: str, action: str = "status", *, status: int = 503,
-               delay: float = 0.0, times: int = 1, body_regex: str = "") -> Fault:
-        fault = Fault(method, path_regex, action, status=status, delay=delay, times=times,
-                      body_regex=body_regex)
+    def inject(
+        self,
+        method: str,
+        path_regex: str,
+        action: str = "status",
+        *,
+        status: int = 503,
+        delay: float = 0.0,
+        times: int = 1,
+        body_regex: str = "",
+    ) -> Fault:
+        fault = Fault(
+            method, path_regex, action, status=status, delay=delay, times=times, body_regex=body_regex
+        )
         with self._lock:
             self.faults.append(fault)
         return fault

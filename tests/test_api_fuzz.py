@@ -35,15 +35,28 @@ def _keep_the_test_connection():
 
 @pytest.fixture
 def token(s3, project, agent, person, admin):
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are calm.\n", actor=Actor.system("t"))
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You are calm.\n",
+        actor=Actor.system("t"),
+    )
     _, raw = bearer.token_create(agent=agent, name="fuzz", created_by=admin)
     return raw
 
 
 @schema.parametrize()
-@settings(max_examples=30, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.filter_too_much])
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
+)
 def test_runner_api_survives_generated_requests(case, token):
     case.call_and_validate(headers={"Authorization": f"Bearer {token}"})

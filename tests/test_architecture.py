@@ -15,8 +15,14 @@ import pytest
 pytestmark = pytest.mark.db_independent
 
 ROOT = Path(__file__).resolve().parent.parent / "projects"
-FOUNDATION = {"projects.models", "projects.audit", "projects.errors", "projects.jsontext",
-              "projects.system_text", "projects.outbox"}
+FOUNDATION = {
+    "projects.models",
+    "projects.audit",
+    "projects.errors",
+    "projects.jsontext",
+    "projects.system_text",
+    "projects.outbox",
+}
 PURE = {"projects.memory.layout", "projects.memory.lookalikes"}  # may be imported by anything
 ALLOWED = {
     "foundation": FOUNDATION | PURE,
@@ -72,8 +78,9 @@ def test_imports_run_one_way_between_packages(path):
     layer = _layer(module)
     if layer is None:
         return
-    wrong = [target for target in _imports(path)
-             if _is_module(target) and not _allowed(target, ALLOWED[layer])]
+    wrong = [
+        target for target in _imports(path) if _is_module(target) and not _allowed(target, ALLOWED[layer])
+    ]
     assert wrong == [], f"{module} ({layer}) may not import {wrong}"
 
 

@@ -16,15 +16,15 @@ pytestmark = pytest.mark.django_db
 def trail(project, person):
     actor = Actor.person(person)
     for n in range(5):
-        audit_record(actor=actor, action="test.event", project=project,
-                     details={"n": n, "text": "Профиль"})
+        audit_record(actor=actor, action="test.event", project=project, details={"n": n, "text": "Профиль"})
     return list(AuditEvent.objects.order_by("seq"))
 
 
 def test_events_are_chained(trail):
     assert [e.seq for e in trail] == [1, 2, 3, 4, 5]
     assert trail[0].prev_hash == "" and all(
-        b.prev_hash == a.hash for a, b in zip(trail, trail[1:], strict=False))
+        b.prev_hash == a.hash for a, b in zip(trail, trail[1:], strict=False)
+    )
     assert audit_verify() == []
     out = StringIO()
     call_command("verify_audit", stdout=out)

@@ -9,8 +9,9 @@ pytestmark = pytest.mark.db_independent
 
 
 def _cache(max_bytes: int, entries: int = 1000) -> BoundedLocMemCache:
-    cache = BoundedLocMemCache(f"bounded-{max_bytes}-{entries}",
-                               {"OPTIONS": {"MAX_BYTES": max_bytes, "MAX_ENTRIES": entries}})
+    cache = BoundedLocMemCache(
+        f"bounded-{max_bytes}-{entries}", {"OPTIONS": {"MAX_BYTES": max_bytes, "MAX_ENTRIES": entries}}
+    )
     cache.clear()
     return cache
 

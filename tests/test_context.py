@@ -18,27 +18,45 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def files(s3, project, agent, person):
     system = Actor.system("t")
-    store.file_create(project=project, scope=MemoryFile.Scope.AGENT, agent=agent,
-                      path="SOUL.md", content="Calm.\n", actor=system)
-    store.file_create(project=project, scope=MemoryFile.Scope.USER, user=person,
-                      path="USER.md", content="Maria.\n", actor=Actor.person(person))
+    store.file_create(
+        project=project,
+        scope=MemoryFile.Scope.AGENT,
+        agent=agent,
+        path="SOUL.md",
+        content="Calm.\n",
+        actor=system,
+    )
+    store.file_create(
+        project=project,
+        scope=MemoryFile.Scope.USER,
+        user=person,
+        path="USER.md",
+        content="Maria.\n",
+        actor=Actor.person(person),
+    )
     for path in ("decisions/a.md", "decisions/old/b.md", "incidents/c.md"):
-        store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path,
-                          content=f"{path}\n", actor=system)
+        store.file_create(
+            project=project, scope=MemoryFile.Scope.WORKSPACE, path=path, content=f"{path}\n", actor=system
+        )
     return project
 
 
 def test_sections_get_their_files_with_paths_as_the_agent_sees_them(files, agent, person):
-    manifest = injection.parse_manifest({"sections": [
-        {"tag": "agent_identity", "source": "SOUL.md"},
-        {"tag": "user_profile", "source": "USER.md"},
-        {"tag": "decisions", "source": "workspace/decisions/*.md"},
-    ]})
+    manifest = injection.parse_manifest(
+        {
+            "sections": [
+                {"tag": "agent_identity", "source": "SOUL.md"},
+                {"tag": "user_profile", "source": "USER.md"},
+                {"tag": "decisions", "source": "workspace/decisions/*.md"},
+            ]
+        }
+    )
     found, overlaps = context.context_files(agent=agent, user=person, manifest=manifest)
     assert [f.path for f in found["agent_identity"]] == ["SOUL.md"]
     assert [f.path for f in found["user_profile"]] == ["USER.md"]
     assert [(f.path, f.text) for f in found["decisions"]] == [
-        ("workspace/decisions/a.md", "decisions/a.md\n")]
+        ("workspace/decisions/a.md", "decisions/a.md\n")
+    ]
 
 
 def test_without_a_user_there_is_no_profile(files, agent):
@@ -50,8 +68,7 @@ def test_a_past_moment_sees_the_revisions_of_that_moment(files, agent, person):
     profile = MemoryFile.objects.select_related("head", "project").get(path="USER.md")
     before = timezone.now()
     Revision.objects.filter(file=profile).update(created_at=before - dt.timedelta(hours=1))
-    store.file_save(file=profile, content="Maria, moved.\n", actor=Actor.person(person),
-                    base_revision=1)
+    store.file_save(file=profile, content="Maria, moved.\n", actor=Actor.person(person), base_revision=1)
     then = context.build_context(agent=agent, user=person, at=before)
     now = context.build_context(agent=agent, user=person)
     assert "Maria.\n" in then.prompt and "moved" not in then.prompt

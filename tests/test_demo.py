@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.demo, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
 class Demo:
     def __init__(self, folder: Path):
         self.folder = folder
@@ -34,15 +35,22 @@ class Demo:
         self.output = ""
 
     def start(self) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DATABASE_URL",
-                                                                          "DJANGO_"))}
-        env.update(MGC_DEMO_DIR=str(self.folder), MGC_DEMO_PORT=str(self.web_port),
-                   MGC_DEMO_S3_PORT=str(self.s3_port),
-                   PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DATABASE_URL", "DJANGO_"))}
+        env.update(
+            MGC_DEMO_DIR=str(self.folder),
+            MGC_DEMO_PORT=str(self.web_port),
+            MGC_DEMO_S3_PORT=str(self.s3_port),
+            PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+        )
         log = open(self.folder.parent / f"demo-{self.web_port}.log", "w+")  # noqa: SIM115
-        self.process = subprocess.Popen(["bash", str(ROOT / "scripts/demo.sh")], cwd=ROOT, env=env,
-                                        stdout=log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            ["bash", str(ROOT / "scripts/demo.sh")],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             log.seek(0)
@@ -84,7 +92,8 @@ class Browser:
     def __init__(self, base: str):
         self.base = base
         self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
 
     def get(self, path: str) -> str:
         return self.opener.open(self.base + path, timeout=20).read().decode()
@@ -92,8 +101,7 @@ class Browser:
     def post(self, path: str, fields: dict, page: str) -> str:
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": token}).encode()
-        request = urllib.request.Request(self.base + path, data=data,
-                                         headers={"Referer": self.base + path})
+        request = urllib.request.Request(self.base + path, data=data, headers={"Referer": self.base + path})
         return self.opener.open(request, timeout=20).read().decode()
 
 
@@ -103,24 +111,45 @@ def _webhook_delivered_within_seconds(demo, output: str, env: dict, folder: Path
     receiver = Receiver()
     try:
         added = subprocess.run(
-            ["bash", str(ROOT / "scripts/demo-manage.sh"), "webhooks", "add", "--project",
-             "incident-analysis", "--url", receiver.url, "--events", "memory.revision.created"],
-            cwd=ROOT, env={**env, "MGC_DEMO_DIR": str(folder), "PYTHON_BIN": sys.executable},
-            capture_output=True, text=True, timeout=120)
+            [
+                "bash",
+                str(ROOT / "scripts/demo-manage.sh"),
+                "webhooks",
+                "add",
+                "--project",
+                "incident-analysis",
+                "--url",
+                receiver.url,
+                "--events",
+                "memory.revision.created",
+            ],
+            cwd=ROOT,
+            env={**env, "MGC_DEMO_DIR": str(folder), "PYTHON_BIN": sys.executable},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert added.returncode == 0, added.stderr
         secret = re.search(r"(whsec_\S+)", added.stdout).group(1)
         token = re.search(r"runner token for incident-analyst: (mgc_\S+)", output).group(1)
 
         def call(path: str, body: dict) -> dict:
             request = urllib.request.Request(
-                demo.url + path, data=json.dumps(body).encode(),
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+                demo.url + path,
+                data=json.dumps(body).encode(),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            )
             return json.loads(urllib.request.urlopen(request, timeout=20).read())
 
         session = call("/api/v1/hooks/pre", {"user": "employee"})["session"]
         started = time.monotonic()
-        call("/api/v1/hooks/post", {"session": session, "writes": [
-            {"path": "workspace/notes/webhook.md", "mode": "append", "content": "- sent\n"}]})
+        call(
+            "/api/v1/hooks/post",
+            {
+                "session": session,
+                "writes": [{"path": "workspace/notes/webhook.md", "mode": "append", "content": "- sent\n"}],
+            },
+        )
         [request] = receiver.wait_for(1, timeout=15)
         assert time.monotonic() - started < 10
         body = receiver.verified(secret, request)
@@ -143,9 +172,11 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     # Secrets as token_urlsafe makes them one time in 64: starting with "-", which a command
     # line takes for an option (CI once failed so). They must reach the commands intact.
     folder.mkdir()
-    (folder / "secrets.env").write_text("MGC_S3_ACCESS_KEY_ID=demo-0123456789abcdef\n"
-                                        "MGC_S3_SECRET_ACCESS_KEY=-s3cret-with-a-leading-dash\n"
-                                        "MGC_DEMO_PASSWORD=-pw-with-a-leading-dash\n")
+    (folder / "secrets.env").write_text(
+        "MGC_S3_ACCESS_KEY_ID=demo-0123456789abcdef\n"
+        "MGC_S3_SECRET_ACCESS_KEY=-s3cret-with-a-leading-dash\n"
+        "MGC_DEMO_PASSWORD=-pw-with-a-leading-dash\n"
+    )
     demo = Demo(folder)
     demos.append(demo)
     first = demo.start()
@@ -154,10 +185,23 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     # manage.py against the running demo's data, as the README says.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DATABASE_URL"))}
     prompt = subprocess.run(
-        ["bash", str(ROOT / "scripts/demo-manage.sh"), "assemble_context", "--project",
-         "incident-analysis", "--agent", "incident-analyst", "--user", "employee"],
-        cwd=ROOT, env={**env, "MGC_DEMO_DIR": str(folder), "PYTHON_BIN": sys.executable},
-        capture_output=True, text=True, timeout=120)
+        [
+            "bash",
+            str(ROOT / "scripts/demo-manage.sh"),
+            "assemble_context",
+            "--project",
+            "incident-analysis",
+            "--agent",
+            "incident-analyst",
+            "--user",
+            "employee",
+        ],
+        cwd=ROOT,
+        env={**env, "MGC_DEMO_DIR": str(folder), "PYTHON_BIN": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert prompt.returncode == 0, prompt.stderr
     assert "<agent_identity>" in prompt.stdout
     assert "runner token for incident-analyst: mgc_" in first
@@ -170,8 +214,11 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     file_url = re.search(r'href="(/p/incident-analysis/f/[0-9a-f-]+/)"', tree).group(1)
     editor = browser.get(file_url + "edit/")
     base = re.search(r'name="base_revision" value="(\d+)"', editor).group(1)
-    browser.post(file_url + "edit/", {"content": "Edited before Ctrl+C.\n", "message": "demo",
-                                      "base_revision": base}, editor)
+    browser.post(
+        file_url + "edit/",
+        {"content": "Edited before Ctrl+C.\n", "message": "demo", "base_revision": base},
+        editor,
+    )
     assert "Edited before Ctrl+C." in browser.get(file_url)
     demo.ctrl_c()
     assert demo.process.returncode is not None

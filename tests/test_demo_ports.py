@@ -29,8 +29,14 @@ def _listen(port: int) -> socket.socket:
 
 
 def _tool(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "devtools.ports", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "devtools.ports", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kwargs,
+    )
 
 
 def test_a_taken_port_is_passed_over_unless_it_was_asked_for():
@@ -44,8 +50,7 @@ def test_a_taken_port_is_passed_over_unless_it_was_asked_for():
 
         chosen = _tool(str(port), "--name", "the console")
         assert chosen.returncode == 0 and int(chosen.stdout) > port
-        assert f"Port {port} on 127.0.0.1 is taken; the console uses {chosen.stdout.strip()}" \
-            in chosen.stderr
+        assert f"Port {port} on 127.0.0.1 is taken; the console uses {chosen.stdout.strip()}" in chosen.stderr
 
         refused = _tool(str(port), "--exact", "--name", "the console")
         assert refused.returncode == 1 and refused.stdout == ""
@@ -81,21 +86,28 @@ def test_someone_elses_server_on_the_port_is_not_announced(tmp_path):
 sleep 2
 kill $!
 """)
-        out = subprocess.run(["bash", str(script)], capture_output=True, text=True,
-                             timeout=60).stdout
+        out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60).stdout
     assert "Console:" not in out
 
 
 def test_the_demo_refuses_a_port_asked_for_by_name_that_is_taken(tmp_path):
     [web, s3] = free_ports(2)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DATABASE_URL",
-                                                                      "DJANGO_"))}
-    env.update(MGC_DEMO_DIR=str(tmp_path / "demo"), MGC_DEMO_PORT=str(web),
-               MGC_DEMO_S3_PORT=str(s3),
-               PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DATABASE_URL", "DJANGO_"))}
+    env.update(
+        MGC_DEMO_DIR=str(tmp_path / "demo"),
+        MGC_DEMO_PORT=str(web),
+        MGC_DEMO_S3_PORT=str(s3),
+        PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+    )
     with _listen(web):
-        result = subprocess.run(["bash", str(ROOT / "scripts/demo.sh")], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            ["bash", str(ROOT / "scripts/demo.sh")],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert result.returncode == 1
     assert f"Port {web} on 127.0.0.1 (the console, MGC_DEMO_PORT) is taken" in result.stderr
     assert "Console:" not in result.stdout and "Starting SeaweedFS" not in result.stdout

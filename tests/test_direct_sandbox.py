@@ -19,20 +19,31 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def runner(s3, project, agent, person, admin):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are calm.\n", actor=system)
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
-    store.file_create(project=project, scope="workspace", path="incidents/a.md",
-                      content="# Incident A\n", actor=system)
+    store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="You are calm.\n", actor=system
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_create(
+        project=project, scope="workspace", path="incidents/a.md", content="# Incident A\n", actor=system
+    )
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     return {"token": raw, "key_id": credential.access_key_id, "secret": secret}
 
 
 def _direct(s3, runner, endpoint=None) -> DirectStorage:
-    return DirectStorage(endpoint_url=endpoint or s3.direct_url, access_key_id=runner["key_id"],
-                         secret_access_key=runner["secret"])
+    return DirectStorage(
+        endpoint_url=endpoint or s3.direct_url,
+        access_key_id=runner["key_id"],
+        secret_access_key=runner["secret"],
+    )
 
 
 def _receipt_revision(session: dict, path: str) -> int:
@@ -40,7 +51,8 @@ def _receipt_revision(session: dict, path: str) -> int:
 
 
 def test_direct_write_is_injected_by_the_next_pre_hook_with_a_truthful_receipt(
-        live_server, s3, runner, agent, tmp_path):
+    live_server, s3, runner, agent, tmp_path
+):
     client = Client(live_server.url, runner["token"])
     first = client.pre(user="maria")
     box = Sandbox(client, first["session"], tmp_path, direct=_direct(s3, runner))
@@ -52,7 +64,9 @@ def test_direct_write_is_injected_by_the_next_pre_hook_with_a_truthful_receipt(
     new.write_text("# Run 1\n", encoding="utf-8")
     report = box.push(summary="analysis")
     assert sorted((r["path"], r["status"], r.get("via")) for r in report) == [
-        ("workspace/incidents/a.md", "written", "s3"), ("workspace/runs/r1.md", "written", "s3")]
+        ("workspace/incidents/a.md", "written", "s3"),
+        ("workspace/runs/r1.md", "written", "s3"),
+    ]
     # Nothing went through the console yet: it is all in the bucket.
     file = MemoryFile.objects.get(path="incidents/a.md")
     assert file.head.number == 1
@@ -65,12 +79,15 @@ def test_direct_write_is_injected_by_the_next_pre_hook_with_a_truthful_receipt(
     file.refresh_from_db()
     head = Revision.objects.get(pk=file.head_id)
     assert (head.number, head.author_kind, head.author_agent, head.session_ref) == (
-        2, "external", agent, first["session"])
+        2,
+        "external",
+        agent,
+        first["session"],
+    )
     assert head.author_label == f"external (agent:{agent.slug})"
     assert _receipt_revision(second, "workspace/incidents/a.md") == 2
     receipt = AgentSession.objects.get(pk=second["session"]).receipt
-    assert {f["path"]: f["revision"] for s in receipt for f in s["files"]}[
-        "workspace/incidents/a.md"] == 2
+    assert {f["path"]: f["revision"] for s in receipt for f in s["files"]}["workspace/incidents/a.md"] == 2
     created = MemoryFile.objects.get(path="runs/r1.md")
     assert created.head.author_agent == agent
     event = AuditEvent.objects.filter(action="file.external_change").latest("seq")
@@ -82,29 +99,27 @@ def test_direct_write_is_injected_by_the_next_pre_hook_with_a_truthful_receipt(
     assert MemoryFile.objects.get(pk=file.pk).head.number == 2
 
 
-def test_a_file_changed_since_the_pull_is_a_conflict_and_stays_local(
-        live_server, s3, runner, tmp_path):
+def test_a_file_changed_since_the_pull_is_a_conflict_and_stays_local(live_server, s3, runner, tmp_path):
     client = Client(live_server.url, runner["token"])
-    box = Sandbox(client, client.pre(user="maria")["session"], tmp_path,
-                  direct=_direct(s3, runner))
+    box = Sandbox(client, client.pre(user="maria")["session"], tmp_path, direct=_direct(s3, runner))
     box.pull()
     file = MemoryFile.objects.select_related("head", "project").get(path="incidents/a.md")
-    store.file_save(file=file, content="# Incident A\n\nconsole edit\n", actor=Actor.system("t"),
-                    base_revision=1)
+    store.file_save(
+        file=file, content="# Incident A\n\nconsole edit\n", actor=Actor.system("t"), base_revision=1
+    )
     local = tmp_path / "workspace" / "incidents" / "a.md"
     local.write_text("# Incident A\n\nrunner edit\n", encoding="utf-8")
     report = box.push()
-    assert [(r["path"], r["status"]) for r in report] == [("workspace/incidents/a.md",
-                                                           "conflict")]
+    assert [(r["path"], r["status"]) for r in report] == [("workspace/incidents/a.md", "conflict")]
     assert local.read_text(encoding="utf-8") == "# Incident A\n\nrunner edit\n"
     assert s3.get(file.key) == b"# Incident A\n\nconsole edit\n"
 
 
 def test_files_the_policy_does_not_let_it_replace_still_go_through_the_hook(
-        live_server, s3, runner, tmp_path):
+    live_server, s3, runner, tmp_path
+):
     client = Client(live_server.url, runner["token"])
-    box = Sandbox(client, client.pre(user="maria")["session"], tmp_path,
-                  direct=_direct(s3, runner))
+    box = Sandbox(client, client.pre(user="maria")["session"], tmp_path, direct=_direct(s3, runner))
     box.pull()
     profile = tmp_path / "USER.md"
     profile.chmod(0o644)
@@ -113,28 +128,41 @@ def test_files_the_policy_does_not_let_it_replace_still_go_through_the_hook(
     assert [(r["path"], r["status"]) for r in report] == [("USER.md", "proposed")]
 
 
-def test_a_forged_claim_is_recorded_as_external_and_unattributed(live_server, s3, runner,
-                                                                 agent):
+def test_a_forged_claim_is_recorded_as_external_and_unattributed(live_server, s3, runner, agent):
     client = Client(live_server.url, runner["token"])
     session = client.pre(user="maria")["session"]
     file = MemoryFile.objects.get(path="incidents/a.md")
     body = b"# Incident A\n\nforged\n"
     # Someone with bucket access names the agent, but cannot sign with its token.
-    s3.client.put_object(Bucket=s3.bucket, Key=file.key, Body=body, Metadata={
-        "mgc-agent": str(agent.pk), "mgc-session": session,
-        "mgc-proof": hashlib.sha256(b"guess").hexdigest()})
+    s3.client.put_object(
+        Bucket=s3.bucket,
+        Key=file.key,
+        Body=body,
+        Metadata={
+            "mgc-agent": str(agent.pk),
+            "mgc-session": session,
+            "mgc-proof": hashlib.sha256(b"guess").hexdigest(),
+        },
+    )
     client.pre(user="maria")
     head = MemoryFile.objects.select_related("head").get(pk=file.pk).head
     assert (head.number, head.author_kind, head.author_agent_id, head.author_label) == (
-        2, "external", None, "external")
+        2,
+        "external",
+        None,
+        "external",
+    )
 
 
-def test_a_lost_answer_to_a_direct_write_is_the_runners_success(live_server, s3, runner,
-                                                                tmp_path):
+def test_a_lost_answer_to_a_direct_write_is_the_runners_success(live_server, s3, runner, tmp_path):
     """The PUT reached the bucket, the answer did not; the retry's 412 meets its own bytes."""
     client = Client(live_server.url, runner["token"])
-    box = Sandbox(client, client.pre(user="maria")["session"], tmp_path,
-                  direct=_direct(s3, runner, endpoint=s3.proxy.url))
+    box = Sandbox(
+        client,
+        client.pre(user="maria")["session"],
+        tmp_path,
+        direct=_direct(s3, runner, endpoint=s3.proxy.url),
+    )
     box.pull()
     file = MemoryFile.objects.get(path="incidents/a.md")
     (tmp_path / "workspace" / "incidents" / "a.md").write_text("# A\n\nonce\n", encoding="utf-8")
@@ -144,12 +172,13 @@ def test_a_lost_answer_to_a_direct_write_is_the_runners_success(live_server, s3,
     assert [(r["path"], r["status"]) for r in report] == [("workspace/incidents/a.md", "written")]
     client.pre(user="maria")
     assert MemoryFile.objects.get(pk=file.pk).head.number == 2
-    assert reading.file_read(MemoryFile.objects.select_related("head", "project")
-                             .get(pk=file.pk)).text == "# A\n\nonce\n"
+    assert (
+        reading.file_read(MemoryFile.objects.select_related("head", "project").get(pk=file.pk)).text
+        == "# A\n\nonce\n"
+    )
 
 
-def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3, project,
-                                                                            monkeypatch):
+def test_hooks_arriving_together_share_lists_and_none_misses_an_earlier_write(s3, project, monkeypatch):
     """The catch-up's LISTs are shared (catchup._SharedListings): one runs per prefix at a time,
     and every hook that arrives while it runs joins the next one, which starts after all of
     them arrived. So 12 hooks at once cost 2 LISTs, and a write made before a hook arrived is

@@ -32,9 +32,12 @@ SKIP_PARTS = {".venv", "node_modules", "__pycache__", "migrations", ".demo", "st
 # Paths that name memory in a bucket or a runner's files, not files of this repository.
 NOT_OURS = re.compile(
     r"^(?:workspace|users|agents|sessions|_history|_prompts|_trash|s3:|https?:|/|~|\.\./|\$)"
-    r"|^(?:AGENTS|SOUL|USER|TOOLS|MEMORY|CLAUDE|README|CON|memory)\.md$|[<>*{}\[\]|]")
-PATH = re.compile(r"^[\w.\-/]*\w\.(?:py|md|html|sh|js|css|toml|txt|json|yml|yaml|po|service|timer)$"
-                  r"|^[\w.\-]+/(?:[\w.\-]+/)*$")
+    r"|^(?:AGENTS|SOUL|USER|TOOLS|MEMORY|CLAUDE|README|CON|memory)\.md$|[<>*{}\[\]|]"
+)
+PATH = re.compile(
+    r"^[\w.\-/]*\w\.(?:py|md|html|sh|js|css|toml|txt|json|yml|yaml|po|service|timer)$"
+    r"|^[\w.\-]+/(?:[\w.\-]+/)*$"
+)
 DOTTED = re.compile(r"^([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)+)(?:\(\))?$")
 BARE_PY = re.compile(r"(?<![\w./-])((?:[\w\-]+/)*[\w\-]+\.py)\b")
 
@@ -109,8 +112,12 @@ def _defined(node: ast.AST) -> set[str]:
             names |= _defined(ast.Module(body=getattr(item, "orelse", []), type_ignores=[]))
     if isinstance(node, ast.ClassDef):  # attributes set in methods (self.x = ...)
         for sub in ast.walk(node):
-            if (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store)
-                    and isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+            if (
+                isinstance(sub, ast.Attribute)
+                and isinstance(sub.ctx, ast.Store)
+                and isinstance(sub.value, ast.Name)
+                and sub.value.id == "self"
+            ):
                 names.add(sub.attr)
     return names
 
@@ -191,8 +198,13 @@ def _roots() -> set[str]:
 @functools.cache
 def _literals() -> set[str]:
     """Every string constant in our code: event types, audit actions and other names we use."""
-    return {node.value for trees in _modules().values() for tree in trees
-            for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return {
+        node.value
+        for trees in _modules().values()
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
 
 
 def _ours(path: str) -> bool:
@@ -203,7 +215,8 @@ def _ours(path: str) -> bool:
     if rest or path.endswith("/"):
         return first in _roots()
     return path.endswith((".py", ".html", ".sh", ".js", ".css", ".toml")) or (
-        path.endswith(".md") and path[:-3].isupper())
+        path.endswith(".md") and path[:-3].isupper()
+    )
 
 
 def _problems_in(token: str) -> str | None:

@@ -69,8 +69,7 @@ def drain(until=lambda: True, timeout: float = 5.0) -> None:
 
 
 def _hook(by, project, url, events=("memory.revision.created",), **extra):
-    return subscriptions.webhook_create(by=by, project=project, url=url, events=list(events),
-                                        **extra)
+    return subscriptions.webhook_create(by=by, project=project, url=url, events=list(events), **extra)
 
 
 def _save(file: MemoryFile, text: str, actor: Actor):
@@ -82,7 +81,8 @@ def _save(file: MemoryFile, text: str, actor: Actor):
 
 
 def test_a_receiver_verifies_the_signed_event_with_standardwebhooks(
-        s3, project, admin, actor, workspace_file, receiver):
+    s3, project, admin, actor, workspace_file, receiver
+):
     subscription, secret = _hook(admin, project, receiver.url)
     _save(workspace_file, "second\n", actor)
 
@@ -92,10 +92,19 @@ def test_a_receiver_verifies_the_signed_event_with_standardwebhooks(
     body = receiver.verified(secret)
     assert body["type"] == "memory.revision.created"
     assert body["data"] == {
-        "project": "incidents", "actor": "maria", "audit_seq": body["data"]["audit_seq"],
-        "file": str(workspace_file.pk), "path": "workspace/notes/today.md", "revision": 2,
-        "author": "maria", "author_kind": "person", "session": None,
-        "sha256": workspace_file.revisions.get(number=2).sha256, "size": 7, "message": ""}
+        "project": "incidents",
+        "actor": "maria",
+        "audit_seq": body["data"]["audit_seq"],
+        "file": str(workspace_file.pk),
+        "path": "workspace/notes/today.md",
+        "revision": 2,
+        "author": "maria",
+        "author_kind": "person",
+        "session": None,
+        "sha256": workspace_file.revisions.get(number=2).sha256,
+        "size": 7,
+        "message": "",
+    }
     assert "text" not in body["data"]  # only with include_content
     event = OutboxEvent.objects.get(subscription=subscription)
     assert request.id == event.event_id and event.state == "delivered"
@@ -108,7 +117,8 @@ def test_a_receiver_verifies_the_signed_event_with_standardwebhooks(
 
 
 def test_content_goes_only_to_subscriptions_that_asked_for_it(
-        s3, project, admin, actor, workspace_file, receiver):
+    s3, project, admin, actor, workspace_file, receiver
+):
     plain, plain_secret = _hook(admin, project, receiver.url + "?plain")
     full, full_secret = _hook(admin, project, receiver.url + "?full", include_content=True)
     _save(workspace_file, "text with a name in it\n", actor)
@@ -123,7 +133,8 @@ def test_content_goes_only_to_subscriptions_that_asked_for_it(
 
 
 def test_a_change_rolled_back_after_its_event_was_recorded_delivers_nothing(
-        s3, project, admin, actor, workspace_file, receiver):
+    s3, project, admin, actor, workspace_file, receiver
+):
     _hook(admin, project, receiver.url, events=["flag.created"])
 
     class Boom(Exception):
@@ -139,12 +150,14 @@ def test_a_change_rolled_back_after_its_event_was_recorded_delivers_nothing(
     # The same change committed is delivered (the receiver and the worker do work).
     review.flag_create(by=admin, file=workspace_file, number=1, comment="raised")
     drain(until=lambda: receiver.requests)
-    assert [r["data"]["comment"] for r in map(lambda r: __import__("json").loads(r.body),
-                                               receiver.requests)] == ["raised"]
+    assert [
+        r["data"]["comment"] for r in map(lambda r: __import__("json").loads(r.body), receiver.requests)
+    ] == ["raised"]
 
 
 def test_a_receiver_failing_three_times_gets_each_retry_and_each_attempt_is_logged(
-        s3, project, admin, actor, workspace_file, receiver, settings):
+    s3, project, admin, actor, workspace_file, receiver, settings
+):
     subscription, secret = _hook(admin, project, receiver.url)
     receiver.statuses = [500, 500, 500]
     _save(workspace_file, "second\n", actor)
@@ -180,8 +193,17 @@ def test_backoff_doubles_with_jitter_up_to_the_cap_over_about_a_day(settings):
 
 
 def test_a_subscription_failing_for_its_whole_window_is_disabled_and_admins_are_told(
-        s3, project, admin, actor, workspace_file, receiver, settings, mailoutbox, client,
-        django_capture_on_commit_callbacks):
+    s3,
+    project,
+    admin,
+    actor,
+    workspace_file,
+    receiver,
+    settings,
+    mailoutbox,
+    client,
+    django_capture_on_commit_callbacks,
+):
     settings.MGC_EVENTS_RETRY_WINDOW_HOURS = 0.2 / 3600  # 0.2 s
     admin.email = "olga@example.com"
     admin.save()
@@ -229,12 +251,23 @@ def test_redirects_are_not_followed(s3, project, admin, actor, workspace_file, r
 # --- Guarded targets --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", [
-    "http://10.1.2.3/hook", "http://192.168.0.10/hook", "http://172.16.5.4/x",
-    "http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/x", "http://[::1]:8080/",
-    "http://127.0.0.2/", "http://0.0.0.0/", "http://100.64.0.1/", "http://[::ffff:10.0.0.1]/",
-    "http://localhost/", "http://[fc00::5]/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://10.1.2.3/hook",
+        "http://192.168.0.10/hook",
+        "http://172.16.5.4/x",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/x",
+        "http://[::1]:8080/",
+        "http://127.0.0.2/",
+        "http://0.0.0.0/",
+        "http://100.64.0.1/",
+        "http://[::ffff:10.0.0.1]/",
+        "http://localhost/",
+        "http://[fc00::5]/",
+    ],
+)
 def test_a_url_on_a_private_address_is_refused(url, project, admin, settings):
     settings.MGC_WEBHOOK_ALLOWED_NETWORKS = []
     with pytest.raises(ValidationError) as refused:
@@ -243,11 +276,17 @@ def test_a_url_on_a_private_address_is_refused(url, project, admin, settings):
     assert not WebhookSubscription.objects.exists()
 
 
-@pytest.mark.parametrize("url, reason", [
-    ("ftp://example.com/", "https://"), ("http://user:pw@127.0.0.1/", "user name"),
-    ("http:///nohost", "no host"), ("http://127.0.0.1:99999/", "port"),
-    ("http://no-such-host.invalid/", "does not resolve"), ("http://127.0.0.1/a b", "spaces"),
-])
+@pytest.mark.parametrize(
+    "url, reason",
+    [
+        ("ftp://example.com/", "https://"),
+        ("http://user:pw@127.0.0.1/", "user name"),
+        ("http:///nohost", "no host"),
+        ("http://127.0.0.1:99999/", "port"),
+        ("http://no-such-host.invalid/", "does not resolve"),
+        ("http://127.0.0.1/a b", "spaces"),
+    ],
+)
 def test_malformed_urls_are_refused_with_the_reason(url, reason, project, admin):
     with pytest.raises(ValidationError) as refused:
         _hook(admin, project, url)
@@ -265,7 +304,8 @@ def test_public_addresses_and_allowlisted_networks_pass(settings):
 
 
 def test_a_target_refused_at_delivery_is_never_connected_to(
-        s3, project, admin, actor, workspace_file, receiver, settings):
+    s3, project, admin, actor, workspace_file, receiver, settings
+):
     """The address is checked at every attempt, not only when the webhook was made (the name
     may resolve elsewhere by then): the allowlist no longer names it, so nothing connects."""
     _hook(admin, project, receiver.url)
@@ -278,8 +318,7 @@ def test_a_target_refused_at_delivery_is_never_connected_to(
 
 
 def test_extra_headers_are_checked(project, admin, receiver):
-    for bad in ("Host: evil", "webhook-signature: x", "No colon here", "Bad Name: x",
-                "X-Ok: line\rbreak"):
+    for bad in ("Host: evil", "webhook-signature: x", "No colon here", "Bad Name: x", "X-Ok: line\rbreak"):
         with pytest.raises(ValidationError):
             _hook(admin, project, receiver.url, headers=bad)
 
@@ -288,7 +327,8 @@ def test_extra_headers_are_checked(project, admin, receiver):
 
 
 def test_a_rotated_secret_signs_beside_the_old_one_for_the_overlap(
-        s3, project, admin, actor, workspace_file, receiver):
+    s3, project, admin, actor, workspace_file, receiver
+):
     subscription, old = _hook(admin, project, receiver.url)
     new = subscriptions.webhook_rotate(by=admin, subscription=subscription, overlap_hours=1)
     _save(workspace_file, "second\n", actor)
@@ -307,18 +347,22 @@ def test_a_rotated_secret_signs_beside_the_old_one_for_the_overlap(
 
 
 def test_an_audit_stream_receives_every_audit_event_with_its_chain_fields_and_headers(
-        s3, project, admin, actor, workspace_file, receiver):
+    s3, project, admin, actor, workspace_file, receiver
+):
     stream, secret = subscriptions.webhook_create(
-        by=admin, project=None, url=receiver.url, kind="audit",
-        headers="Authorization: Splunk 11111111-2222-3333-4444-555555555555")
+        by=admin,
+        project=None,
+        url=receiver.url,
+        kind="audit",
+        headers="Authorization: Splunk 11111111-2222-3333-4444-555555555555",
+    )
     review.flag_create(by=admin, file=workspace_file, number=1, comment="check this")
     audit_record(actor=Actor.system("t"), action="account.locked_out", details={"user": "x"})
 
     drain(until=lambda: len(receiver.requests) == 2)
 
     for request in receiver.requests:
-        assert request.headers["authorization"] == \
-            "Splunk 11111111-2222-3333-4444-555555555555"
+        assert request.headers["authorization"] == "Splunk 11111111-2222-3333-4444-555555555555"
         body = receiver.verified(secret, request)
         assert body["type"] == "audit.event"
         fields = body["data"]
@@ -326,24 +370,39 @@ def test_an_audit_stream_receives_every_audit_event_with_its_chain_fields_and_he
         assert fields["hash"] == event.hash and fields["prev_hash"] == event.prev_hash
         assert event_hash(event) == fields["hash"]
     assert [receiver.verified(secret, r)["data"]["action"] for r in receiver.requests] == [
-        "review.flag", "account.locked_out"]
+        "review.flag",
+        "account.locked_out",
+    ]
 
 
 def test_each_audit_action_becomes_its_event_type_for_webhooks_that_asked(
-        s3, project, admin, workspace_file, receiver):
+    s3, project, admin, workspace_file, receiver
+):
     _hook(admin, project, receiver.url, events=outbox.EVENT_TYPES)
     for action in ("file.expire", "legal_hold.place", "legal_hold.release"):
-        audit_record(actor=Actor.person(admin), action=action, project=project, obj=workspace_file,
-                     details={"hold": "case-17"})
+        audit_record(
+            actor=Actor.person(admin),
+            action=action,
+            project=project,
+            obj=workspace_file,
+            details={"hold": "case-17"},
+        )
     flag = review.flag_create(by=admin, file=workspace_file, number=1, comment="check this")
     review.flag_resolve(by=admin, flag=flag, note="fixed")
-    removal.file_delete(file=MemoryFile.objects.get(pk=workspace_file.pk), actor=Actor.person(admin),
-                        base_revision=1)
+    removal.file_delete(
+        file=MemoryFile.objects.get(pk=workspace_file.pk), actor=Actor.person(admin), base_revision=1
+    )
     audit_record(actor=Actor.person(admin), action="member.grant", project=project)  # no event
 
     types = list(OutboxEvent.objects.order_by("id").values_list("type", flat=True))
-    assert types == ["memory.file.expired", "legal_hold.placed", "legal_hold.released",
-                     "flag.created", "flag.resolved", "memory.file.deleted"]
+    assert types == [
+        "memory.file.expired",
+        "legal_hold.placed",
+        "legal_hold.released",
+        "flag.created",
+        "flag.resolved",
+        "memory.file.deleted",
+    ]
     drain(until=lambda: len(receiver.requests) == 6)
     data = {r.headers["webhook-id"]: r for r in receiver.requests}
     assert len(data) == 6
@@ -352,13 +411,19 @@ def test_each_audit_action_becomes_its_event_type_for_webhooks_that_asked(
 
 
 def test_the_pre_and_post_hooks_emit_session_events_and_proposals_theirs(
-        s3, project, agent, person, admin, receiver):
-    _hook(admin, project, receiver.url, events=["session.started", "session.ended",
-                                                "proposal.created", "proposal.decided"],
-          include_content=True)
+    s3, project, agent, person, admin, receiver
+):
+    _hook(
+        admin,
+        project,
+        receiver.url,
+        events=["session.started", "session.ended", "proposal.created", "proposal.decided"],
+        include_content=True,
+    )
     session, _ = prehook.hook_pre(agent=agent, user=person)
-    hooks.hook_post(session=session, writes=[
-        hooks.WriteRequest("AGENTS.md", "append", "- a rule\n")], summary="done")
+    hooks.hook_post(
+        session=session, writes=[hooks.WriteRequest("AGENTS.md", "append", "- a rule\n")], summary="done"
+    )
     proposal = session.proposals.get()
     proposals.proposal_approve(proposal=proposal, by=admin)
 
@@ -368,12 +433,14 @@ def test_the_pre_and_post_hooks_emit_session_events_and_proposals_theirs(
     assert bodies["session.started"]["user"] == "maria"
     assert bodies["proposal.created"]["text"] == "- a rule\n"
     assert bodies["session.ended"]["writes"] == [
-        {"path": "AGENTS.md", "mode": "append", "status": "proposed", "proposal": proposal.pk}]
+        {"path": "AGENTS.md", "mode": "append", "status": "proposed", "proposal": proposal.pk}
+    ]
     assert bodies["proposal.decided"]["decision"] == "approved"
 
 
 def test_the_pre_hook_pays_one_insert_for_its_event_and_nothing_without_subscribers(
-        s3, project, agent, person, admin, receiver):
+    s3, project, agent, person, admin, receiver
+):
     prehook.hook_pre(agent=agent, user=person)  # warm: catch-up, caches
 
     def queries() -> list[str]:
@@ -396,12 +463,17 @@ def test_the_pre_hook_pays_one_insert_for_its_event_and_nothing_without_subscrib
 # --- Erasure -------------------------------------------------------------------------------------------
 
 
-def test_erasure_scrubs_pending_events_that_quote_the_profile(
-        s3, project, person, admin, receiver, settings):
+def test_erasure_scrubs_pending_events_that_quote_the_profile(s3, project, person, admin, receiver, settings):
     subscription, secret = _hook(admin, project, receiver.url, include_content=True)
     secret_text = "Maria's diagnosis: secret-health-fact"
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content=secret_text + "\n", actor=Actor.person(person))
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content=secret_text + "\n",
+        actor=Actor.person(person),
+    )
     pending = OutboxEvent.objects.get()
     assert secret_text in pending.body["data"]["text"]
 
@@ -418,7 +490,8 @@ def test_erasure_scrubs_pending_events_that_quote_the_profile(
 
 
 def test_a_runners_delete_and_rename_send_their_events_like_any_write(
-        s3, project, agent, person, admin, receiver):
+    s3, project, agent, person, admin, receiver
+):
     """A delete through the post hook is memory.file.deleted; a rename deletes the old path
     and makes a revision at the new one, so it is both events, as a receiver re-indexing
     memory needs."""
@@ -426,15 +499,22 @@ def test_a_runners_delete_and_rename_send_their_events_like_any_write(
     agent.save()
     system = Actor.system("t")
     for path in ("drafts/plan.md", "drafts/old.md"):
-        store.file_create(project=project, scope="workspace", path=path, content=f"# {path}\n",
-                          actor=system)
-    subscription, secret = _hook(admin, project, receiver.url, include_content=True,
-                                 events=["memory.revision.created", "memory.file.deleted"])
+        store.file_create(project=project, scope="workspace", path=path, content=f"# {path}\n", actor=system)
+    subscription, secret = _hook(
+        admin,
+        project,
+        receiver.url,
+        include_content=True,
+        events=["memory.revision.created", "memory.file.deleted"],
+    )
     session, _ = prehook.hook_pre(agent=agent, user=person)
-    results = hooks.hook_post(session=session, writes=[
-        hooks.WriteRequest("workspace/drafts/old.md", "delete"),
-        hooks.WriteRequest("workspace/drafts/plan.md", "rename",
-                           new_path="workspace/decisions/plan.md")])
+    results = hooks.hook_post(
+        session=session,
+        writes=[
+            hooks.WriteRequest("workspace/drafts/old.md", "delete"),
+            hooks.WriteRequest("workspace/drafts/plan.md", "rename", new_path="workspace/decisions/plan.md"),
+        ],
+    )
     assert [r["status"] for r in results] == ["written", "written"]
 
     drain(until=lambda: len(receiver.requests) == 3)
@@ -442,63 +522,98 @@ def test_a_runners_delete_and_rename_send_their_events_like_any_write(
     assert [(b["type"], b["data"]["path"], b["data"]["revision"]) for b in bodies] == [
         ("memory.file.deleted", "workspace/drafts/old.md", 2),
         ("memory.revision.created", "workspace/decisions/plan.md", 1),
-        ("memory.file.deleted", "workspace/drafts/plan.md", 2)]
+        ("memory.file.deleted", "workspace/drafts/plan.md", 2),
+    ]
     deleted, created, renamed_away = (b["data"] for b in bodies)
     assert deleted["author_kind"] == created["author_kind"] == "agent"
     assert deleted["session"] == created["session"] == renamed_away["session"] == str(session.pk)
     assert created["text"] == "# drafts/plan.md\n" and "text" not in renamed_away
     assert "sha256" not in renamed_away and "sha256" not in deleted
     assert (created["renamed_from"], renamed_away["renamed_to"]) == (
-        "workspace/drafts/plan.md", "workspace/decisions/plan.md")
+        "workspace/drafts/plan.md",
+        "workspace/decisions/plan.md",
+    )
 
 
 def test_retention_holds_and_erasure_send_their_events_when_they_really_happen(
-        s3, project, person, admin, reviewer, receiver):
+    s3, project, person, admin, reviewer, receiver
+):
     """Not a bare audit_record: a retention run that expires a file, a hold placed and
     released, and a person erased each put their event in the outbox, delivered signed."""
-    subscription, secret = _hook(admin, project, receiver.url, events=[
-        "memory.file.expired", "legal_hold.placed", "legal_hold.released", "profile.erased"])
-    log = store.file_create(project=project, scope="workspace", path="logs/tools.md",
-                            content="# tools\n", actor=Actor.system("t")).file
+    subscription, secret = _hook(
+        admin,
+        project,
+        receiver.url,
+        events=["memory.file.expired", "legal_hold.placed", "legal_hold.released", "profile.erased"],
+    )
+    log = store.file_create(
+        project=project, scope="workspace", path="logs/tools.md", content="# tools\n", actor=Actor.system("t")
+    ).file
     log.revisions.update(created_at=timezone.now() - dt.timedelta(days=40))
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
     retention.rule_add(by=admin, project=project, kind="files", glob="workspace/logs/**", days=30)
 
     assert retention.apply(project).files == 1
-    hold, _sweep = holds.hold_place(by=reviewer, project=project, user=person,
-                                    reason="litigation", case_reference="case 1")
+    hold, _sweep = holds.hold_place(
+        by=reviewer, project=project, user=person, reason="litigation", case_reference="case 1"
+    )
     holds.hold_release(by=reviewer, hold=hold, note="settled")
     erasure.profile_erase(by=admin, user=person, reason="GDPR request 17", projects=[project])
 
     assert list(OutboxEvent.objects.order_by("id").values_list("type", flat=True)) == [
-        "memory.file.expired", "legal_hold.placed", "legal_hold.released", "profile.erased"]
+        "memory.file.expired",
+        "legal_hold.placed",
+        "legal_hold.released",
+        "profile.erased",
+    ]
     drain(until=lambda: len(receiver.requests) == 4)
-    bodies = {body["type"]: body["data"]
-              for body in (receiver.verified(secret, r) for r in receiver.requests)}
+    bodies = {
+        body["type"]: body["data"] for body in (receiver.verified(secret, r) for r in receiver.requests)
+    }
     expired = bodies["memory.file.expired"]
     assert (expired["file"], expired["path"], expired["revision"]) == (
-        str(log.pk), "workspace/logs/tools.md", 2)
+        str(log.pk),
+        "workspace/logs/tools.md",
+        2,
+    )
     placed, released = bodies["legal_hold.placed"], bodies["legal_hold.released"]
     assert (placed["object_id"], placed["by"]) == (str(hold.pk), "rita")
-    assert placed["details"] == {"covers": "person maria", "reason": "litigation",
-                                 "case": "case 1"}
+    assert placed["details"] == {"covers": "person maria", "reason": "litigation", "case": "case 1"}
     assert (released["object_id"], released["details"]["note"]) == (str(hold.pk), "settled")
     erased = bodies["profile.erased"]
-    assert (erased["user"], erased["user_id"], erased["by"], erased["reason"], erased["files"]) \
-        == ("maria", person.pk, "olga", "GDPR request 17", 1)
+    assert (erased["user"], erased["user_id"], erased["by"], erased["reason"], erased["files"]) == (
+        "maria",
+        person.pk,
+        "olga",
+        "GDPR request 17",
+        1,
+    )
     assert all(e.state == "delivered" for e in OutboxEvent.objects.all())
 
 
 # --- The command ---------------------------------------------------------------------------------
 
 
-def test_the_webhooks_command_adds_lists_tests_rotates_logs_and_removes(
-        project, admin, receiver, capsys):
+def test_the_webhooks_command_adds_lists_tests_rotates_logs_and_removes(project, admin, receiver, capsys):
     from django.core.management import call_command
 
-    call_command("webhooks", "add", "--project", project.slug, "--url", receiver.url,
-                 "--events", "memory.revision.created,flag.created")
+    call_command(
+        "webhooks",
+        "add",
+        "--project",
+        project.slug,
+        "--url",
+        receiver.url,
+        "--events",
+        "memory.revision.created,flag.created",
+    )
     out = capsys.readouterr().out
     secret = out.split("keep it with the receiver): ")[1].split()[0]
     assert secret.startswith("whsec_")
@@ -521,8 +636,9 @@ def test_the_webhooks_command_adds_lists_tests_rotates_logs_and_removes(
     call_command("webhooks", "list")
     assert receiver.url not in capsys.readouterr().out
     with pytest.raises(Exception, match="Unknown event types: memory.changed"):
-        call_command("webhooks", "add", "--project", project.slug, "--url", receiver.url,
-                     "--events", "memory.changed")
+        call_command(
+            "webhooks", "add", "--project", project.slug, "--url", receiver.url, "--events", "memory.changed"
+        )
     actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {"webhook.create", "webhook.rotate", "webhook.remove"} <= actions
 
@@ -531,21 +647,30 @@ def test_the_webhooks_command_adds_lists_tests_rotates_logs_and_removes(
 
 
 def test_admins_make_webhooks_in_the_console_with_errors_at_the_field_and_see_the_log(
-        client, s3, project, admin, person, actor, workspace_file, receiver, settings):
+    client, s3, project, admin, person, actor, workspace_file, receiver, settings
+):
     url = f"/p/{project.slug}/webhooks/"
     client.force_login(person)
     assert client.get(url).status_code == 404  # employees: as if it did not exist
     client.force_login(admin)
     settings.MGC_WEBHOOK_ALLOWED_NETWORKS = []
-    refused = client.post(url, {"kind": "webhook", "url": receiver.url,
-                                "events": ["memory.revision.created"]})
+    refused = client.post(
+        url, {"kind": "webhook", "url": receiver.url, "events": ["memory.revision.created"]}
+    )
     assert refused.status_code == 400 and "non-public" in refused.text
     assert receiver.url in refused.text  # the typed URL stays in the form
     missing = client.post(url, {"kind": "webhook", "url": "https://example.com/x"})
     assert missing.status_code == 400 and "Pick at least one event type" in missing.text
     settings.MGC_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1"]
-    made = client.post(url, {"kind": "webhook", "url": receiver.url,
-                             "events": ["memory.revision.created"], "headers": "X-Team: sre"})
+    made = client.post(
+        url,
+        {
+            "kind": "webhook",
+            "url": receiver.url,
+            "events": ["memory.revision.created"],
+            "headers": "X-Team: sre",
+        },
+    )
     assert made.status_code == 302
     page = client.get(url)
     subscription = WebhookSubscription.objects.get()

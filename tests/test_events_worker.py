@@ -25,8 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql",
-                       reason="a worker process needs a database it can reach: PostgreSQL run"),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="a worker process needs a database it can reach: PostgreSQL run",
+    ),
 ]
 
 
@@ -49,15 +51,25 @@ class Workers:
 
     def start(self, name: str) -> subprocess.Popen:
         db = connection.settings_dict
-        env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-               "MGC_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1", "MGC_EVENTS_LEASE_SECONDS": "1.5",
-               "MGC_EVENTS_POLL_SECONDS": "0.1", "MGC_EVENTS_RETRY_BASE_SECONDS": "0.05",
-               "MGC_EVENTS_RETRY_MAX_SECONDS": "0.2", "MGC_WEBHOOK_READ_TIMEOUT": "20",
-               "MGC_LOG_LEVEL": "WARNING"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "MGC_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1",
+            "MGC_EVENTS_LEASE_SECONDS": "1.5",
+            "MGC_EVENTS_POLL_SECONDS": "0.1",
+            "MGC_EVENTS_RETRY_BASE_SECONDS": "0.05",
+            "MGC_EVENTS_RETRY_MAX_SECONDS": "0.2",
+            "MGC_WEBHOOK_READ_TIMEOUT": "20",
+            "MGC_LOG_LEVEL": "WARNING",
+        }
         log = open(self.tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
         process = subprocess.Popen(
             [sys.executable, "manage.py", "events_worker", "--no-startup-delay", "--worker-id", name],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         self.processes.append(process)
         return process
 
@@ -98,9 +110,11 @@ def _events(subscription, count: int) -> list[OutboxEvent]:
 
 
 def test_a_worker_killed_mid_delivery_delivers_after_restart_with_the_same_id(
-        project, admin, receiver, workers):
+    project, admin, receiver, workers
+):
     subscription, secret = subscriptions.webhook_create(
-        by=admin, project=project, url=receiver.url, events=["session.started"])
+        by=admin, project=project, url=receiver.url, events=["session.started"]
+    )
     [event] = _events(subscription, 1)
     receiver.holding = True  # the receiver keeps the first request waiting
 
@@ -124,7 +138,8 @@ def test_a_worker_killed_mid_delivery_delivers_after_restart_with_the_same_id(
 
 def test_two_workers_never_deliver_one_event_at_the_same_time(project, admin, receiver, workers):
     subscription, _ = subscriptions.webhook_create(
-        by=admin, project=project, url=receiver.url, events=["session.started"])
+        by=admin, project=project, url=receiver.url, events=["session.started"]
+    )
     events = _events(subscription, 40)
     # Each event on the queue three times over, beside the relay's own: the workers race for it.
     for event in events:
@@ -134,8 +149,11 @@ def test_two_workers_never_deliver_one_event_at_the_same_time(project, admin, re
 
     workers.start("a")
     workers.start("b")
-    _wait(lambda: OutboxEvent.objects.filter(state="delivered").count() == len(events),
-          timeout=60, what="every event delivered")
+    _wait(
+        lambda: OutboxEvent.objects.filter(state="delivered").count() == len(events),
+        timeout=60,
+        what="every event delivered",
+    )
 
     assert receiver.overlaps == []
     ids = [r.id for r in receiver.requests]

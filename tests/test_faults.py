@@ -32,8 +32,7 @@ def test_snapshot_write_failing_leaves_old_head(s3, workspace_file, actor):
     _assert_old_head_intact(s3, workspace_file)
 
 
-def test_head_write_failing_leaves_old_head_and_reconcile_removes_orphan(s3, workspace_file,
-                                                                          actor):
+def test_head_write_failing_leaves_old_head_and_reconcile_removes_orphan(s3, workspace_file, actor):
     s3.proxy.inject("PUT", HEAD, status=500)
     # The save removes its own snapshot once it sees the head was not written; when that
     # delete fails too, the orphan stays for reconcile.
@@ -74,10 +73,12 @@ def test_slow_s3_times_out_instead_of_hanging(s3, workspace_file, actor):
 
 
 def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishes_save(
-        s3, workspace_file, actor, revision_inserts_fail):
+    s3, workspace_file, actor, revision_inserts_fail
+):
     with pytest.raises(DatabaseError):
-        store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1,
-                        message="half done")
+        store.file_save(
+            file=workspace_file, content="second\n", actor=actor, base_revision=1, message="half done"
+        )
     file = reload_file(workspace_file)
     assert file.head.number == 1 and Revision.objects.filter(file=file).count() == 1
     # S3 holds the new head, but readers still get the recorded head, flagged as drifted.
@@ -92,20 +93,23 @@ def test_database_failing_after_head_write_keeps_old_head_then_reconcile_finishe
     revision = Revision.objects.get(file=file, number=2)
     # Finished as the person's own save, from the snapshot's metadata: nothing lost.
     assert (revision.author_kind, revision.author_user, revision.message) == (
-        "person", actor.user, "half done")
+        "person",
+        actor.user,
+        "half done",
+    )
     assert reading.file_read(reload_file(file)).text == "second\n"
     assert AuditEvent.objects.filter(action="file.save_recovered").count() == 1
 
 
-def test_next_save_after_half_done_save_recovers_it_first(s3, workspace_file, actor,
-                                                         revision_inserts_fail):
+def test_next_save_after_half_done_save_recovers_it_first(s3, workspace_file, actor, revision_inserts_fail):
     with pytest.raises(DatabaseError):
         store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
     revision_inserts_fail.stop()
     # The editor still shows base 1; saving again finds the unrecorded head and says so.
     with pytest.raises(errors.SaveConflict) as info:
-        store.file_save(file=reload_file(workspace_file), content="second, edited\n", actor=actor,
-                        base_revision=1)
+        store.file_save(
+            file=reload_file(workspace_file), content="second, edited\n", actor=actor, base_revision=1
+        )
     assert info.value.head_text == "second\n"
     assert info.value.your_text == "second, edited\n"
     assert Revision.objects.get(file=workspace_file, number=2).author_kind == "person"

@@ -23,14 +23,15 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def runner(s3, project, agent, person, admin):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are calm.\n", actor=system)
-    store.file_create(project=project, scope="workspace", path="notes/a.md",
-                      content="# A\n", actor=system)
+    store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="You are calm.\n", actor=system
+    )
+    store.file_create(project=project, scope="workspace", path="notes/a.md", content="# A\n", actor=system)
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
-    direct = DirectStorage(endpoint_url=s3.direct_url, access_key_id=credential.access_key_id,
-                           secret_access_key=secret)
+    direct = DirectStorage(
+        endpoint_url=s3.direct_url, access_key_id=credential.access_key_id, secret_access_key=secret
+    )
     agent.project.refresh_from_db()
     return {"token": raw, "direct": direct}
 
@@ -38,8 +39,7 @@ def runner(s3, project, agent, person, admin):
 @pytest.fixture
 def following(s3):
     """The console follows the test server's filer (this test's process, its own thread)."""
-    with override_settings(MGC_S3_CHANGE_FEED="seaweedfs",
-                           MGC_S3_FILER_ADDRESS=s3.server.filer_address):
+    with override_settings(MGC_S3_CHANGE_FEED="seaweedfs", MGC_S3_FILER_ADDRESS=s3.server.filer_address):
         found = feed.feed_for(s3.bucket)
         deadline = time.monotonic() + 10
         while not found.following and time.monotonic() < deadline:
@@ -59,21 +59,21 @@ def _quiet(follower, prefix: str) -> None:
 
 
 def _lists(s3, since: int) -> list[str]:
-    return [path for method, path in s3.proxy.requests[since:]
-            if method == "GET" and "list-type=2" in path]
+    return [path for method, path in s3.proxy.requests[since:] if method == "GET" and "list-type=2" in path]
 
 
 def _direct_write(runner, s3, key: str, body: bytes, session, agent, etag=None):
-    written = runner["direct"].write(s3.bucket, key, body, etag=etag, agent=str(agent.pk),
-                                     session=str(session.pk), token=runner["token"])
+    written = runner["direct"].write(
+        s3.bucket, key, body, etag=etag, agent=str(agent.pk), session=str(session.pk), token=runner["token"]
+    )
     assert written.status == "written", written
 
 
 def test_an_agent_no_runner_may_write_for_lists_nothing(s3, project, agent, person):
-    store.file_create(project=project, scope="workspace", path="notes/a.md", content="# A\n",
-                      actor=Actor.system("t"))
-    assert Project.objects.get(pk=project.pk).runner_writable in ({}, {"workspace": False,
-                                                                       "agents": []})
+    store.file_create(
+        project=project, scope="workspace", path="notes/a.md", content="# A\n", actor=Actor.system("t")
+    )
+    assert Project.objects.get(pk=project.pk).runner_writable in ({}, {"workspace": False, "agents": []})
     mark = len(s3.proxy.requests)
     session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert "# A" in assembly.prompt and _lists(s3, mark) == []
@@ -81,7 +81,8 @@ def test_an_agent_no_runner_may_write_for_lists_nothing(s3, project, agent, pers
 
 
 def test_with_the_feed_the_next_prompt_has_the_runners_write_and_idle_hooks_list_nothing(
-        s3, project, agent, person, runner, following):
+    s3, project, agent, person, runner, following
+):
     project = Project.objects.get(pk=project.pk)
     assert project.runner_writable == {"workspace": True, "agents": []}
     _quiet(following, layout.workspace_prefix(project.prefix))  # the fixture's own writes
@@ -102,21 +103,23 @@ def test_with_the_feed_the_next_prompt_has_the_runners_write_and_idle_hooks_list
     file = MemoryFile.objects.get(path="notes/a.md")
     workspace = layout.workspace_prefix(project.prefix)
     seen = following.count(workspace)
-    _direct_write(runner, s3, file.key, b"# A\n\nRoot cause: pool.\n", session, agent,
-                  etag=file.head_etag)
+    _direct_write(runner, s3, file.key, b"# A\n\nRoot cause: pool.\n", session, agent, etag=file.head_etag)
     assert following.wait_past(workspace, seen)
     mark = len(s3.proxy.requests)
     session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert "Root cause: pool." in assembly.prompt
-    assert _lists(s3, mark) == [f"/{s3.bucket}?list-type=2&prefix="
-                                f"{layout.workspace_prefix(project.prefix).replace('/', '%2F')}"
-                                f"&encoding-type=url"]
+    assert _lists(s3, mark) == [
+        f"/{s3.bucket}?list-type=2&prefix="
+        f"{layout.workspace_prefix(project.prefix).replace('/', '%2F')}"
+        f"&encoding-type=url"
+    ]
     assert prehook.receipt_revisions(session)["workspace/notes/a.md"] == 2
     assert Revision.objects.get(file=file, number=2).author_label == f"external (agent:{agent.slug})"
 
 
 def test_with_the_feed_down_every_hook_lists_and_the_write_is_still_in_the_next_prompt(
-        s3, project, agent, person, runner):
+    s3, project, agent, person, runner
+):
     with override_settings(MGC_S3_CHANGE_FEED="seaweedfs", MGC_S3_FILER_ADDRESS="127.0.0.1:1.2"):
         down = feed.feed_for(s3.bucket)
         try:
@@ -124,8 +127,15 @@ def test_with_the_feed_down_every_hook_lists_and_the_write_is_still_in_the_next_
             assert not down.following  # nothing answers there
             session, _ = prehook.hook_pre(agent=agent, user=person)
             file = MemoryFile.objects.get(path="notes/a.md")
-            _direct_write(runner, s3, file.key, b"# A\n\nwritten with the feed down\n", session,
-                          agent, etag=file.head_etag)
+            _direct_write(
+                runner,
+                s3,
+                file.key,
+                b"# A\n\nwritten with the feed down\n",
+                session,
+                agent,
+                etag=file.head_etag,
+            )
             mark = len(s3.proxy.requests)
             session, assembly = prehook.hook_pre(agent=agent, user=person)
             assert "written with the feed down" in assembly.prompt and _lists(s3, mark)
@@ -134,15 +144,16 @@ def test_with_the_feed_down_every_hook_lists_and_the_write_is_still_in_the_next_
 
 
 def test_a_write_with_the_consoles_own_keys_is_for_reconcile_and_the_next_save(
-        s3, project, agent, person, admin):
-    file = store.file_create(project=project, scope="workspace", path="notes/a.md",
-                             content="# A\n", actor=Actor.system("t")).file
+    s3, project, agent, person, admin
+):
+    file = store.file_create(
+        project=project, scope="workspace", path="notes/a.md", content="# A\n", actor=Actor.system("t")
+    ).file
     s3.put(file.key, b"# A\n\nan operator's hand edit\n")
     _session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert "hand edit" not in assembly.prompt  # out of band: not listed
     with pytest.raises(SaveConflict) as conflict:  # the next save's ETag check finds it
-        store.file_save(file=file, content="# A\n\nmine\n", actor=Actor.person(admin),
-                        base_revision=1)
+        store.file_save(file=file, content="# A\n\nmine\n", actor=Actor.person(admin), base_revision=1)
     assert "hand edit" in conflict.value.head_text
     s3.put(file.key, b"# A\n\nanother hand edit\n")
     repairs = reconcile.reconcile(project=project)
@@ -155,8 +166,13 @@ def test_the_feed_survives_a_seaweedfs_restart_and_resumes_where_it_stopped(tmp_
     try:
         import boto3
 
-        client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
-                              aws_access_key_id="feed-key", aws_secret_access_key="feed-secret")
+        client = boto3.client(
+            "s3",
+            endpoint_url=server.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="feed-key",
+            aws_secret_access_key="feed-secret",
+        )
         client.create_bucket(Bucket="fed")
         follower = feed.Feed(feed._weed(), server.filer_address, "fed")
         try:
@@ -175,8 +191,9 @@ def test_the_feed_survives_a_seaweedfs_restart_and_resumes_where_it_stopped(tmp_
             # Written after the restart, before the feed is back: replayed when it is.
             _put_when_ready(client, "p/workspace/two.md")
             deadline = time.monotonic() + 20
-            while (not follower.following or follower.mark("p/workspace/").count
-                   < before.count + 2) and time.monotonic() < deadline:
+            while (
+                not follower.following or follower.mark("p/workspace/").count < before.count + 2
+            ) and time.monotonic() < deadline:
                 time.sleep(0.02)
             after = follower.mark("p/workspace/")
             assert after is not None and after.epoch > before.epoch  # a new connection

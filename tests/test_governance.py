@@ -32,8 +32,14 @@ pytestmark = pytest.mark.django_db
 
 
 def _profile(project, user, text, actor=None):
-    return store.file_create(project=project, scope="user", user=user, path="USER.md",
-                             content=text, actor=actor or Actor.person(user))
+    return store.file_create(
+        project=project,
+        scope="user",
+        user=user,
+        path="USER.md",
+        content=text,
+        actor=actor or Actor.person(user),
+    )
 
 
 def _save(file, text, actor):
@@ -56,11 +62,13 @@ def test_a_save_records_scanner_findings_masked_and_audits_their_count(s3, proje
 
 
 def test_queue_lists_unreviewed_changes_agents_first_and_marks_move_forward(
-        s3, project, agent, person, reviewer):
+    s3, project, agent, person, reviewer
+):
     profile = _profile(project, person, "Prefers short answers.\n")
     file = MemoryFile.objects.get(pk=profile.file_id)
-    notes = store.file_create(project=project, scope="workspace", path="log.md", content="a\n",
-                              actor=Actor.for_agent(agent, "s1"))
+    notes = store.file_create(
+        project=project, scope="workspace", path="log.md", content="a\n", actor=Actor.for_agent(agent, "s1")
+    )
     queue = list(review.review_queue(reviewer=reviewer, project=project))
     assert [f.pk for f in queue] == [notes.file_id, file.pk]  # the agent's write comes first
     items = review.review_items(queue)
@@ -68,11 +76,9 @@ def test_queue_lists_unreviewed_changes_agents_first_and_marks_move_forward(
     assert items[1].since == 0 and "Prefers short answers." in str(items[1].diff.rows[0].new_html)
 
     review.review_mark(reviewer=reviewer, file=file, number=1)
-    assert [f.pk for f in review.review_queue(reviewer=reviewer, project=project)] == [
-        notes.file_id]
+    assert [f.pk for f in review.review_queue(reviewer=reviewer, project=project)] == [notes.file_id]
     _save(file, "Prefers short answers.\nPassword: hunter2222\n", Actor.person(person))
-    [again] = [f for f in review.review_queue(reviewer=reviewer, project=project)
-               if f.pk == file.pk]
+    [again] = [f for f in review.review_queue(reviewer=reviewer, project=project) if f.pk == file.pk]
     [item] = review.review_items([again])
     assert item.since == 1 and [r.number for r in item.revisions] == [2]
     assert [f["kind"] for f in item.findings] == ["password"]
@@ -80,14 +86,15 @@ def test_queue_lists_unreviewed_changes_agents_first_and_marks_move_forward(
     review.review_mark(reviewer=reviewer, file=file, number=2)
     review.review_mark(reviewer=reviewer, file=file, number=1)
     assert file.review_marks.get(reviewer=reviewer).number == 2
-    assert list(AuditEvent.objects.filter(action="review.mark").values_list(
-        "details", flat=True)) == [{"from": 1, "to": 2}, {"from": 0, "to": 1}]
+    assert list(AuditEvent.objects.filter(action="review.mark").values_list("details", flat=True)) == [
+        {"from": 1, "to": 2},
+        {"from": 0, "to": 1},
+    ]
 
 
 def test_queues_are_per_reviewer(s3, project, person, reviewer, admin):
     profile = _profile(project, person, "x\n")
-    review.review_mark(reviewer=reviewer, file=MemoryFile.objects.get(pk=profile.file_id),
-                           number=1)
+    review.review_mark(reviewer=reviewer, file=MemoryFile.objects.get(pk=profile.file_id), number=1)
     assert review.review_queue(reviewer=reviewer, project=project).count() == 0
     assert review.review_queue(reviewer=admin, project=project).count() == 1
 
@@ -135,12 +142,12 @@ def test_member_changes_are_audited_and_the_last_admin_stays(project, admin, mak
 # --- Isolation ------------------------------------------------------------------------------------
 
 
-def test_check_isolation_finds_planted_strays_and_missing_objects(
-        s3, project, agent, person, make_project):
+def test_check_isolation_finds_planted_strays_and_missing_objects(s3, project, agent, person, make_project):
     other = make_project(slug="tenders")
     _profile(project, person, "mine\n")
-    notes = store.file_create(project=project, scope="workspace", path="a.md", content="a\n",
-                              actor=Actor.person(person))
+    notes = store.file_create(
+        project=project, scope="workspace", path="a.md", content="a\n", actor=Actor.person(person)
+    )
     assert isolation.check_isolation() == []
 
     prefix = project.prefix
@@ -165,7 +172,8 @@ def test_check_isolation_finds_planted_strays_and_missing_objects(
     assert "loose/at-the-root.md" in out.getvalue()
     # Per project, the root stray is not this project's business.
     assert ("stray", "loose/at-the-root.md") not in {
-        (f.kind, f.key) for f in isolation.check_isolation([project])}
+        (f.kind, f.key) for f in isolation.check_isolation([project])
+    }
 
 
 def test_overlapping_prefixes_are_reported(s3, make_project):
@@ -188,8 +196,7 @@ def test_policies_allow_only_the_projects_prefix(project, agent):
     assert all(r.startswith(f"arn:aws:s3:::{bucket}/{project.prefix}") for r in read)
     assert runner["Statement"][2]["Action"] == ["s3:GetObject", "s3:PutObject"]
     out = StringIO()
-    call_command("check_isolation", "--project", project.slug, "--policy", "--agent", agent.slug,
-                 stdout=out)
+    call_command("check_isolation", "--project", project.slug, "--policy", "--agent", agent.slug, stdout=out)
     assert json.loads(out.getvalue()) == runner
 
 
@@ -200,20 +207,19 @@ def test_a_project_with_its_own_bucket_is_checked_there(s3, make_project, person
     _profile(own, person, "x\n")
     assert s3.client.list_objects_v2(Bucket="own-bucket")["KeyCount"] == 2
     assert s3.keys() == []
-    assert isolation.project_policy(own)["Statement"][1]["Resource"].startswith(
-        "arn:aws:s3:::own-bucket/")
+    assert isolation.project_policy(own)["Statement"][1]["Resource"].startswith("arn:aws:s3:::own-bucket/")
     assert isolation.check_isolation() == []
 
 
 # --- Export ---------------------------------------------------------------------------------------
 
 
-def test_export_zips_files_as_they_stand_in_s3_with_a_history_manifest(
-        s3, project, agent, person, admin):
+def test_export_zips_files_as_they_stand_in_s3_with_a_history_manifest(s3, project, agent, person, admin):
     profile = _profile(project, person, "v1\n")
     _save(MemoryFile.objects.get(pk=profile.file_id), "v2\n", Actor.person(person))
-    gone = store.file_create(project=project, scope="workspace", path="old.md", content="o\n",
-                             actor=Actor.person(admin))
+    gone = store.file_create(
+        project=project, scope="workspace", path="old.md", content="o\n", actor=Actor.person(admin)
+    )
     removal.file_delete(file=gone.file, actor=Actor.person(admin), base_revision=1)
     buffer = io.BytesIO()
     summary = exports.project_export(by=admin, project=project, out=buffer)
@@ -238,8 +244,9 @@ def _everything_in(s3) -> list[tuple[str, bytes]]:
     found = []
     for page in s3.client.get_paginator("list_object_versions").paginate(Bucket=s3.bucket):
         for version in page.get("Versions", []):
-            body = s3.client.get_object(Bucket=s3.bucket, Key=version["Key"],
-                                        VersionId=version["VersionId"])["Body"].read()
+            body = s3.client.get_object(Bucket=s3.bucket, Key=version["Key"], VersionId=version["VersionId"])[
+                "Body"
+            ].read()
             found.append((version["Key"], body))
         for marker in page.get("DeleteMarkers", []):
             found.append((marker["Key"], b""))
@@ -248,10 +255,10 @@ def _everything_in(s3) -> list[tuple[str, bytes]]:
 
 @pytest.mark.parametrize("versioned", [False, True], ids=["plain-bucket", "versioned-bucket"])
 def test_erasure_leaves_no_object_of_the_user_under_any_prefix(
-        s3, project, agent, person, admin, make_project, versioned):
+    s3, project, agent, person, admin, make_project, versioned
+):
     if versioned:
-        s3.client.put_bucket_versioning(Bucket=s3.bucket,
-                                        VersioningConfiguration={"Status": "Enabled"})
+        s3.client.put_bucket_versioning(Bucket=s3.bucket, VersioningConfiguration={"Status": "Enabled"})
     second = make_project(slug="reports")
     Membership.objects.create(user=person, project=second, role="employee")
     secret = "Maria's diagnosis: secret-health-fact"
@@ -261,22 +268,28 @@ def test_erasure_leaves_no_object_of_the_user_under_any_prefix(
     # An agent proposed an append that quotes it, and a reviewer flagged it.
     token, raw = bearer.token_create(agent=agent, name="t", created_by=admin)
     session = AgentSession.objects.create(agent=agent, user=person, prompt_sha256="0" * 64)
-    Proposal.objects.create(project=project, file=first.file, agent=agent, session=session,
-                            mode="append", content=secret)
+    Proposal.objects.create(
+        project=project, file=first.file, agent=agent, session=session, mode="append", content=secret
+    )
     review.flag_create(by=admin, file=first.file, number=2, comment="health data")
-    bystander = store.file_create(project=project, scope="workspace", path="team.md",
-                                  content="team notes\n", actor=Actor.person(admin))
+    bystander = store.file_create(
+        project=project, scope="workspace", path="team.md", content="team notes\n", actor=Actor.person(admin)
+    )
     user_keys = [k for k in s3.keys() if f"/users/{person.pk}/" in k]
     assert len(user_keys) == 2
 
-    done = erasure.profile_erase(by=admin, user=person, reason="GDPR art. 17 request #42",
-                                    projects=[project, second])
+    done = erasure.profile_erase(
+        by=admin, user=person, reason="GDPR art. 17 request #42", projects=[project, second]
+    )
 
     assert done.files == 2 and done.revisions == 3 and done.projects == ["incidents", "reports"]
     remaining = _everything_in(s3)
     ids = [str(person.pk)] + [str(first.file_id)]
-    assert not [key for key, _ in remaining if f"/users/{person.pk}/" in key
-                or any(f"_history/{i}/" in key for i in ids)]
+    assert not [
+        key
+        for key, _ in remaining
+        if f"/users/{person.pk}/" in key or any(f"_history/{i}/" in key for i in ids)
+    ]
     assert not [key for key, body in remaining if b"secret-health-fact" in body]
     assert any(key == bystander.file.key for key, _ in remaining)  # others' memory stays
     assert not MemoryFile.objects.filter(user=person).exists()
@@ -296,16 +309,22 @@ def _hook(client, path, body, token, key=None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     if key:
         headers["HTTP_IDEMPOTENCY_KEY"] = key
-    return client.post(f"/api/v1/hooks/{path}", json.dumps(body), content_type="application/json",
-                       **headers)
+    return client.post(f"/api/v1/hooks/{path}", json.dumps(body), content_type="application/json", **headers)
 
 
 def test_erasure_takes_the_profile_out_of_kept_prompts_and_stored_answers(
-        client, s3, project, agent, person, admin, make_user):
+    client, s3, project, agent, person, admin, make_user
+):
     secret = "Maria's diagnosis: secret-health-fact"
     _profile(project, person, secret + "\n")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are the analyst.\n", actor=Actor.system("t"))
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You are the analyst.\n",
+        actor=Actor.system("t"),
+    )
     agent.hook_policy = {"post": {"USER.md": {"modes": ["append", "replace"], "approval": False}}}
     agent.save()
     _, token = bearer.token_create(agent=agent, name="t", created_by=admin)
@@ -316,9 +335,16 @@ def test_erasure_takes_the_profile_out_of_kept_prompts_and_stored_answers(
     assert secret in session["prompt"]
     # A stale replace answers with the profile's text (head_text), kept in the session's
     # event and in the idempotency record of the request.
-    conflict = _hook(client, "post", {"session": session["session"], "writes": [
-        {"path": "USER.md", "mode": "replace", "content": "x\n", "base_revision": 0}]},
-        token, key="k1").json()
+    conflict = _hook(
+        client,
+        "post",
+        {
+            "session": session["session"],
+            "writes": [{"path": "USER.md", "mode": "replace", "content": "x\n", "base_revision": 0}],
+        },
+        token,
+        key="k1",
+    ).json()
     assert conflict["results"][0]["head_text"].startswith(secret)
 
     done = erasure.profile_erase(by=admin, user=person, reason="GDPR", projects=[project])
@@ -326,8 +352,11 @@ def test_erasure_takes_the_profile_out_of_kept_prompts_and_stored_answers(
     assert not [key for key, body in _everything_in(s3) if b"secret-health-fact" in body]
     assert s3.get(layout.prompt_key(project.prefix, theirs["prompt_sha256"]))  # not hers: stays
     assert not [e.pk for e in SessionEvent.objects.all() if "secret-health-fact" in str(e.payload)]
-    assert not [r.pk for r in IdempotencyRecord.objects.all()
-                if "secret-health-fact" in str(r.response) + str(r.partial)]
+    assert not [
+        r.pk
+        for r in IdempotencyRecord.objects.all()
+        if "secret-health-fact" in str(r.response) + str(r.partial)
+    ]
     assert not AgentSession.objects.get(pk=session["session"]).prompt_stored
     tombstone = AuditEvent.objects.get(action="profile.erase")
     assert (tombstone.details["prompts"], tombstone.details["answers_scrubbed"]) == (1, 2)
@@ -337,8 +366,7 @@ def test_erasure_takes_the_profile_out_of_kept_prompts_and_stored_answers(
     assert page.status_code == 200 and b"secret-health-fact" not in page.content
 
 
-def test_the_profile_of_someone_who_left_the_project_can_be_erased(client, s3, project, person,
-                                                                   admin):
+def test_the_profile_of_someone_who_left_the_project_can_be_erased(client, s3, project, person, admin):
     _profile(project, person, "Maria secret\n")
     membership = Membership.objects.get(user=person, project=project)
     client.force_login(admin)
@@ -347,8 +375,7 @@ def test_the_profile_of_someone_who_left_the_project_can_be_erased(client, s3, p
     people = client.get(f"/p/{project.slug}/people/").content.decode()
     erase = f"/p/{project.slug}/people/{person.pk}/erase/"
     assert erase in people  # listed under the profiles of people who left
-    response = client.post(erase, {"reason": "GDPR art. 17", "confirm": "maria",
-                                   "projects": [project.slug]})
+    response = client.post(erase, {"reason": "GDPR art. 17", "confirm": "maria", "projects": [project.slug]})
     assert response.status_code == 302
     assert not MemoryFile.objects.filter(project=project, user=person).exists()
 

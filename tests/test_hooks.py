@@ -15,8 +15,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def session(s3, project, agent, person):
-    store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE, path="notes/a.md",
-                      content="# A\n", actor=Actor.system("t"))
+    store.file_create(
+        project=project,
+        scope=MemoryFile.Scope.WORKSPACE,
+        path="notes/a.md",
+        content="# A\n",
+        actor=Actor.system("t"),
+    )
     return AgentSession.objects.create(agent=agent, user=person, prompt_sha256="0" * 64)
 
 
@@ -28,13 +33,17 @@ def test_policy_rule_matches_exact_names_then_workspace_globs(agent):
 
 
 def test_post_answers_each_write_in_order_and_never_raises(session, agent):
-    results = hooks.hook_post(session=session, writes=[
-        hooks.WriteRequest("workspace/notes/a.md", "append", "- one\n"),
-        hooks.WriteRequest("SOUL.md", "replace", "I am someone else."),
-        hooks.WriteRequest("AGENTS.md", "append", "- a rule\n"),
-        hooks.WriteRequest("workspace/../x.md", "append", "x"),
-        hooks.WriteRequest("workspace/notes/a.md", "replace", "stale", base_revision=1),
-    ], summary="run")
+    results = hooks.hook_post(
+        session=session,
+        writes=[
+            hooks.WriteRequest("workspace/notes/a.md", "append", "- one\n"),
+            hooks.WriteRequest("SOUL.md", "replace", "I am someone else."),
+            hooks.WriteRequest("AGENTS.md", "append", "- a rule\n"),
+            hooks.WriteRequest("workspace/../x.md", "append", "x"),
+            hooks.WriteRequest("workspace/notes/a.md", "replace", "stale", base_revision=1),
+        ],
+        summary="run",
+    )
     assert [(r["path"], r["status"], r.get("code")) for r in results] == [
         ("workspace/notes/a.md", "written", None),
         ("SOUL.md", "rejected", "policy_denied"),
@@ -51,8 +60,11 @@ def test_post_answers_each_write_in_order_and_never_raises(session, agent):
 def test_tool_and_error_append_to_the_policys_logs_without_file_contents(session, s3):
     summary = '{"input": {"file_path": "/home/maria/.mgc-memory/USER.md", "content": "secret"}}'
     hooks.hook_event(session=session, kind="tool", payload={"name": "Write", "summary": summary})
-    hooks.hook_event(session=session, kind="error", payload={
-        "message": "timeout after 30 s\nTraceback: the file held: secret " + "x" * 400})
+    hooks.hook_event(
+        session=session,
+        kind="error",
+        payload={"message": "timeout after 30 s\nTraceback: the file held: secret " + "x" * 400},
+    )
     tools = MemoryFile.objects.get(path="logs/tools.md")
     errors_log = MemoryFile.objects.get(path="logs/errors.md")
     tool_line = reading.revision_read(tools.head)
@@ -65,8 +77,14 @@ def test_tool_and_error_append_to_the_policys_logs_without_file_contents(session
 
 
 def test_a_rejected_proposal_stays_rejected_and_writes_nothing(session, agent, admin):
-    proposal = Proposal.objects.create(project=agent.project, file=MemoryFile.objects.get(
-        path="notes/a.md"), agent=agent, session=session, mode="append", content="- x\n")
+    proposal = Proposal.objects.create(
+        project=agent.project,
+        file=MemoryFile.objects.get(path="notes/a.md"),
+        agent=agent,
+        session=session,
+        mode="append",
+        content="- x\n",
+    )
     proposals.proposal_reject(proposal=proposal, by=admin, note="no")
     proposals.proposal_reject(proposal=proposal, by=admin, note="again")  # a second click
     with pytest.raises(policy.HookError) as info:
@@ -75,11 +93,18 @@ def test_a_rejected_proposal_stays_rejected_and_writes_nothing(session, agent, a
     assert MemoryFile.objects.get(path="notes/a.md").head.number == 1
 
 
-@pytest.mark.parametrize("policy", [
-    [], {"post": {"../x.md": {"modes": ["append"]}}},
-    {"post": {"USER.md": {"modes": ["delete"]}}}, {"post": {"USER.md": {"modes": []}}},
-    {"tool": {"log": "elsewhere.md"}}, {"tool": {"log": "workspace/../x.md"}}, {"other": {}},
-])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        [],
+        {"post": {"../x.md": {"modes": ["append"]}}},
+        {"post": {"USER.md": {"modes": ["delete"]}}},
+        {"post": {"USER.md": {"modes": []}}},
+        {"tool": {"log": "elsewhere.md"}},
+        {"tool": {"log": "workspace/../x.md"}},
+        {"other": {}},
+    ],
+)
 def test_bad_policies_are_refused_with_a_reason(policy):
     with pytest.raises(ValidationError) as info:
         schemas.policy(policy)
@@ -87,12 +112,18 @@ def test_bad_policies_are_refused_with_a_reason(policy):
 
 
 def test_pre_hook_injects_a_direct_write_another_hook_adopted_while_it_assembled(
-        s3, project, agent, person, monkeypatch):
+    s3, project, agent, person, monkeypatch
+):
     # The pre hook assembles from the recorded heads while its LISTs are in flight. A direct
     # write that a concurrent hook adopts in that moment is already recorded when the LISTs
     # come back; the hook must still see that its own assembly missed it.
-    file = store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE,
-                             path="notes/a.md", content="# A\n", actor=Actor.system("t")).file
+    file = store.file_create(
+        project=project,
+        scope=MemoryFile.Scope.WORKSPACE,
+        path="notes/a.md",
+        content="# A\n",
+        actor=Actor.system("t"),
+    ).file
     # As if a runner held credentials that may write the workspace (only then is it listed).
     project.runner_writable = {"workspace": True, "agents": []}
     project.save(update_fields=["runner_writable"])

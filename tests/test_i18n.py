@@ -29,8 +29,18 @@ MO = PO.with_suffix(".mo")
 TEMPLATES = sorted((ROOT / "templates").rglob("*.html"))
 
 # Words that stay as they are in every language: file and format names, units of the trade.
-UNTRANSLATED = {"USER.md", "SOUL.md", "AGENTS.md", "TOOLS.md", "Markdown", "CSV", "JSON",
-                "Lines", "sha256", "r"}
+UNTRANSLATED = {
+    "USER.md",
+    "SOUL.md",
+    "AGENTS.md",
+    "TOOLS.md",
+    "Markdown",
+    "CSV",
+    "JSON",
+    "Lines",
+    "sha256",
+    "r",
+}
 # Attributes a person reads or hears (screen readers); the rest are for machines.
 HUMAN_ATTRIBUTES = {"title", "placeholder", "aria-label", "alt", "data-busy"}
 MARK = "\u2063"  # where a template tag or variable stood
@@ -109,11 +119,13 @@ def test_every_template_string_is_translatable(path):
 
 def test_the_template_check_finds_untranslated_text(tmp_path):
     page = tmp_path / "page.html"
-    page.write_text('{% extends "base.html" %}{% block content %}<h1>{% translate "Fine" %}</h1>'
-                    '<p title="Hover text">Plain words {{ name }}</p>'
-                    '{% blocktranslate %}Also fine {{ x }}{% endblocktranslate %}'
-                    '<a href="/x" class="button">USER.md</a>'
-                    '{{ value|default:"Nobody here" }}{% endblock %}')
+    page.write_text(
+        '{% extends "base.html" %}{% block content %}<h1>{% translate "Fine" %}</h1>'
+        '<p title="Hover text">Plain words {{ name }}</p>'
+        "{% blocktranslate %}Also fine {{ x }}{% endblocktranslate %}"
+        '<a href="/x" class="button">USER.md</a>'
+        '{{ value|default:"Nobody here" }}{% endblock %}'
+    )
     assert _untranslated_text(page) == ["Hover", "text", "Plain", "words"]
     assert _literal_phrases(page) == ["Nobody here"]
 
@@ -143,11 +155,12 @@ def test_russian_catalogue_is_complete():
 
 def test_compiled_catalogue_matches_the_source():
     """The committed .mo is what Django loads: it must hold every entry of the .po as is."""
-    compiled = {(e.msgctxt, e.msgid): (e.msgstr, dict(e.msgstr_plural))
-                for e in polib.mofile(str(MO))}
+    compiled = {(e.msgctxt, e.msgid): (e.msgstr, dict(e.msgstr_plural)) for e in polib.mofile(str(MO))}
     for entry in _catalogue():
         assert compiled.get((entry.msgctxt, entry.msgid)) == (
-            entry.msgstr, {int(k): v for k, v in entry.msgstr_plural.items()}), entry.msgid
+            entry.msgstr,
+            {int(k): v for k, v in entry.msgstr_plural.items()},
+        ), entry.msgid
 
 
 def test_catalogue_lists_every_string_in_the_source(tmp_path):
@@ -158,9 +171,13 @@ def test_catalogue_lists_every_string_in_the_source(tmp_path):
         shutil.copy(ROOT / name, tmp_path / name)
     for name in ("memoryadmin", "projects", "templates", "static", "locale"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "manage.py", "makemessages", "-l", "ru", "--no-obsolete"],
-                   cwd=tmp_path, check=True, capture_output=True,
-                   env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "memoryadmin.settings"})
+    subprocess.run(
+        [sys.executable, "manage.py", "makemessages", "-l", "ru", "--no-obsolete"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "memoryadmin.settings"},
+    )
     extracted = {(e.msgctxt, e.msgid) for e in polib.pofile(str(tmp_path / PO.relative_to(ROOT)))}
     committed = {(e.msgctxt, e.msgid) for e in _catalogue()}
     assert sorted(extracted - committed, key=str) == []
@@ -176,6 +193,7 @@ def test_russian_plurals_pick_the_right_form():
 
 # --- Pages in Russian -------------------------------------------------------------------------
 
+
 @pytest.fixture
 def russian(client):
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "ru"
@@ -187,8 +205,9 @@ def test_switcher_sets_the_language_and_returns_to_the_page(client, admin):
     client.force_login(admin)
     page = client.get(reverse("projects:project_list"))
     assert 'id="language-switcher"' in page.content.decode()
-    response = client.post(reverse("set_language"),
-                           {"language": "ru", "next": reverse("projects:project_list")})
+    response = client.post(
+        reverse("set_language"), {"language": "ru", "next": reverse("projects:project_list")}
+    )
     assert response.status_code == 302 and response.url == reverse("projects:project_list")
     html = client.get(response.url).content.decode()
     assert '<html lang="ru">' in html and "<h1>Проекты</h1>" in html
@@ -198,8 +217,7 @@ def test_switcher_sets_the_language_and_returns_to_the_page(client, admin):
 
 @pytest.mark.django_db
 def test_switcher_refuses_a_foreign_next_and_unknown_languages(client):
-    response = client.post(reverse("set_language"),
-                           {"language": "ru", "next": "https://evil.example/"})
+    response = client.post(reverse("set_language"), {"language": "ru", "next": "https://evil.example/"})
     assert response.url == "/"
     client.post(reverse("set_language"), {"language": "xx", "next": "/"})
     assert client.cookies[settings.LANGUAGE_COOKIE_NAME].value == "ru"
@@ -214,8 +232,14 @@ def test_browser_language_is_the_default(client):
 
 @pytest.mark.django_db
 def test_dashboard_in_russian_with_russian_dates(russian, s3, project, agent, person, admin):
-    revision = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                                 content="Мария\n", actor=Actor.for_agent(agent, "s1"))
+    revision = store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Мария\n",
+        actor=Actor.for_agent(agent, "s1"),
+    )
     russian.force_login(person)
     html = russian.get(reverse("projects:dashboard")).content.decode()
     assert "Что агентам сообщают о вас" in html and "версия 1" in html
@@ -226,11 +250,11 @@ def test_dashboard_in_russian_with_russian_dates(russian, s3, project, agent, pe
 @pytest.mark.django_db
 def test_form_errors_and_messages_in_russian(russian, s3, project, admin):
     russian.force_login(admin)
-    response = russian.post(reverse("projects:workspace_new", args=[project.slug]),
-                            {"path": "../escape.md"})
+    response = russian.post(reverse("projects:workspace_new", args=[project.slug]), {"path": "../escape.md"})
     assert "Путь не может содержать частей «.» и «..»." in response.content.decode()
-    response = russian.post(reverse("projects:workspace_new", args=[project.slug]),
-                            {"path": "notes/new.md"}, follow=True)
+    response = russian.post(
+        reverse("projects:workspace_new", args=[project.slug]), {"path": "notes/new.md"}, follow=True
+    )
     form_page = response.content.decode()
     assert "Предпросмотр" in form_page and "Сохранить" in form_page
 
@@ -238,10 +262,13 @@ def test_form_errors_and_messages_in_russian(russian, s3, project, admin):
 @pytest.mark.django_db
 def test_audit_records_stay_in_english_whoever_writes_them(russian, s3, project, admin):
     russian.force_login(admin)
-    file = store.file_create(project=project, scope="workspace", path="a.md", content="x\n",
-                             actor=Actor.person(admin)).file
-    russian.post(reverse("projects:file_edit", args=[project.slug, file.pk]),
-                 {"content": "mail me: olga@example.com\n", "base_revision": 1})
+    file = store.file_create(
+        project=project, scope="workspace", path="a.md", content="x\n", actor=Actor.person(admin)
+    ).file
+    russian.post(
+        reverse("projects:file_edit", args=[project.slug, file.pk]),
+        {"content": "mail me: olga@example.com\n", "base_revision": 1},
+    )
     file.refresh_from_db()
     assert file.head.number == 2
     event = AuditEvent.objects.filter(action="file.save").latest("seq")

@@ -32,10 +32,17 @@ LINE = "- 09:14 paged the on-call engineer\n"
 @pytest.fixture
 def log(s3, project, agent, person):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You keep the log.\n", actor=system)
-    revision = store.file_create(project=project, scope="workspace", path="notes/log.md",
-                                 content="# Log\n", actor=system)
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You keep the log.\n",
+        actor=system,
+    )
+    revision = store.file_create(
+        project=project, scope="workspace", path="notes/log.md", content="# Log\n", actor=system
+    )
     return MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
 
 
@@ -43,13 +50,20 @@ def _api(client, path, body, token, key=None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     if key:
         headers["HTTP_IDEMPOTENCY_KEY"] = key
-    return client.post(f"/api/v1/{path}", data=json.dumps(body), content_type="application/json",
-                       **headers)
+    return client.post(f"/api/v1/{path}", data=json.dumps(body), content_type="application/json", **headers)
 
 
 def _append(client, token, session, key=None, line=LINE):
-    return _api(client, "hooks/post", {"session": session, "writes": [
-        {"path": "workspace/notes/log.md", "mode": "append", "content": line}]}, token, key)
+    return _api(
+        client,
+        "hooks/post",
+        {
+            "session": session,
+            "writes": [{"path": "workspace/notes/log.md", "mode": "append", "content": line}],
+        },
+        token,
+        key,
+    )
 
 
 def _head(file: MemoryFile) -> Revision:
@@ -75,12 +89,14 @@ def test_head_stored_but_answer_lost_is_one_revision_by_the_writer(s3, log, pers
     write as external. Now: one revision, the person's."""
     fault = s3.proxy.inject("PUT", HEAD, "lose")
     with override_settings(MGC_S3_MAX_ATTEMPTS=attempts):
-        revision = store.file_save(file=log, content="# Log\nsecond\n",
-                                   actor=Actor.person(person), base_revision=1, message="edit")
+        revision = store.file_save(
+            file=log, content="# Log\nsecond\n", actor=Actor.person(person), base_revision=1, message="edit"
+        )
     assert fault.hits == 1
     assert (revision.number, revision.author_kind, revision.author_user) == (2, "person", person)
-    assert list(Revision.objects.filter(file=log).values_list("author_kind", flat=True)
-                .order_by("number")) == ["system", "person"]
+    assert list(
+        Revision.objects.filter(file=log).values_list("author_kind", flat=True).order_by("number")
+    ) == ["system", "person"]
     assert not AuditEvent.objects.filter(action="file.external_change").exists()
     assert s3.get(revision.snapshot_key) == b"# Log\nsecond\n"
     _bucket_is_database(s3, log)
@@ -99,8 +115,7 @@ def test_appends_whose_answers_are_lost_land_once(s3, log, agent):
 def test_a_request_that_never_arrived_is_a_clean_nothing_changed(s3, log, person):
     s3.proxy.inject("PUT", HEAD, "drop")
     with pytest.raises(errors.StorageUnavailable, match="nothing was changed") as info:
-        store.file_save(file=log, content="# Log\nx\n", actor=Actor.person(person),
-                        base_revision=1)
+        store.file_save(file=log, content="# Log\nx\n", actor=Actor.person(person), base_revision=1)
     assert info.value.outcome == "not_applied"
     assert _head(log).number == 1 and _text(s3, log) == "# Log\n"
     # Its snapshot was removed: the head does not hold its bytes, so no attempt owns it.
@@ -111,8 +126,7 @@ def test_an_unanswerable_write_says_its_outcome_is_unknown(s3, log, person):
     s3.proxy.inject("PUT", HEAD, "lose")
     s3.proxy.inject("GET", HEAD, "drop")  # and the check that would settle it fails too
     with pytest.raises(errors.StorageUnavailable, match="unknown") as info:
-        store.file_save(file=log, content="# Log\nx\n", actor=Actor.person(person),
-                        base_revision=1)
+        store.file_save(file=log, content="# Log\nx\n", actor=Actor.person(person), base_revision=1)
     assert info.value.outcome == "unknown"
     # It did land; the next save (or pre hook) finds it and records it as the person's.
     assert _text(s3, log) == "# Log\nx\n"
@@ -144,16 +158,14 @@ def test_same_bytes_by_someone_else_is_not_mistaken_for_ours(s3, log, person, ma
     recorded as external, not a success of ours."""
     s3.put(log.key, b"# Log\nsame\n")
     with pytest.raises(errors.SaveConflict):
-        store.file_save(file=log, content="# Log\nsame\n", actor=Actor.person(person),
-                        base_revision=1)
+        store.file_save(file=log, content="# Log\nsame\n", actor=Actor.person(person), base_revision=1)
     assert _head(log).author_kind == "external"
 
 
 # --- The runner API ----------------------------------------------------------------------------
 
 
-def test_a_lost_answer_then_a_retry_through_the_api_writes_the_line_once(client, s3, log, token,
-                                                                          agent):
+def test_a_lost_answer_then_a_retry_through_the_api_writes_the_line_once(client, s3, log, token, agent):
     session = _api(client, "hooks/pre", {}, token).json()["session"]
     s3.proxy.inject("PUT", HEAD, "lose")
     s3.proxy.inject("GET", HEAD, "drop")
@@ -170,8 +182,9 @@ def test_a_lost_answer_then_a_retry_through_the_api_writes_the_line_once(client,
     _bucket_is_database(s3, log)
 
 
-def test_worker_killed_before_commit_then_the_same_append_retried(client, s3, log, token, agent,
-                                                                  revision_inserts_fail):
+def test_worker_killed_before_commit_then_the_same_append_retried(
+    client, s3, log, token, agent, revision_inserts_fail
+):
     session = _api(client, "hooks/pre", {}, token).json()["session"]
     client.raise_request_exception = False
     killed = _append(client, token, session, key="post-2")
@@ -183,7 +196,11 @@ def test_worker_killed_before_commit_then_the_same_append_retried(client, s3, lo
     assert _text(s3, log).count(LINE) == 1
     head = _head(log)
     assert (head.number, head.author_kind, head.author_agent, head.session_ref) == (
-        2, "agent", agent, session)
+        2,
+        "agent",
+        agent,
+        session,
+    )
     assert not AuditEvent.objects.filter(action="file.external_change").exists()
     _bucket_is_database(s3, log)
 
@@ -199,8 +216,10 @@ def test_the_same_key_twice_is_one_revision_and_the_same_answer(client, s3, log,
     assert other_body.status_code == 422
     assert other_body.json()["error"]["code"] == "idempotency_key_reused"
     for kind, body in (("tool", {"name": "grep"}), ("error", {"message": "boom"})):
-        answers = [_api(client, f"hooks/{kind}", {"session": session, **body}, token,
-                        key=f"{kind}-1").json() for _ in range(2)]
+        answers = [
+            _api(client, f"hooks/{kind}", {"session": session, **body}, token, key=f"{kind}-1").json()
+            for _ in range(2)
+        ]
         assert answers[0] == answers[1]
     logs = MemoryFile.objects.filter(path__startswith="logs/")
     assert sorted(f.head.number for f in logs) == [1, 1]  # one line each, not two
@@ -210,6 +229,7 @@ def test_a_key_in_progress_is_a_409_and_a_bad_key_a_400(client, s3, log, token, 
     session = _api(client, "hooks/pre", {}, token).json()["session"]
     body = json.dumps({"session": session, "writes": []}).encode()
     from projects.runners import idempotency
+
     idempotency.begin(agent=agent, key="busy", endpoint="hooks/post", body=body)
     busy = _api(client, "hooks/post", {"session": session, "writes": []}, token, key="busy")
     assert busy.status_code == 409 and int(busy["Retry-After"]) > 0
@@ -219,16 +239,44 @@ def test_a_key_in_progress_is_a_409_and_a_bad_key_a_400(client, s3, log, token, 
 
 def test_a_stale_replace_comes_back_with_the_current_text(client, s3, log, token, person):
     session = _api(client, "hooks/pre", {}, token).json()["session"]
-    store.file_save(file=log, content="# Log\nby a person\n", actor=Actor.person(person),
-                    base_revision=1)
-    result = _api(client, "hooks/post", {"session": session, "writes": [
-        {"path": "workspace/notes/log.md", "mode": "replace", "content": "# Log\nmine\n",
-         "base_revision": 1}]}, token).json()["results"][0]
+    store.file_save(file=log, content="# Log\nby a person\n", actor=Actor.person(person), base_revision=1)
+    result = _api(
+        client,
+        "hooks/post",
+        {
+            "session": session,
+            "writes": [
+                {
+                    "path": "workspace/notes/log.md",
+                    "mode": "replace",
+                    "content": "# Log\nmine\n",
+                    "base_revision": 1,
+                }
+            ],
+        },
+        token,
+    ).json()["results"][0]
     assert (result["status"], result["head_revision"], result["head_text"]) == (
-        "conflict", 2, "# Log\nby a person\n")
-    merged = _api(client, "hooks/post", {"session": session, "writes": [
-        {"path": "workspace/notes/log.md", "mode": "replace",
-         "content": "# Log\nby a person\nmine\n", "base_revision": 2}]}, token).json()
+        "conflict",
+        2,
+        "# Log\nby a person\n",
+    )
+    merged = _api(
+        client,
+        "hooks/post",
+        {
+            "session": session,
+            "writes": [
+                {
+                    "path": "workspace/notes/log.md",
+                    "mode": "replace",
+                    "content": "# Log\nby a person\nmine\n",
+                    "base_revision": 2,
+                }
+            ],
+        },
+        token,
+    ).json()
     assert merged["results"][0]["status"] == "written"
 
 
@@ -236,8 +284,9 @@ def test_a_stale_replace_comes_back_with_the_current_text(client, s3, log, token
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql",
-                    reason="row locks are PostgreSQL's; the suite's second run uses it")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="row locks are PostgreSQL's; the suite's second run uses it"
+)
 def test_16_threads_x_25_appends_land_once_each_with_no_conflict(s3, log, token):
     from django.test import Client
 
@@ -252,10 +301,14 @@ def test_16_threads_x_25_appends_land_once_each_with_no_conflict(s3, log, token)
         try:
             barrier.wait(timeout=30)
             for n in range(appends_n):
-                response = _append(client, token, session, key=f"t{index}-{n}",
-                                   line=f"- thread {index} line {n}\n")
-                status = (response.json()["results"][0]["status"]
-                          if response.status_code == 200 else f"http {response.status_code}")
+                response = _append(
+                    client, token, session, key=f"t{index}-{n}", line=f"- thread {index} line {n}\n"
+                )
+                status = (
+                    response.json()["results"][0]["status"]
+                    if response.status_code == 200
+                    else f"http {response.status_code}"
+                )
                 with lock:
                     statuses.append(status)
         finally:
@@ -269,18 +322,19 @@ def test_16_threads_x_25_appends_land_once_each_with_no_conflict(s3, log, token)
     assert statuses.count("written") == threads_n * appends_n, sorted(set(statuses))
     lines = [line for line in _text(s3, log).splitlines() if line.startswith("- thread")]
     assert len(lines) == 400 and len(set(lines)) == 400
-    numbers = list(Revision.objects.filter(file=log).order_by("number")
-                   .values_list("number", flat=True))
+    numbers = list(Revision.objects.filter(file=log).order_by("number").values_list("number", flat=True))
     assert numbers == list(range(1, 402))
     _bucket_is_database(s3, log)
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql",
-                    reason="row locks are PostgreSQL's; the suite's second run uses it")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="row locks are PostgreSQL's; the suite's second run uses it"
+)
 def test_two_reviewers_approving_at_once_write_once(s3, log, agent, admin, make_user):
-    proposal = Proposal.objects.create(project=log.project, file=log, agent=agent,
-                                       mode="append", content="- approved line\n")
+    proposal = Proposal.objects.create(
+        project=log.project, file=log, agent=agent, mode="append", content="- approved line\n"
+    )
     other = make_user("oleg")
     barrier = threading.Barrier(2)
     outcomes = []
@@ -288,8 +342,9 @@ def test_two_reviewers_approving_at_once_write_once(s3, log, agent, admin, make_
     def approve(by) -> None:
         try:
             barrier.wait(timeout=10)
-            outcomes.append(proposals.proposal_approve(
-                proposal=Proposal.objects.get(pk=proposal.pk), by=by).number)
+            outcomes.append(
+                proposals.proposal_approve(proposal=Proposal.objects.get(pk=proposal.pk), by=by).number
+            )
         finally:
             connections.close_all()
 
@@ -304,8 +359,9 @@ def test_two_reviewers_approving_at_once_write_once(s3, log, agent, admin, make_
 
 
 def test_a_double_click_on_approve_writes_once(client, s3, log, agent, admin):
-    proposal = Proposal.objects.create(project=log.project, file=log, agent=agent,
-                                       mode="append", content="- approved line\n")
+    proposal = Proposal.objects.create(
+        project=log.project, file=log, agent=agent, mode="append", content="- approved line\n"
+    )
     client.force_login(admin)
     url = reverse("projects:proposal_decide", args=[log.project.slug, proposal.pk])
     for _ in range(2):
@@ -324,13 +380,16 @@ def proposal_audits_fail():
     refusal.stop()
 
 
-def test_a_proposal_and_its_audit_event_are_one_transaction(client, s3, log, token,
-                                                            proposal_audits_fail):
+def test_a_proposal_and_its_audit_event_are_one_transaction(client, s3, log, token, proposal_audits_fail):
     """If the audit event cannot be written, the proposal is not left behind either."""
     session = _api(client, "hooks/pre", {}, token).json()["session"]
     client.raise_request_exception = False
-    response = _api(client, "hooks/post", {"session": session, "writes": [
-        {"path": "AGENTS.md", "mode": "append", "content": "- a rule\n"}]}, token)
+    response = _api(
+        client,
+        "hooks/post",
+        {"session": session, "writes": [{"path": "AGENTS.md", "mode": "append", "content": "- a rule\n"}]},
+        token,
+    )
     assert response.status_code == 500
     assert not Proposal.objects.exists()
 
@@ -340,8 +399,7 @@ def test_a_proposal_and_its_audit_event_are_one_transaction(client, s3, log, tok
 
 def test_a_crash_leaves_a_warning_not_a_failure(s3, log, person, revision_inserts_fail, capsys):
     with pytest.raises(Exception):  # noqa: B017 - the database's own error class varies
-        store.file_save(file=log, content="# Log\ncrashed\n", actor=Actor.person(person),
-                        base_revision=1)
+        store.file_save(file=log, content="# Log\ncrashed\n", actor=Actor.person(person), base_revision=1)
     revision_inserts_fail.stop()
     findings = isolation.check_isolation([log.project])
     assert [(f.kind, f.severity) for f in findings] == [("orphan_snapshot", "warning")]
@@ -358,8 +416,7 @@ def test_runnerkit_retries_an_unknown_outcome_with_the_same_key(live_server, s3,
     session = client.pre()["session"]
     s3.proxy.inject("PUT", HEAD, "lose")
     s3.proxy.inject("GET", HEAD, "drop")  # the first attempt cannot tell: 503, outcome unknown
-    answer = client.post(session, [{"path": "workspace/notes/log.md", "mode": "append",
-                                    "content": LINE}])
+    answer = client.post(session, [{"path": "workspace/notes/log.md", "mode": "append", "content": LINE}])
     assert answer["results"][0]["status"] == "written"
     assert _text(s3, log).count(LINE) == 1
     record = IdempotencyRecord.objects.get()
@@ -383,32 +440,41 @@ WAYS = ("console save", "post hook append", "post hook replace")
 
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_fault_matrix_nothing_lost_nothing_twice_true_author(client, s3, log, token, agent,
-                                                             person, revision_inserts_fail,
-                                                             fault, way):
+def test_fault_matrix_nothing_lost_nothing_twice_true_author(
+    client, s3, log, token, agent, person, revision_inserts_fail, fault, way
+):
     revision_inserts_fail.stop()
-    session = _api(client, "hooks/pre", {}, token).json()["session"] if way != "console save" \
-        else None
+    session = _api(client, "hooks/pre", {}, token).json()["session"] if way != "console save" else None
     client.raise_request_exception = False
     new_text = "# Log\n" + LINE
 
     def attempt() -> str:
         if way == "console save":
             try:
-                store.file_save(file=MemoryFile.objects.select_related("head", "project")
-                                .get(pk=log.pk), content=new_text, actor=Actor.person(person),
-                                base_revision=1)
+                store.file_save(
+                    file=MemoryFile.objects.select_related("head", "project").get(pk=log.pk),
+                    content=new_text,
+                    actor=Actor.person(person),
+                    base_revision=1,
+                )
                 return "ok"
             except errors.StoreError as exc:
                 return exc.code
             except Exception:  # noqa: BLE001 - the injected database failure
                 return "database"
-        write = ({"path": "workspace/notes/log.md", "mode": "append", "content": LINE}
-                 if way == "post hook append" else
-                 {"path": "workspace/notes/log.md", "mode": "replace", "content": new_text,
-                  "base_revision": 1})
-        response = _api(client, "hooks/post", {"session": session, "writes": [write]}, token,
-                        key="the-same-key")
+        write = (
+            {"path": "workspace/notes/log.md", "mode": "append", "content": LINE}
+            if way == "post hook append"
+            else {
+                "path": "workspace/notes/log.md",
+                "mode": "replace",
+                "content": new_text,
+                "base_revision": 1,
+            }
+        )
+        response = _api(
+            client, "hooks/post", {"session": session, "writes": [write]}, token, key="the-same-key"
+        )
         if response.status_code != 200:
             return f"http {response.status_code}"
         return response.json()["results"][0]["status"]
@@ -439,7 +505,8 @@ def test_fault_matrix_nothing_lost_nothing_twice_true_author(client, s3, log, to
 
 
 def test_a_pre_hook_whose_answer_was_lost_opens_one_session_and_the_retry_gets_it(
-        client, s3, log, token, agent):
+    client, s3, log, token, agent
+):
     from projects.models import AgentSession
 
     first = _api(client, "hooks/pre", {}, token, key="pre-1")
@@ -456,8 +523,9 @@ def test_a_pre_hook_whose_answer_was_lost_opens_one_session_and_the_retry_gets_i
     # Its kept prompt gone (here: deleted behind the console's back), the retry opens nothing
     # and says the answer is lost.
     session = AgentSession.objects.get(pk=first.json()["session"])
-    s3.client.delete_object(Bucket=s3.bucket,
-                            Key=layout.prompt_key(log.project.prefix, session.prompt_sha256))
+    s3.client.delete_object(
+        Bucket=s3.bucket, Key=layout.prompt_key(log.project.prefix, session.prompt_sha256)
+    )
     lost = _api(client, "hooks/pre", {}, token, key="pre-1")
     assert lost.status_code == 409 and lost.json()["error"]["code"] == "answer_lost"
     assert AgentSession.objects.filter(agent=agent).count() == 2

@@ -23,29 +23,56 @@ from runnerkit import Client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS = {"memory_list", "memory_read", "memory_append", "memory_replace", "memory_str_replace",
-         "memory_insert", "memory_delete", "memory_rename"}
+TOOLS = {
+    "memory_list",
+    "memory_read",
+    "memory_append",
+    "memory_replace",
+    "memory_str_replace",
+    "memory_insert",
+    "memory_delete",
+    "memory_rename",
+}
 
 
 @pytest.fixture
 def console(live_server, s3, project, agent, person, token):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You analyse incidents.\n", actor=system)
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
-    store.file_create(project=project, scope="workspace", path="incidents/a.md",
-                      content="# Incident A\n- pool size 20\n", actor=system)
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You analyse incidents.\n",
+        actor=system,
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="incidents/a.md",
+        content="# Incident A\n- pool size 20\n",
+        actor=system,
+    )
     agent.hook_policy["post"]["workspace/**.md"].update(delete="direct", rename="direct")
     agent.save()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "MGC_"))}
-    env.update(MGC_URL=live_server.url, MGC_RUNNER_TOKEN=token, MGC_USER=person.username,
-               PYTHONPATH=str(ROOT))
+    env.update(
+        MGC_URL=live_server.url, MGC_RUNNER_TOKEN=token, MGC_USER=person.username, PYTHONPATH=str(ROOT)
+    )
     return {"url": live_server.url, "token": token, "user": person.username, "env": env}
 
 
 def _run(session_body, connect):
     """Run `session_body(client_session)` in a thread of its own (an event loop of its own)."""
+
     async def main():
         async with connect() as session:
             return await session_body(session)
@@ -60,11 +87,13 @@ def _stdio(console):
 
     @asynccontextmanager
     async def connect():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "runnerkit.mcp"],
-                                       env=console["env"], cwd=str(ROOT))
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "runnerkit.mcp"], env=console["env"], cwd=str(ROOT)
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             session.initialized = await session.initialize()
             yield session
+
     return connect
 
 
@@ -86,25 +115,23 @@ async def _conversation(session) -> list[tuple[str, dict, str, bool]]:
     await call("memory_list")
     read = await call("memory_read", path="workspace/incidents/a.md")
     revision = int(_text(read).split("revision ")[1].split(";")[0])
-    await call("memory_append", path="workspace/notes/mcp.md",
-               text="- auth p99 was 900 ms on Dec 3\n")
-    await call("memory_str_replace", path="workspace/incidents/a.md", old_str="pool size 20",
-               new_str="pool size 40")
-    await call("memory_replace", path="workspace/incidents/a.md", content="stale\n",
-               base_revision=revision)  # moved on: a conflict with the current text
-    await call("memory_insert", path="workspace/incidents/a.md", insert_line=1,
-               text="- paged at 09:14")
-    await call("memory_str_replace", path="workspace/incidents/a.md", old_str="nowhere",
-               new_str="x")
-    await call("memory_rename", path="workspace/incidents/a.md",
-               new_path="workspace/incidents/2026-12-03-auth.md")
+    await call("memory_append", path="workspace/notes/mcp.md", text="- auth p99 was 900 ms on Dec 3\n")
+    await call(
+        "memory_str_replace", path="workspace/incidents/a.md", old_str="pool size 20", new_str="pool size 40"
+    )
+    await call(
+        "memory_replace", path="workspace/incidents/a.md", content="stale\n", base_revision=revision
+    )  # moved on: a conflict with the current text
+    await call("memory_insert", path="workspace/incidents/a.md", insert_line=1, text="- paged at 09:14")
+    await call("memory_str_replace", path="workspace/incidents/a.md", old_str="nowhere", new_str="x")
+    await call(
+        "memory_rename", path="workspace/incidents/a.md", new_path="workspace/incidents/2026-12-03-auth.md"
+    )
     await call("memory_append", path="USER.md", text="- prefers short answers\n")
-    await call("memory_replace", path="SOUL.md", content="I am someone else.\n",
-               base_revision=1)
+    await call("memory_replace", path="SOUL.md", content="I am someone else.\n", base_revision=1)
     await call("memory_delete", path="workspace/notes/mcp.md")
     resource = await session.read_resource("memory://prompt")
-    transcript.append(("read_resource", {"uri": "memory://prompt"},
-                       resource.contents[0].text[:60], False))
+    transcript.append(("read_resource", {"uri": "memory://prompt"}, resource.contents[0].text[:60], False))
     return transcript
 
 
@@ -120,22 +147,19 @@ def _check(console, transcript, instructions, agent):
     assert by_tool[5] == ("memory_replace", True) and "pool size 40" in texts[5]
     assert by_tool[6] == ("memory_insert", False)
     assert by_tool[7] == ("memory_str_replace", True) and "exactly once" in texts[7]
-    assert texts[8].startswith("Renamed workspace/incidents/a.md to "
-                               "workspace/incidents/2026-12-03-auth.md")
+    assert texts[8].startswith("Renamed workspace/incidents/a.md to workspace/incidents/2026-12-03-auth.md")
     assert texts[9].startswith("Proposed (proposal ")
     assert by_tool[10] == ("memory_replace", True) and "policy_denied" in texts[10]
     assert texts[11].startswith("Deleted workspace/notes/mcp.md")
     assert texts[12].startswith("<agent_identity>")
-    moved = MemoryFile.objects.select_related("head", "project").get(
-        path="incidents/2026-12-03-auth.md")
+    moved = MemoryFile.objects.select_related("head", "project").get(path="incidents/2026-12-03-auth.md")
     assert reading.file_read(moved).text == "# Incident A\n- paged at 09:14\n- pool size 40\n"
     assert moved.head.renamed_from.path == "incidents/a.md"
     assert Proposal.objects.get().content == "- prefers short answers\n"
     session = AgentSession.objects.get(external_ref="mcp")
     assert moved.head.session_ref == str(session.pk) and moved.head.author_agent == agent
     _wait_for(lambda: AgentSession.objects.get(pk=session.pk).ended_at is not None)
-    ends = [e.payload.get("end") for e in SessionEvent.objects.filter(session=session,
-                                                                      kind="post")]
+    ends = [e.payload.get("end") for e in SessionEvent.objects.filter(session=session, kind="post")]
     assert ends[-1] is True and not any(ends[:-1])
     # The next pre hook carries what the MCP session wrote.
     prompt = Client(console["url"], console["token"]).pre(user=console["user"])["prompt"]
@@ -173,16 +197,23 @@ def test_an_mcp_client_over_streamable_http_reads_and_writes_governed_memory(con
     from mcp.client.streamable_http import streamable_http_client
 
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "runnerkit.mcp", "--transport", "http",
-                               "--port", str(port)], env=console["env"], cwd=str(ROOT),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "runnerkit.mcp", "--transport", "http", "--port", str(port)],
+        env=console["env"],
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         _wait_for(lambda: _listening(port), timeout=30)
 
         @asynccontextmanager
         async def connect():
-            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams, \
-                    ClientSession(streams[0], streams[1]) as session:
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams,
+                ClientSession(streams[0], streams[1]) as session,
+            ):
                 session.initialized = await session.initialize()
                 yield session
 

@@ -20,27 +20,57 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SCRIPT = [  # one model turn per item: the memory tool calls it asks for
     [{"command": "view", "path": "/memories"}],
     [{"command": "view", "path": "/memories/incidents/a.md"}],
-    [{"command": "create", "path": "/memories/notes/claude.md",
-      "file_text": "- auth p99 was 900 ms on Dec 3\n"},
-     {"command": "create", "path": "/memories/incidents/a.md", "file_text": "again"}],
-    [{"command": "str_replace", "path": "/memories/incidents/a.md", "old_str": "pool size 20",
-      "new_str": "pool size 40"},
-     {"command": "str_replace", "path": "/memories/incidents/a.md", "old_str": "o",
-      "new_str": "0"}],
-    [{"command": "insert", "path": "/memories/notes/claude.md", "insert_line": 0,
-      "insert_text": "# Claude's notes"},
-     {"command": "insert", "path": "/memories/notes/claude.md", "insert_line": 9,
-      "insert_text": "x"},
-     {"command": "insert", "path": "/memories/USER.md", "insert_line": 1,
-      "insert_text": "- prefers short answers"}],
-    [{"command": "str_replace", "path": "/memories/SOUL.md", "old_str": "incidents",
-      "new_str": "anything"},
-     {"command": "view", "path": "/memories/../secrets"},
-     {"command": "view", "path": "/etc/passwd"}],
-    [{"command": "rename", "old_path": "/memories/incidents/a.md",
-      "new_path": "/memories/incidents/2026-12-03-auth.md"},
-     {"command": "delete", "path": "/memories/scratch"},
-     {"command": "delete", "path": "/memories/notes/missing.md"}],
+    [
+        {
+            "command": "create",
+            "path": "/memories/notes/claude.md",
+            "file_text": "- auth p99 was 900 ms on Dec 3\n",
+        },
+        {"command": "create", "path": "/memories/incidents/a.md", "file_text": "again"},
+    ],
+    [
+        {
+            "command": "str_replace",
+            "path": "/memories/incidents/a.md",
+            "old_str": "pool size 20",
+            "new_str": "pool size 40",
+        },
+        {"command": "str_replace", "path": "/memories/incidents/a.md", "old_str": "o", "new_str": "0"},
+    ],
+    [
+        {
+            "command": "insert",
+            "path": "/memories/notes/claude.md",
+            "insert_line": 0,
+            "insert_text": "# Claude's notes",
+        },
+        {"command": "insert", "path": "/memories/notes/claude.md", "insert_line": 9, "insert_text": "x"},
+        {
+            "command": "insert",
+            "path": "/memories/USER.md",
+            "insert_line": 1,
+            "insert_text": "- prefers short answers",
+        },
+    ],
+    [
+        {
+            "command": "str_replace",
+            "path": "/memories/SOUL.md",
+            "old_str": "incidents",
+            "new_str": "anything",
+        },
+        {"command": "view", "path": "/memories/../secrets"},
+        {"command": "view", "path": "/etc/passwd"},
+    ],
+    [
+        {
+            "command": "rename",
+            "old_path": "/memories/incidents/a.md",
+            "new_path": "/memories/incidents/2026-12-03-auth.md",
+        },
+        {"command": "delete", "path": "/memories/scratch"},
+        {"command": "delete", "path": "/memories/notes/missing.md"},
+    ],
 ]
 
 
@@ -60,15 +90,25 @@ class StandIn:
                 stand_in.requests.append({"path": self.path, "body": body})
                 turn = len(stand_in.requests) - 1
                 if turn < len(SCRIPT):
-                    content = [{"type": "tool_use", "id": f"toolu_{turn}_{n}", "name": "memory",
-                                "input": call} for n, call in enumerate(SCRIPT[turn])]
+                    content = [
+                        {"type": "tool_use", "id": f"toolu_{turn}_{n}", "name": "memory", "input": call}
+                        for n, call in enumerate(SCRIPT[turn])
+                    ]
                     stop = "tool_use"
                 else:
                     content, stop = [{"type": "text", "text": "Noted."}], "end_turn"
-                answer = json.dumps({"id": f"msg_{turn}", "type": "message", "role": "assistant",
-                                     "model": "stand-in", "content": content,
-                                     "stop_reason": stop, "stop_sequence": None,
-                                     "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+                answer = json.dumps(
+                    {
+                        "id": f"msg_{turn}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "stand-in",
+                        "content": content,
+                        "stop_reason": stop,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 1, "output_tokens": 1},
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
@@ -83,12 +123,12 @@ class StandIn:
         """(the command, what the tool answered, is_error) for every tool_use, in order."""
         out = []
         for turn, request in enumerate(self.requests[1:]):
-            blocks = [b for b in request["body"]["messages"][-1]["content"]
-                      if b.get("type") == "tool_result"]
+            blocks = [b for b in request["body"]["messages"][-1]["content"] if b.get("type") == "tool_result"]
             for call, block in zip(SCRIPT[turn], blocks, strict=True):
                 content = block["content"]
-                text = content if isinstance(content, str) else "".join(
-                    part.get("text", "") for part in content)
+                text = (
+                    content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+                )
                 out.append((call, text, bool(block.get("is_error"))))
         return out
 
@@ -96,15 +136,33 @@ class StandIn:
 @pytest.fixture
 def console(live_server, s3, project, agent, person, token):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You analyse incidents.\n", actor=system)
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
-    store.file_create(project=project, scope="workspace", path="incidents/a.md",
-                      content="# Incident A\n- pool size 20\n", actor=system)
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You analyse incidents.\n",
+        actor=system,
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="incidents/a.md",
+        content="# Incident A\n- pool size 20\n",
+        actor=system,
+    )
     for name in ("one", "two"):
-        store.file_create(project=project, scope="workspace", path=f"scratch/{name}.md",
-                          content=f"{name}\n", actor=system)
+        store.file_create(
+            project=project, scope="workspace", path=f"scratch/{name}.md", content=f"{name}\n", actor=system
+        )
     agent.hook_policy["post"]["workspace/**.md"].update(delete="direct", rename="direct")
     agent.save()
     return {"url": live_server.url, "token": token, "user": person.username}
@@ -124,47 +182,54 @@ def test_claudes_memory_tool_writes_governed_memory_through_the_tool_runner(cons
 
     stand_in = StandIn()
     try:
+
         def run():
-            with GovernedMemoryTool(Client(console["url"], console["token"]),
-                                    user=console["user"]) as memory:
-                runner = Anthropic(base_url=stand_in.url, api_key="test", max_retries=0
-                                   ).beta.messages.tool_runner(
-                    model="stand-in", max_tokens=1024, tools=[memory], system=memory.prompt,
-                    messages=[{"role": "user", "content": "Keep what you learn."}])
+            with GovernedMemoryTool(Client(console["url"], console["token"]), user=console["user"]) as memory:
+                runner = Anthropic(
+                    base_url=stand_in.url, api_key="test", max_retries=0
+                ).beta.messages.tool_runner(
+                    model="stand-in",
+                    max_tokens=1024,
+                    tools=[memory],
+                    system=memory.prompt,
+                    messages=[{"role": "user", "content": "Keep what you learn."}],
+                )
                 return memory, runner.until_done()
 
         memory, final = _in_own_thread(run)
     finally:
         stand_in.server.shutdown()
     assert final.content[0].text == "Noted."
-    assert stand_in.requests[0]["body"]["tools"] == [{"type": "memory_20250818",
-                                                      "name": "memory"}]
+    assert stand_in.requests[0]["body"]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
     assert "Maria prefers UTC." in stand_in.requests[0]["body"]["system"]
     results = stand_in.results()
     for call, text, error in results:
         print(f"> {json.dumps(call)}\n< {'ERROR ' if error else ''}{text}\n")
     said = [(text, error) for _call, text, error in results]
     listing = said[0][0]
-    assert listing.startswith("Here're the files and directories up to 2 levels deep in "
-                              "/memories")
+    assert listing.startswith("Here're the files and directories up to 2 levels deep in /memories")
     assert "/memories/SOUL.md (read-only)" in listing
     assert "/memories/USER.md (append-only, changes need approval)" in listing
     assert "/memories/incidents/a.md\n" in listing + "\n" and "/memories/scratch/" in listing
-    assert said[1] == ("Here's the content of /memories/incidents/a.md with line numbers:\n"
-                       "     1\t# Incident A\n     2\t- pool size 20\n     3\t", False)
+    assert said[1] == (
+        "Here's the content of /memories/incidents/a.md with line numbers:\n"
+        "     1\t# Incident A\n     2\t- pool size 20\n     3\t",
+        False,
+    )
     assert said[2] == ("File created successfully at: /memories/notes/claude.md", False)
     assert said[3] == ("File /memories/incidents/a.md already exists", True)
     assert said[4][0].startswith("The memory file has been edited.") and not said[4][1]
     assert said[5][1] and "Multiple occurrences of old_str `o` in lines: 2, 2." in said[5][0]
     assert said[6] == ("The file /memories/notes/claude.md has been edited.", False)
-    assert said[7] == ("Invalid `insert_line` parameter: 9. It should be within the range "
-                       "[0, 2].", True)
+    assert said[7] == ("Invalid `insert_line` parameter: 9. It should be within the range [0, 2].", True)
     assert said[8][0].startswith("Proposed for approval (proposal ") and not said[8][1]
     assert said[9][1] and "does not let this agent write SOUL.md" in said[9][0]
     assert said[10] == ("Path /memories/../secrets would escape /memories directory", True)
     assert said[11] == ("Path must start with /memories, got: /etc/passwd", True)
-    assert said[12] == ("Successfully renamed /memories/incidents/a.md to "
-                        "/memories/incidents/2026-12-03-auth.md", False)
+    assert said[12] == (
+        "Successfully renamed /memories/incidents/a.md to /memories/incidents/2026-12-03-auth.md",
+        False,
+    )
     assert said[13] == ("Successfully deleted /memories/scratch", False)
     assert said[14] == ("The path /memories/notes/missing.md does not exist", True)
 
@@ -173,8 +238,7 @@ def test_claudes_memory_tool_writes_governed_memory_through_the_tool_runner(cons
     notes = MemoryFile.objects.select_related("head", "project").get(path="notes/claude.md")
     assert reading.file_read(notes).text == "# Claude's notes\n- auth p99 was 900 ms on Dec 3\n"
     assert [r.author_kind for r in notes.revisions.all()] == ["agent", "agent"]
-    moved = MemoryFile.objects.select_related("head", "project").get(
-        path="incidents/2026-12-03-auth.md")
+    moved = MemoryFile.objects.select_related("head", "project").get(path="incidents/2026-12-03-auth.md")
     assert reading.file_read(moved).text == "# Incident A\n- pool size 40\n"
     assert moved.head.renamed_from.path == "incidents/a.md"
     assert moved.head.session_ref == str(session.pk)
@@ -200,14 +264,17 @@ def test_a_retried_command_writes_once_and_a_run_that_raises_ends_with_an_error(
     with pytest.raises(RuntimeError, match="model overloaded"):
         with tool:
             command = BetaMemoryTool20250818CreateCommand(
-                command="create", path="/memories/notes/once.md", file_text="- once\n")
+                command="create", path="/memories/notes/once.md", file_text="- once\n"
+            )
             tool.execute(command)
             key = tool._key
             # The post's answer lost, the same command sent again with its key: one revision.
-            again = client.post(tool.memory.session, [{"path": "workspace/notes/once.md",
-                                                       "mode": "replace",
-                                                       "content": "- once\n"}], key=key,
-                                end=False)
+            again = client.post(
+                tool.memory.session,
+                [{"path": "workspace/notes/once.md", "mode": "replace", "content": "- once\n"}],
+                key=key,
+                end=False,
+            )
             assert again["results"][0]["revision"] == 1
             raise RuntimeError("model overloaded")
     notes = MemoryFile.objects.get(path="notes/once.md")

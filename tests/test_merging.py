@@ -17,12 +17,12 @@ def test_overlapping_changes_are_marked_until_chosen():
     theirs = BASE.replace("Berlin", "Munich")
     yours = BASE.replace("Berlin", "Hamburg")
     result = merging.merge(BASE, theirs, yours, theirs_label="revision 3", yours_label="yours")
-    assert [(h.theirs, h.yours) for h in result.hunks] == [("- Works in Munich.\n",
-                                                            "- Works in Hamburg.\n")]
+    assert [(h.theirs, h.yours) for h in result.hunks] == [("- Works in Munich.\n", "- Works in Hamburg.\n")]
     # Counted: the lines that open and close it.
     assert result.unresolved == 1 and merging.unresolved_markers(result.text) == 2
-    assert "<<<<<<< revision 3\n- Works in Munich.\n=======\n- Works in Hamburg.\n>>>>>>> yours\n" \
-        in result.text
+    assert (
+        "<<<<<<< revision 3\n- Works in Munich.\n=======\n- Works in Hamburg.\n>>>>>>> yours\n" in result.text
+    )
     for choice, line in (("theirs", "Munich"), ("yours", "Hamburg")):
         chosen = merging.merge(BASE, theirs, yours, choices={0: choice})
         assert chosen.unresolved == 0 and merging.unresolved_markers(chosen.text) == 0
@@ -32,8 +32,7 @@ def test_overlapping_changes_are_marked_until_chosen():
 
 
 def test_two_appends_at_the_end_can_both_be_kept_and_an_unended_line_stays_whole():
-    result = merging.merge("a\n", "a\nfrom the agent", "a\nfrom the person\n",
-                           choices={0: "both"})
+    result = merging.merge("a\n", "a\nfrom the agent", "a\nfrom the person\n", choices={0: "both"})
     assert result.text == "a\nfrom the agent\nfrom the person\n"
     marked = merging.merge("a\n", "a\nfrom the agent", "a\nfrom the person\n")
     assert "from the agent\n=======\n" in marked.text  # the marker keeps a line of its own

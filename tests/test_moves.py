@@ -26,22 +26,36 @@ OLD, NEW = "workspace/drafts/plan.md", "workspace/decisions/plan.md"
 @pytest.fixture
 def memory(s3, project, agent, person):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You plan.\n", actor=system)
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
-    store.file_create(project=project, scope="workspace", path="drafts/plan.md",
-                      content="# Plan\n- ship on Monday\n", actor=system)
-    store.file_create(project=project, scope="workspace", path="drafts/old.md",
-                      content="# Old\n", actor=system)
+    store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="You plan.\n", actor=system
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="drafts/plan.md",
+        content="# Plan\n- ship on Monday\n",
+        actor=system,
+    )
+    store.file_create(
+        project=project, scope="workspace", path="drafts/old.md", content="# Old\n", actor=system
+    )
     del agent.hook_policy["post"]["workspace/**.md"]
-    agent.hook_policy["post"].update({
-        "workspace/drafts/*.md": {"modes": ["append", "replace"], "delete": "direct",
-                                  "rename": "direct"},
-        "workspace/decisions/*.md": {"modes": ["replace"]},
-        "workspace/archive/*.md": {"modes": ["append"], "approval": True},
-        "USER.md": {"modes": ["append"], "approval": True, "delete": "proposal"},
-    })
+    agent.hook_policy["post"].update(
+        {
+            "workspace/drafts/*.md": {"modes": ["append", "replace"], "delete": "direct", "rename": "direct"},
+            "workspace/decisions/*.md": {"modes": ["replace"]},
+            "workspace/archive/*.md": {"modes": ["append"], "approval": True},
+            "USER.md": {"modes": ["append"], "approval": True, "delete": "proposal"},
+        }
+    )
     agent.save()
     return project
 
@@ -50,8 +64,7 @@ def _api(client, path, body, token, key=None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     if key:
         headers["HTTP_IDEMPOTENCY_KEY"] = key
-    return client.post(f"/api/v1/{path}", data=json.dumps(body), content_type="application/json",
-                       **headers)
+    return client.post(f"/api/v1/{path}", data=json.dumps(body), content_type="application/json", **headers)
 
 
 def _session(client, token) -> str:
@@ -59,30 +72,34 @@ def _session(client, token) -> str:
 
 
 def _post(client, token, session, writes, key=None, **extra):
-    response = _api(client, "hooks/post", {"session": session, "writes": writes, **extra}, token,
-                    key)
+    response = _api(client, "hooks/post", {"session": session, "writes": writes, **extra}, token, key)
     assert response.status_code == 200, response.content
     return response
 
 
 def _file(project, path) -> MemoryFile:
     return MemoryFile.objects.select_related("head", "project").get(
-        project=project, path=path.removeprefix("workspace/"))
+        project=project, path=path.removeprefix("workspace/")
+    )
 
 
-def test_a_rename_is_a_tombstone_here_and_a_revision_there_that_names_it(client, memory, token,
-                                                                         agent, s3):
+def test_a_rename_is_a_tombstone_here_and_a_revision_there_that_names_it(client, memory, token, agent, s3):
     session = _session(client, token)
-    result = _post(client, token, session, [{"path": OLD, "mode": "rename", "new_path": NEW}]
-                   ).json()["results"][0]
-    assert result == {"path": OLD, "mode": "rename", "new_path": NEW, "status": "written",
-                      "revision": 2, "new_revision": 1, **{k: None for k in (
-                          "unchanged", "proposal", "head_revision", "head_text", "code",
-                          "message")}}
+    result = _post(client, token, session, [{"path": OLD, "mode": "rename", "new_path": NEW}]).json()[
+        "results"
+    ][0]
+    assert result == {
+        "path": OLD,
+        "mode": "rename",
+        "new_path": NEW,
+        "status": "written",
+        "revision": 2,
+        "new_revision": 1,
+        **{k: None for k in ("unchanged", "proposal", "head_revision", "head_text", "code", "message")},
+    }
     old, new = _file(memory, OLD), _file(memory, NEW)
     assert old.is_deleted and old.head.renamed_to == new
-    assert new.head.renamed_from == old and new.head.sha256 == Revision.objects.get(
-        file=old, number=1).sha256
+    assert new.head.renamed_from == old and new.head.sha256 == Revision.objects.get(file=old, number=1).sha256
     assert (new.head.author_agent, new.head.session_ref) == (agent, session)
     assert s3.keys(old.key) == [] and s3.get(new.key) == b"# Plan\n- ship on Monday\n"
     assert reading.file_read(new).text == "# Plan\n- ship on Monday\n"
@@ -100,8 +117,10 @@ def test_rename_back_from_the_tombstone_undoes_it(client, memory, token, admin):
     client.force_login(admin)
     page = client.get(reverse("projects:revision_detail", args=[memory.slug, old.pk, 2]))
     assert b"Rename back" in page.content and NEW.encode() in page.content
-    response = client.post(reverse("projects:file_rename_undo", args=[memory.slug, old.pk, 2]),
-                           {"base_revision": 1, "message": ""})
+    response = client.post(
+        reverse("projects:file_rename_undo", args=[memory.slug, old.pk, 2]),
+        {"base_revision": 1, "message": ""},
+    )
     assert response.status_code == 302
     old, new = reload_file(old), reload_file(new)
     assert not old.is_deleted and old.head.number == 3 and old.head.renamed_from == new
@@ -114,8 +133,9 @@ def test_rename_back_from_the_tombstone_undoes_it(client, memory, token, admin):
 
 def test_a_delete_is_a_tombstone_and_restore_brings_the_text_back(client, memory, token, person):
     session = _session(client, token)
-    result = _post(client, token, session, [{"path": "workspace/drafts/old.md",
-                                             "mode": "delete"}]).json()["results"][0]
+    result = _post(client, token, session, [{"path": "workspace/drafts/old.md", "mode": "delete"}]).json()[
+        "results"
+    ][0]
     assert (result["status"], result["revision"]) == ("written", 2)
     file = _file(memory, "workspace/drafts/old.md")
     assert file.is_deleted and file.head.author_kind == "agent"
@@ -123,42 +143,63 @@ def test_a_delete_is_a_tombstone_and_restore_brings_the_text_back(client, memory
     store.file_restore(file=file, number=1, actor=Actor.person(person), base_revision=2)
     assert reading.file_read(reload_file(file)).text == "# Old\n"
     # Deleting what is gone, or what never was, is refused with a reason.
-    again = _post(client, token, session, [
-        {"path": "workspace/drafts/nothing.md", "mode": "delete"},
-        {"path": "workspace/drafts/old.md", "mode": "delete", "base_revision": 2}]).json()
+    again = _post(
+        client,
+        token,
+        session,
+        [
+            {"path": "workspace/drafts/nothing.md", "mode": "delete"},
+            {"path": "workspace/drafts/old.md", "mode": "delete", "base_revision": 2},
+        ],
+    ).json()
     assert [(r["status"], r["code"]) for r in again["results"]] == [
-        ("rejected", "not_found"), ("conflict", "conflict")]
+        ("rejected", "not_found"),
+        ("conflict", "conflict"),
+    ]
 
 
 def test_the_policy_decides_per_path_and_old_rules_mean_never(client, memory, token):
     session = _session(client, token)
-    results = _post(client, token, session, [
-        {"path": "workspace/decisions/x.md", "mode": "append", "content": "x"},  # replace only
-        {"path": "SOUL.md", "mode": "delete"},  # no rule
-        {"path": "AGENTS.md", "mode": "delete"},  # an old rule: no delete key, never
-        {"path": OLD, "mode": "rename", "new_path": "workspace/elsewhere/x/plan.md"},
-        {"path": OLD, "mode": "rename", "new_path": "workspace/drafts/old.md"},  # taken
-        {"path": OLD, "mode": "rename", "new_path": "USER.md"},
-    ]).json()["results"]
+    results = _post(
+        client,
+        token,
+        session,
+        [
+            {"path": "workspace/decisions/x.md", "mode": "append", "content": "x"},  # replace only
+            {"path": "SOUL.md", "mode": "delete"},  # no rule
+            {"path": "AGENTS.md", "mode": "delete"},  # an old rule: no delete key, never
+            {"path": OLD, "mode": "rename", "new_path": "workspace/elsewhere/x/plan.md"},
+            {"path": OLD, "mode": "rename", "new_path": "workspace/drafts/old.md"},  # taken
+            {"path": OLD, "mode": "rename", "new_path": "USER.md"},
+        ],
+    ).json()["results"]
     assert [(r["status"], r["code"]) for r in results] == [
-        ("rejected", "policy_denied"), ("rejected", "policy_denied"),
-        ("rejected", "policy_denied"), ("rejected", "policy_denied"),
-        ("rejected", "target_exists"), ("rejected", "bad_path")]
+        ("rejected", "policy_denied"),
+        ("rejected", "policy_denied"),
+        ("rejected", "policy_denied"),
+        ("rejected", "policy_denied"),
+        ("rejected", "target_exists"),
+        ("rejected", "bad_path"),
+    ]
     assert "rename workspace/drafts/plan.md" not in results[3]["message"]
     assert "elsewhere" in results[3]["message"]
     assert not _file(memory, OLD).is_deleted
 
 
 def test_a_rename_into_a_path_that_needs_approval_is_a_proposal_applied_on_approval(
-        client, memory, token, admin):
+    client, memory, token, admin
+):
     session = _session(client, token)
-    result = _post(client, token, session, [
-        {"path": OLD, "mode": "rename", "new_path": "workspace/archive/plan.md"}]
-                   ).json()["results"][0]
+    result = _post(
+        client, token, session, [{"path": OLD, "mode": "rename", "new_path": "workspace/archive/plan.md"}]
+    ).json()["results"][0]
     assert result["status"] == "proposed"
     proposal = Proposal.objects.get(pk=result["proposal"])
     assert (proposal.mode, proposal.new_path, proposal.base_revision) == (
-        "rename", "workspace/archive/plan.md", 1)
+        "rename",
+        "workspace/archive/plan.md",
+        1,
+    )
     assert not _file(memory, OLD).is_deleted  # nothing moved yet
     client.force_login(admin)
     page = client.get(reverse("projects:proposal_list", args=[memory.slug]))
@@ -172,25 +213,26 @@ def test_a_rename_into_a_path_that_needs_approval_is_a_proposal_applied_on_appro
 
 def test_deleting_a_profile_is_the_persons_to_consent_to(client, memory, token, person, admin):
     session = _session(client, token)
-    result = _post(client, token, session, [{"path": "USER.md", "mode": "delete"}]
-                   ).json()["results"][0]
+    result = _post(client, token, session, [{"path": "USER.md", "mode": "delete"}]).json()["results"][0]
     assert result["status"] == "proposed"
     client.force_login(person)
     page = client.get(reverse("projects:proposal_list", args=[memory.slug]))
     assert b"delete users/maria/USER.md" in page.content
     proposal = Proposal.objects.get(pk=result["proposal"])
-    response = client.post(reverse("projects:proposal_decide", args=[memory.slug, proposal.pk]),
-                           {"decision": "approve"})
+    response = client.post(
+        reverse("projects:proposal_decide", args=[memory.slug, proposal.pk]), {"decision": "approve"}
+    )
     assert response.status_code == 302
     profile = MemoryFile.objects.select_related("head").get(scope="user", user=person)
     assert profile.is_deleted and profile.head.author_kind == "agent"
 
 
-def test_a_retried_rename_with_the_same_key_moves_once_and_answers_the_same(client, memory,
-                                                                            token):
+def test_a_retried_rename_with_the_same_key_moves_once_and_answers_the_same(client, memory, token):
     session = _session(client, token)
-    writes = [{"path": OLD, "mode": "rename", "new_path": NEW},
-              {"path": "workspace/drafts/old.md", "mode": "delete"}]
+    writes = [
+        {"path": OLD, "mode": "rename", "new_path": NEW},
+        {"path": "workspace/drafts/old.md", "mode": "delete"},
+    ]
     first = _post(client, token, session, writes, key="k-move")
     again = _post(client, token, session, writes, key="k-move")
     assert again["Idempotent-Replayed"] == "true" and again.json() == first.json()
@@ -203,8 +245,9 @@ def test_a_rename_whose_delete_answer_was_lost_is_recorded_once(s3, memory, agen
     old = _file(memory, OLD)
     new = records.workspace_file_new(project=memory, path="decisions/plan.md")
     s3.proxy.inject("DELETE", r"/workspace/drafts/plan\.md$", "lose")
-    tombstone, moved = removal.file_rename(file=old, target=new, actor=Actor.for_agent(agent, "s"),
-                                           base_revision=1)
+    tombstone, moved = removal.file_rename(
+        file=old, target=new, actor=Actor.for_agent(agent, "s"), base_revision=1
+    )
     assert tombstone.is_deletion and moved.renamed_from == old
     assert s3.keys(old.key) == [] and s3.get(new.key) == b"# Plan\n- ship on Monday\n"
 
@@ -220,67 +263,89 @@ def test_a_rename_that_failed_halfway_is_finished_by_its_retry(s3, memory, agent
         removal.file_rename(file=old, target=new, actor=actor, base_revision=1)
     assert info.value.outcome == "unknown"  # not "nothing was changed": the copy is there
     assert s3.get(old.key) and s3.get(new.key)  # two copies for a moment, never none
-    tombstone, moved = removal.file_rename(file=reload_file(old), target=reload_file(new),
-                                           actor=actor, base_revision=1)
+    tombstone, moved = removal.file_rename(
+        file=reload_file(old), target=reload_file(new), actor=actor, base_revision=1
+    )
     assert (tombstone.number, moved.number) == (2, 1)
     assert moved.renamed_from == old and moved.author_agent == agent
     assert s3.keys(old.key) == []
     # Someone else's file at the target is never overwritten.
     other = records.workspace_file_new(project=memory, path="decisions/other.md")
     store.file_save(file=other, content="theirs\n", actor=Actor.system("t"), base_revision=None)
-    store.file_create(project=memory, scope="workspace", path="drafts/plan.md",
-                      content="again\n", actor=Actor.system("t"))
+    store.file_create(
+        project=memory, scope="workspace", path="drafts/plan.md", content="again\n", actor=Actor.system("t")
+    )
     with pytest.raises(errors.TargetExists):
-        removal.file_rename(file=_file(memory, OLD), target=reload_file(other), actor=actor,
-                            base_revision=3)
+        removal.file_rename(file=_file(memory, OLD), target=reload_file(other), actor=actor, base_revision=3)
     assert s3.get(other.key) == b"theirs\n"
 
 
-def test_a_runners_delete_and_rename_wait_for_review_like_any_write(client, memory, token,
-                                                                   reviewer):
+def test_a_runners_delete_and_rename_wait_for_review_like_any_write(client, memory, token, reviewer):
     """A reviewer who read everything finds the runner's delete and both ends of its rename
     in the queue, first (agents' writes), shown for what they are; marking them empties it."""
     for file in MemoryFile.objects.filter(project=memory).select_related("head"):
         review.review_mark(reviewer=reviewer, file=file, number=file.head.number)
     assert not review.review_queue(reviewer=reviewer, project=memory).exists()
     session = _session(client, token)
-    _post(client, token, session, [{"path": "workspace/drafts/old.md", "mode": "delete"},
-                                   {"path": OLD, "mode": "rename", "new_path": NEW}])
+    _post(
+        client,
+        token,
+        session,
+        [
+            {"path": "workspace/drafts/old.md", "mode": "delete"},
+            {"path": OLD, "mode": "rename", "new_path": NEW},
+        ],
+    )
 
     queue = list(review.review_queue(reviewer=reviewer, project=memory))
     assert {f.source_path: f.by_agent for f in queue} == {
-        "workspace/drafts/old.md": True, OLD: True, NEW: True}
+        "workspace/drafts/old.md": True,
+        OLD: True,
+        NEW: True,
+    }
     client.force_login(reviewer)
     page = client.get(reverse("projects:review_queue", args=[memory.slug]))
     items = {item.file.source_path: item for item in page.context["items"]}
     assert [r.number for r in items["workspace/drafts/old.md"].revisions] == [2]
     assert items["workspace/drafts/old.md"].revisions[0].is_deletion
-    assert (items[OLD].revisions[0].renamed_to.source_path,
-            items[NEW].revisions[0].renamed_from.source_path) == (NEW, OLD)
+    assert (
+        items[OLD].revisions[0].renamed_to.source_path,
+        items[NEW].revisions[0].renamed_from.source_path,
+    ) == (NEW, OLD)
     text = page.content.decode()
     assert "deleted</span>" in text
     assert f"renamed to {NEW}" in text and f"renamed from {OLD}" in text
     for file in queue:
-        response = client.post(reverse("projects:review_mark", args=[memory.slug, file.pk]),
-                               {"number": file.head.number})
+        response = client.post(
+            reverse("projects:review_mark", args=[memory.slug, file.pk]), {"number": file.head.number}
+        )
         assert response.status_code == 302
     assert not review.review_queue(reviewer=reviewer, project=memory).exists()
 
 
 def test_retention_counts_a_runners_delete_or_rename_as_the_files_last_change(
-        client, memory, token, admin, s3):
+    client, memory, token, admin, s3
+):
     """Everything was written 100 days ago; today the runner renames one file and deletes
     another. A 30-day rule expires only the untouched file now; in 31 days the renamed file
     at its new path, and the deleted and renamed-away paths (their texts) go too."""
-    Revision.objects.filter(file__project=memory).update(
-        created_at=timezone.now() - dt.timedelta(days=100))
-    store.file_create(project=memory, scope="workspace", path="drafts/kept.md",
-                      content="# Kept\n", actor=Actor.system("t"))
+    Revision.objects.filter(file__project=memory).update(created_at=timezone.now() - dt.timedelta(days=100))
+    store.file_create(
+        project=memory, scope="workspace", path="drafts/kept.md", content="# Kept\n", actor=Actor.system("t")
+    )
     Revision.objects.filter(file__path="drafts/kept.md").update(
-        created_at=timezone.now() - dt.timedelta(days=100))
+        created_at=timezone.now() - dt.timedelta(days=100)
+    )
     session = _session(client, token)
-    _post(client, token, session, [{"path": "workspace/drafts/old.md", "mode": "delete"},
-                                   {"path": OLD, "mode": "rename", "new_path": NEW}])
+    _post(
+        client,
+        token,
+        session,
+        [
+            {"path": "workspace/drafts/old.md", "mode": "delete"},
+            {"path": OLD, "mode": "rename", "new_path": NEW},
+        ],
+    )
     retention.rule_add(by=admin, project=memory, kind="files", glob="workspace/**", days=30)
 
     [row] = retention.preview(memory)
@@ -294,36 +359,45 @@ def test_retention_counts_a_runners_delete_or_rename_as_the_files_last_change(
     for path in (NEW, OLD, "workspace/drafts/old.md"):
         file = _file(memory, path)
         assert file.head.expired_rule == "files workspace/** 30 days", path
-        assert not s3.keys(file.key) and not s3.keys(
-            layout.history_prefix(memory.prefix, file.pk)), path
+        assert not s3.keys(file.key) and not s3.keys(layout.history_prefix(memory.prefix, file.pk)), path
     assert retention.apply(memory, now=later).files == 0
 
 
 def test_policies_with_delete_and_rename_are_checked():
-    ok = schemas.policy({"post": {
-        "workspace/a/*.md": {"modes": [], "delete": "proposal", "rename": "never"},
-        "AGENTS.md": {"modes": ["append"], "approval": True}}}).stored()
+    ok = schemas.policy(
+        {
+            "post": {
+                "workspace/a/*.md": {"modes": [], "delete": "proposal", "rename": "never"},
+                "AGENTS.md": {"modes": ["append"], "approval": True},
+            }
+        }
+    ).stored()
     assert ok["post"]["workspace/a/*.md"]["delete"] == "proposal"
-    for rule in ({"modes": [], "delete": "sometimes"}, {"modes": []},
-                 {"modes": ["delete"]}):
+    for rule in ({"modes": [], "delete": "sometimes"}, {"modes": []}, {"modes": ["delete"]}):
         with pytest.raises(Exception, match="rule"):
             schemas.policy({"post": {"workspace/a.md": rule}})
     with pytest.raises(Exception, match="renamed"):
         schemas.policy({"post": {"USER.md": {"modes": ["append"], "rename": "direct"}}})
 
 
-def test_the_schema_refuses_a_rename_without_a_target_and_a_delete_with_content(
-        client, memory, token):
+def test_the_schema_refuses_a_rename_without_a_target_and_a_delete_with_content(client, memory, token):
     session = _session(client, token)
-    for write in ({"path": OLD, "mode": "rename"}, {"path": OLD, "mode": "delete", "content": ""},
-                  {"path": OLD, "mode": "append"},
-                  {"path": OLD, "mode": "append", "content": "x", "new_path": NEW}):
+    for write in (
+        {"path": OLD, "mode": "rename"},
+        {"path": OLD, "mode": "delete", "content": ""},
+        {"path": OLD, "mode": "append"},
+        {"path": OLD, "mode": "append", "content": "x", "new_path": NEW},
+    ):
         response = _api(client, "hooks/post", {"session": session, "writes": [write]}, token)
         assert response.status_code == 422, write
     spec = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
     variants = {name: spec[name] for name in ("AppendIn", "ReplaceIn", "DeleteIn", "RenameIn")}
     assert {v["properties"]["mode"]["const"] for v in variants.values()} == {
-        "append", "replace", "delete", "rename"}
+        "append",
+        "replace",
+        "delete",
+        "rename",
+    }
     assert variants["RenameIn"]["required"] == ["path", "mode", "new_path"]
     assert "content" not in variants["DeleteIn"]["properties"]
 
@@ -333,13 +407,21 @@ def test_the_settings_form_sets_delete_and_rename_per_rule(client, memory, admin
     url = reverse("projects:agent_settings", args=[memory.slug, agent.slug])
     page = client.get(url)
     assert b'name="policy-rules-0-delete"' in page.content
-    data = {"which": "policy", "policy-rules-TOTAL_FORMS": "2", "policy-rules-INITIAL_FORMS": "0",
-            "policy-rules-0-path": "workspace/notes/*.md", "policy-rules-0-append": "on",
-            "policy-rules-0-approval": "direct", "policy-rules-0-delete": "proposal",
-            "policy-rules-0-rename": "direct",
-            "policy-rules-1-path": "USER.md", "policy-rules-1-approval": "proposal",
-            "policy-rules-1-rename": "direct",
-            "policy-tool_log": "", "policy-error_log": ""}
+    data = {
+        "which": "policy",
+        "policy-rules-TOTAL_FORMS": "2",
+        "policy-rules-INITIAL_FORMS": "0",
+        "policy-rules-0-path": "workspace/notes/*.md",
+        "policy-rules-0-append": "on",
+        "policy-rules-0-approval": "direct",
+        "policy-rules-0-delete": "proposal",
+        "policy-rules-0-rename": "direct",
+        "policy-rules-1-path": "USER.md",
+        "policy-rules-1-approval": "proposal",
+        "policy-rules-1-rename": "direct",
+        "policy-tool_log": "",
+        "policy-error_log": "",
+    }
     refused = client.post(url, data)
     assert refused.status_code == 400
     assert "rename" in refused.context["policy"].rules.forms[1].errors
@@ -347,9 +429,14 @@ def test_the_settings_form_sets_delete_and_rename_per_rule(client, memory, admin
     assert client.post(url, data).status_code == 302
     agent.refresh_from_db()
     assert agent.hook_policy["post"] == {
-        "workspace/notes/*.md": {"modes": ["append"], "approval": False, "delete": "proposal",
-                                 "rename": "direct"},
-        "USER.md": {"modes": [], "approval": True, "delete": "proposal"}}
+        "workspace/notes/*.md": {
+            "modes": ["append"],
+            "approval": False,
+            "delete": "proposal",
+            "rename": "direct",
+        },
+        "USER.md": {"modes": [], "approval": True, "delete": "proposal"},
+    }
     page = client.get(url)  # shown again as saved
     shown = {f.initial.get("path"): f.initial for f in page.context["policy"].rules.forms}
     assert shown["workspace/notes/*.md"]["rename"] == "direct"

@@ -66,8 +66,9 @@ def test_changing_a_prefix_into_another_projects_is_refused(db):
 
 def test_a_project_with_files_keeps_its_prefix_and_bucket(s3, make_project, make_user):
     project = make_project(key_prefix="teams/x/")
-    store.file_create(project=project, scope="workspace", path="a.md", content="a\n",
-                      actor=Actor.person(make_user()))
+    store.file_create(
+        project=project, scope="workspace", path="a.md", content="a\n", actor=Actor.person(make_user())
+    )
     for field, value in (("key_prefix", "teams/y/"), ("bucket", "elsewhere")):
         moved = Project.objects.get(pk=project.pk)
         setattr(moved, field, value)
@@ -80,8 +81,9 @@ def test_the_new_project_page_refuses_an_overlap_with_a_message(client, make_use
     boss = make_user("boss", is_superuser=True)
     client.force_login(boss)
     setup.project_create(by=boss, slug="legal", name="Legal", key_prefix="teams/legal/")
-    response = client.post(reverse("projects:project_new"),
-                           {"slug": "clone", "name": "Clone", "key_prefix": "teams/legal/"})
+    response = client.post(
+        reverse("projects:project_new"), {"slug": "clone", "name": "Clone", "key_prefix": "teams/legal/"}
+    )
     assert response.status_code == 400
     assert b"overlaps project legal" in response.content
     assert not Project.objects.filter(slug="clone").exists()
@@ -103,8 +105,7 @@ def test_a_save_in_a_new_project_cannot_overwrite_another_projects_head(s3, make
     """The finding: a second project at the first's prefix overwrote its head object."""
     actor = Actor.person(make_user())
     first = make_project(key_prefix="teams/one/")
-    store.file_create(project=first, scope="workspace", path="plan.md", content="mine\n",
-                      actor=actor)
+    store.file_create(project=first, scope="workspace", path="plan.md", content="mine\n", actor=actor)
     with pytest.raises(ValidationError):
         make_project(key_prefix="teams/one/")
     assert s3.get("teams/one/workspace/plan.md") == b"mine\n"
@@ -112,8 +113,9 @@ def test_a_save_in_a_new_project_cannot_overwrite_another_projects_head(s3, make
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql",
-                    reason="row locks are PostgreSQL's; the suite's second run uses it")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="row locks are PostgreSQL's; the suite's second run uses it"
+)
 def test_two_overlapping_projects_created_at_once_one_is_refused():
     barrier = threading.Barrier(2)
     outcomes: dict[str, object] = {}
@@ -130,8 +132,10 @@ def test_two_overlapping_projects_created_at_once_one_is_refused():
     for _round in range(5):
         Project.objects.all().delete()
         outcomes.clear()
-        threads = [threading.Thread(target=create, args=("outer", "race/")),
-                   threading.Thread(target=create, args=("inner", "race/inner/"))]
+        threads = [
+            threading.Thread(target=create, args=("outer", "race/")),
+            threading.Thread(target=create, args=("inner", "race/inner/")),
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -15,9 +15,12 @@ from projects.audit import Actor
 from projects.memory import receipts, store
 from projects.models import AgentSession, Membership, MemoryFile, Revision
 
-pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(connection.vendor != "postgresql",
-                                 reason="row locks are PostgreSQL's; the suite's second run uses it")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="row locks are PostgreSQL's; the suite's second run uses it"
+    ),
+]
 
 
 def _together(fns, timeout=60):
@@ -55,15 +58,27 @@ def test_two_accounts_at_once(s3, project, admin, make_user, names):
     clients = [_admin_client(admin), _admin_client(other)]
 
     def make(c, name):
-        return lambda: c.post(url, {"account-username": name, "account-role": "employee",
-                                    "account-email": "", "account-first_name": "",
-                                    "account-last_name": ""}).status_code
+        return lambda: (
+            c.post(
+                url,
+                {
+                    "account-username": name,
+                    "account-role": "employee",
+                    "account-email": "",
+                    "account-first_name": "",
+                    "account-last_name": "",
+                },
+            ).status_code
+        )
 
     for _ in range(3):
         got = _together([make(clients[0], names[0]), make(clients[1], names[1])])
         assert 500 not in got, got
-        made = [u for u in get_user_model().objects.values_list("username", flat=True)
-                if u.casefold() in {n.casefold() for n in names}]
+        made = [
+            u
+            for u in get_user_model().objects.values_list("username", flat=True)
+            if u.casefold() in {n.casefold() for n in names}
+        ]
         assert len(made) <= 1, (got, made)
         get_user_model().objects.filter(username__in=names).delete()
 
@@ -75,11 +90,14 @@ def test_two_admins_create_same_workspace_file(s3, project, admin, make_user, pa
     clients = [_admin_client(admin), _admin_client(other)]
 
     def create(c, path, text):
-        return lambda: c.post(f"/p/{project.slug}/workspace/new/edit/?path={path}",
-                              {"content": text, "message": "m", "base_revision": ""}).status_code
+        return lambda: (
+            c.post(
+                f"/p/{project.slug}/workspace/new/edit/?path={path}",
+                {"content": text, "message": "m", "base_revision": ""},
+            ).status_code
+        )
 
-    got = _together([create(clients[0], paths[0], "by olga\n"),
-                     create(clients[1], paths[1], "by olga2\n")])
+    got = _together([create(clients[0], paths[0], "by olga\n"), create(clients[1], paths[1], "by olga2\n")])
     assert 500 not in got, got
     files = list(MemoryFile.objects.filter(project=project, scope="workspace"))
     assert len(files) == 1, [f.path for f in files]
@@ -93,8 +111,12 @@ def test_two_admins_remove_each_other(s3, project, admin, make_user):
     m2 = Membership.objects.create(user=other, project=project, role="admin")
     m1 = Membership.objects.get(user=admin, project=project)
     c1, c2 = _admin_client(admin), _admin_client(other)
-    got = _together([lambda: c1.post(f"/p/{project.slug}/members/{m2.pk}/", {"remove": "1"}).status_code,
-                     lambda: c2.post(f"/p/{project.slug}/members/{m1.pk}/", {"remove": "1"}).status_code])
+    got = _together(
+        [
+            lambda: c1.post(f"/p/{project.slug}/members/{m2.pk}/", {"remove": "1"}).status_code,
+            lambda: c2.post(f"/p/{project.slug}/members/{m1.pk}/", {"remove": "1"}).status_code,
+        ]
+    )
     assert 500 not in got, got
     assert Membership.objects.filter(project=project, role="admin").count() >= 1
 
@@ -105,8 +127,12 @@ def test_two_admins_demote_each_other(s3, project, admin, make_user):
     m1 = Membership.objects.get(user=admin, project=project)
     c1, c2 = _admin_client(admin), _admin_client(other)
     url = f"/p/{project.slug}/members/"
-    got = _together([lambda: c1.post(f"{url}{m2.pk}/", {"role": "employee"}).status_code,
-                     lambda: c2.post(f"{url}{m1.pk}/", {"role": "employee"}).status_code])
+    got = _together(
+        [
+            lambda: c1.post(f"{url}{m2.pk}/", {"role": "employee"}).status_code,
+            lambda: c2.post(f"{url}{m1.pk}/", {"role": "employee"}).status_code,
+        ]
+    )
     assert 500 not in got, got
     assert Membership.objects.filter(project=project, role="admin").count() >= 1
 
@@ -119,10 +145,22 @@ def _api(client, path, body, token, key=None):
 
 
 def test_erasure_while_pre_hook_runs(s3, project, agent, admin, person, token, monkeypatch):
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You help.\n", actor=Actor.system("t"))
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="SECRET-PROFILE maria is pregnant\n", actor=Actor.person(person))
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You help.\n",
+        actor=Actor.system("t"),
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="SECRET-PROFILE maria is pregnant\n",
+        actor=Actor.person(person),
+    )
     kept = threading.Event()
     go = threading.Event()
     real = receipts.prompt_keep
@@ -138,8 +176,9 @@ def test_erasure_while_pre_hook_runs(s3, project, agent, admin, person, token, m
 
     def pre():
         try:
-            result["r"] = _api(Client(raise_request_exception=False), "hooks/pre",
-                               {"user": person.username}, token)
+            result["r"] = _api(
+                Client(raise_request_exception=False), "hooks/pre", {"user": person.username}, token
+            )
         finally:
             connections.close_all()
 
@@ -147,6 +186,7 @@ def test_erasure_while_pre_hook_runs(s3, project, agent, admin, person, token, m
     t.start()
     assert kept.wait(timeout=30)
     from projects.governance import erasure
+
     erasure.profile_erase(by=admin, user=person, reason="request", projects=[project])
     go.set()
     t.join(timeout=60)

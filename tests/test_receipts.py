@@ -20,13 +20,25 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def memory(s3, project, agent, person):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are calm.\n", actor=system)
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria: prefers UTC.\n", actor=Actor.person(person))
+    store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="You are calm.\n", actor=system
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria: prefers UTC.\n",
+        actor=Actor.person(person),
+    )
     for name, words in (("a", 3), ("b", 40)):
-        store.file_create(project=project, scope="workspace", path=f"decisions/{name}.md",
-                          content=" ".join(["pool"] * words) + "\n", actor=system)
+        store.file_create(
+            project=project,
+            scope="workspace",
+            path=f"decisions/{name}.md",
+            content=" ".join(["pool"] * words) + "\n",
+            actor=system,
+        )
     return project
 
 
@@ -48,9 +60,9 @@ def test_the_exact_prompt_is_kept_once_under_its_sha256(memory, agent, person, s
     assert other.prompt_stored
 
 
-def test_a_lost_answer_still_answers_the_runner_and_the_prompt_is_read_back(memory, agent,
-                                                                             person, s3, client,
-                                                                             admin):
+def test_a_lost_answer_still_answers_the_runner_and_the_prompt_is_read_back(
+    memory, agent, person, s3, client, admin
+):
     s3.proxy.inject("PUT", r"/_prompts/", "lose")
     session, assembly = prehook.hook_pre(agent=agent, user=person)
     assert session.prompt_stored is False  # the answer never came: not claimed
@@ -73,12 +85,10 @@ def test_a_runner_cannot_plant_a_receipt(memory, agent, admin, s3):
     planted = layout.prompt_key(memory.prefix, "a" * 64)
     scratch = f"{layout.session_prefix(memory.prefix, agent.pk, uuid.uuid4())}x.md"
     assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=scratch, Body=b"x")) == "OK"
-    assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=planted, Body=b"x")) \
-        == "AccessDenied"
+    assert _code(lambda: runner.put_object(Bucket=s3.bucket, Key=planted, Body=b"x")) == "AccessDenied"
 
 
-def test_session_page_shows_the_prompt_tokens_per_file_and_json_events(memory, agent, person,
-                                                                         client, admin):
+def test_session_page_shows_the_prompt_tokens_per_file_and_json_events(memory, agent, person, client, admin):
     session, assembly = prehook.hook_pre(agent=agent, user=person)
     hooks.hook_event(session=session, kind="tool", payload={"tool": "grep", "args": ["-n", "ж"]})
     client.force_login(admin)
@@ -90,7 +100,7 @@ def test_session_page_shows_the_prompt_tokens_per_file_and_json_events(memory, a
     assert files["workspace/decisions/a.md"] < files["workspace/decisions/b.md"]
     for tokens in files.values():
         assert f"<td>{tokens}</td>" in html
-    assert '&quot;tool&quot;: &quot;grep&quot;' in html and "ж" in html  # JSON, not a repr
+    assert "&quot;tool&quot;: &quot;grep&quot;" in html and "ж" in html  # JSON, not a repr
 
 
 def test_a_re_assembly_that_differs_is_shown_as_a_diff(memory, agent, person, client, admin):
@@ -113,21 +123,22 @@ def test_a_tampered_copy_is_not_shown_as_the_receipt(memory, agent, person, clie
     assert "not in storage" in page.content.decode()
 
 
-def test_employees_see_only_their_own_sessions_receipts(memory, agent, person, client,
-                                                        make_user):
+def test_employees_see_only_their_own_sessions_receipts(memory, agent, person, client, make_user):
     other = make_user("ivan")
     Membership.objects.create(user=other, project=memory, role="employee")
     session, _ = prehook.hook_pre(agent=agent, user=person)
     client.force_login(other)
-    assert client.get(reverse("projects:session_detail", args=[memory.slug, session.pk])
-                      ).status_code == 404
+    assert client.get(reverse("projects:session_detail", args=[memory.slug, session.pk])).status_code == 404
 
 
 def test_truncation_is_recorded_on_the_session(memory, agent, person):
-    agent.manifest = {"sections": [
-        {"tag": "agent_identity", "source": "SOUL.md"},
-        {"tag": "decisions", "source": "workspace/decisions/*.md", "max_tokens": 30}],
-        "total_tokens": 1000}
+    agent.manifest = {
+        "sections": [
+            {"tag": "agent_identity", "source": "SOUL.md"},
+            {"tag": "decisions", "source": "workspace/decisions/*.md", "max_tokens": 30},
+        ],
+        "total_tokens": 1000,
+    }
     agent.save()
     session, _ = prehook.hook_pre(agent=agent, user=person)
     assert session.truncated and not session.over_budget and session.budget == 1000

@@ -40,8 +40,12 @@ def test_non_utf8_external_content_is_refused_and_the_head_stays(s3, workspace_f
     assert (refused.reason, refused.size, refused.writer_label) == ("not_text", 5, "external")
     assert refused.detail == {"position": 3} and file.refused_etag == refused.etag
     assert reading.file_read(file).text == reading.revision_read(head)
-    kinds = {item.key: item.kind for item in reconcile.classify(file.project, s3.client.list_objects_v2(
-        Bucket=s3.bucket, Prefix=file.project.prefix)["Contents"])}
+    kinds = {
+        item.key: item.kind
+        for item in reconcile.classify(
+            file.project, s3.client.list_objects_v2(Bucket=s3.bucket, Prefix=file.project.prefix)["Contents"]
+        )
+    }
     assert kinds[file.key] == "refused"
 
 
@@ -50,8 +54,7 @@ def test_new_files_written_by_a_sandbox_are_adopted(s3, project, agent, person):
     s3.put(layout.user_file_key(project.prefix, person.pk), b"# Maria\n")
     s3.put(f"{project.prefix}stray.bin", b"\x00")
     s3.put(layout.user_file_key(project.prefix, 999), b"# nobody\n")
-    findings = {f.key.removeprefix(project.prefix): f.kind
-                for f in reconcile.reconcile(project=project)}
+    findings = {f.key.removeprefix(project.prefix): f.kind for f in reconcile.reconcile(project=project)}
     assert findings == {
         "workspace/sandbox/new.md": "untracked_adopted",
         f"users/{person.pk}/USER.md": "untracked_adopted",

@@ -24,16 +24,25 @@ MIB = 1024 * 1024
 @pytest.fixture
 def runner(s3, project, agent, person, admin):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are calm.\n", actor=system)
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
-    store.file_create(project=project, scope="workspace", path="incidents/a.md",
-                      content="# Incident A\n", actor=system)
+    store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="You are calm.\n", actor=system
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_create(
+        project=project, scope="workspace", path="incidents/a.md", content="# Incident A\n", actor=system
+    )
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
-    direct = DirectStorage(endpoint_url=s3.direct_url, access_key_id=credential.access_key_id,
-                           secret_access_key=secret)
+    direct = DirectStorage(
+        endpoint_url=s3.direct_url, access_key_id=credential.access_key_id, secret_access_key=secret
+    )
     return {"token": raw, "direct": direct}
 
 
@@ -44,12 +53,16 @@ def _pre(agent, person):
 
 
 def _gets_of(s3, keys: list[str], since: int) -> list:
-    return [(method, path) for method, path in s3.proxy.requests[since:]
-            if method in ("GET", "HEAD") and any(key in path for key in keys)]
+    return [
+        (method, path)
+        for method, path in s3.proxy.requests[since:]
+        if method in ("GET", "HEAD") and any(key in path for key in keys)
+    ]
 
 
 def test_oversized_direct_writes_are_refused_and_the_pre_hook_stays_as_fast(
-        s3, project, agent, person, admin, runner, client):
+    s3, project, agent, person, admin, runner, client
+):
     before = [_pre(agent, person)[2] for _ in range(4)]
     a = MemoryFile.objects.get(path="incidents/a.md")
     huge_key = layout.workspace_file_key(project.prefix, "huge-20mb.md")
@@ -57,17 +70,25 @@ def test_oversized_direct_writes_are_refused_and_the_pre_hook_stays_as_fast(
     # 300 KiB over an existing file through runnerkit, signed (its proof names the agent).
     runner["direct"].client.put_object(Bucket=s3.bucket, Key=huge_key, Body=b"x" * (20 * MIB))
     writing_session, _assembly, _ms = _pre(agent, person)
-    signed = runner["direct"].write(s3.bucket, a.key, b"y" * (300 * 1024), etag=a.head_etag,
-                                    agent=str(agent.pk), session=str(writing_session.pk),
-                                    token=runner["token"])
+    signed = runner["direct"].write(
+        s3.bucket,
+        a.key,
+        b"y" * (300 * 1024),
+        etag=a.head_etag,
+        agent=str(agent.pk),
+        session=str(writing_session.pk),
+        token=runner["token"],
+    )
     assert signed.status == "written"
 
     mark = len(s3.proxy.requests)
     session, assembly, first = _pre(agent, person)
     after = [_pre(agent, person)[2] for _ in range(4)]
-    print(f"\npre hook ms before the writes {[round(t, 1) for t in before]}; "
-          f"first after (finds and records them) {first:.1f}; "
-          f"then {[round(t, 1) for t in after]}")
+    print(
+        f"\npre hook ms before the writes {[round(t, 1) for t in before]}; "
+        f"first after (finds and records them) {first:.1f}; "
+        f"then {[round(t, 1) for t in after]}"
+    )
 
     # The previous revision is injected, nothing of the refused objects.
     assert "# Incident A" in assembly.prompt and "yyyy" not in assembly.prompt
@@ -115,12 +136,21 @@ def test_oversized_direct_writes_are_refused_and_the_pre_hook_stays_as_fast(
     assert reconcile.reconcile(project=project) == []
 
 
-BAD_NAMES = [".hidden.md", "notes/.x.md", "AGENTS.md", "notes/USER.md", "ＡＧＥＮＴＳ.md",
-             "x\u2215..\u2215y.md", "a<b>.md", "tab\there.md"]
+BAD_NAMES = [
+    ".hidden.md",
+    "notes/.x.md",
+    "AGENTS.md",
+    "notes/USER.md",
+    "ＡＧＥＮＴＳ.md",
+    "x\u2215..\u2215y.md",
+    "a<b>.md",
+    "tab\there.md",
+]
 
 
 def test_look_alike_and_dot_names_written_directly_are_refused_on_adoption(
-        s3, project, agent, person, admin, runner, client):
+    s3, project, agent, person, admin, runner, client
+):
     # In the workspace, where the runner's credentials may write: the next pre hook finds them.
     keys = [layout.workspace_prefix(project.prefix) + name for name in BAD_NAMES]
     for key in keys:
@@ -138,8 +168,10 @@ def test_look_alike_and_dot_names_written_directly_are_refused_on_adoption(
     assert [r for r in reconcile.reconcile(project=project) if r.key in keys] == []
     # In the agent's folder, which no runner credential may write: written with other keys,
     # out of band, and found by reconcile (the pre hook does not list it).
-    others = [f"{layout.agent_prefix(project.prefix, agent.pk)}\uff33\uff2f\uff35\uff2c.md",
-              f"{layout.agent_prefix(project.prefix, agent.pk)}SOUL.md.bak"]
+    others = [
+        f"{layout.agent_prefix(project.prefix, agent.pk)}\uff33\uff2f\uff35\uff2c.md",
+        f"{layout.agent_prefix(project.prefix, agent.pk)}SOUL.md.bak",
+    ]
     for key in others:
         s3.put(key, b"# Pretending\n")
     assert "Pretending" not in _pre(agent, person)[1].prompt
@@ -176,8 +208,9 @@ def test_a_save_replaces_a_refused_object_and_says_so(s3, project, workspace_fil
     s3.put(workspace_file.key, b"z" * (settings.MGC_MAX_FILE_BYTES + 1))
     adoption.adopt(workspace_file)
     file = MemoryFile.objects.get(pk=workspace_file.pk)
-    revision = store.file_save(file=file, content="# Fresh\n", actor=Actor.person(admin),
-                               base_revision=file.head.number)
+    revision = store.file_save(
+        file=file, content="# Fresh\n", actor=Actor.person(admin), base_revision=file.head.number
+    )
     assert revision.number == 2 and s3.get(file.key) == b"# Fresh\n"
     file.refresh_from_db()
     assert not file.refused_etag

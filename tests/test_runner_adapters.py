@@ -21,12 +21,29 @@ pytestmark = [pytest.mark.db_independent, pytest.mark.django_db(transaction=True
 @pytest.fixture
 def console(live_server, s3, project, agent, person, token):
     system = Actor.system("t")
-    store.file_create(project=project, scope=MemoryFile.Scope.AGENT, agent=agent, path="SOUL.md",
-                      content="You analyse incidents.\n", actor=system)
-    store.file_create(project=project, scope=MemoryFile.Scope.USER, user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
-    store.file_create(project=project, scope=MemoryFile.Scope.WORKSPACE, path="incidents/a.md",
-                      content="# Incident A\n", actor=system)
+    store.file_create(
+        project=project,
+        scope=MemoryFile.Scope.AGENT,
+        agent=agent,
+        path="SOUL.md",
+        content="You analyse incidents.\n",
+        actor=system,
+    )
+    store.file_create(
+        project=project,
+        scope=MemoryFile.Scope.USER,
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_create(
+        project=project,
+        scope=MemoryFile.Scope.WORKSPACE,
+        path="incidents/a.md",
+        content="# Incident A\n",
+        actor=system,
+    )
     return {"url": live_server.url, "token": token, "user": person.username}
 
 
@@ -44,16 +61,26 @@ def _events(kind: str) -> list[SessionEvent]:
 
 def _hook(console, tmp_path, event: dict, *, url=None) -> tuple[int, str, str]:
     stdout, stderr = io.StringIO(), io.StringIO()
-    env = {"MGC_URL": url or console["url"], "MGC_RUNNER_TOKEN": console["token"],
-           "MGC_USER": console["user"], "MGC_STATE_DIR": str(tmp_path / "state"),
-           "MGC_MEMORY_DIR": str(tmp_path / "memory"), "MGC_TIMEOUT": "5"}
+    env = {
+        "MGC_URL": url or console["url"],
+        "MGC_RUNNER_TOKEN": console["token"],
+        "MGC_USER": console["user"],
+        "MGC_STATE_DIR": str(tmp_path / "state"),
+        "MGC_MEMORY_DIR": str(tmp_path / "memory"),
+        "MGC_TIMEOUT": "5",
+    }
     code = mgc_hook(stdin=io.StringIO(json.dumps(event)), stdout=stdout, stderr=stderr, env=env)
     return code, stdout.getvalue(), stderr.getvalue()
 
 
 def _claude(name: str, session: str = "claude-1", **fields) -> dict:
-    return {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": "/work",
-            "hook_event_name": name, **fields}
+    return {
+        "session_id": session,
+        "transcript_path": f"/tmp/{session}.jsonl",
+        "cwd": "/work",
+        "hook_event_name": name,
+        **fields,
+    }
 
 
 def test_claude_code_hooks_carry_the_whole_memory_cycle(console, tmp_path, agent):
@@ -67,13 +94,23 @@ def test_claude_code_hooks_carry_the_whole_memory_cycle(console, tmp_path, agent
     # Once per session: the first prompt does not get the memory again.
     assert _hook(console, tmp_path, _claude("UserPromptSubmit", prompt="Why slow?"))[1] == ""
 
-    tool = _claude("PostToolUse", tool_name="Bash", tool_input={"command": "grep 5xx log"},
-                   tool_response={"stdout": "3 hits"}, tool_use_id="toolu_01")
+    tool = _claude(
+        "PostToolUse",
+        tool_name="Bash",
+        tool_input={"command": "grep 5xx log"},
+        tool_response={"stdout": "3 hits"},
+        tool_use_id="toolu_01",
+    )
     for _ in range(2):  # delivered twice
         assert _hook(console, tmp_path, tool)[0] == 0
     assert [e.payload["name"] for e in _events("tool")] == ["Bash"]
-    failure = _claude("PostToolUseFailure", tool_name="Bash", tool_use_id="toolu_02",
-                      tool_input={"command": "psql"}, error="connection refused")
+    failure = _claude(
+        "PostToolUseFailure",
+        tool_name="Bash",
+        tool_use_id="toolu_02",
+        tool_input={"command": "psql"},
+        error="connection refused",
+    )
     _hook(console, tmp_path, failure)
     _hook(console, tmp_path, failure)
     assert [e.payload["message"] for e in _events("error")] == ["connection refused"]
@@ -87,19 +124,17 @@ def test_claude_code_hooks_carry_the_whole_memory_cycle(console, tmp_path, agent
     assert _hook(console, tmp_path, stop)[0] == 0
     assert _workspace_text("incidents/a.md").count("Root cause: pool exhaustion.") == 1
     head = MemoryFile.objects.select_related("head").get(path="incidents/a.md").head
-    assert (head.author_kind, head.author_agent, head.session_ref) == (
-        "agent", agent, str(session.pk))
+    assert (head.author_kind, head.author_agent, head.session_ref) == ("agent", agent, str(session.pk))
     assert AuditEvent.objects.filter(action="file.save", actor_agent=agent).exists()
 
-    code, out, _ = _hook(console, tmp_path, _claude("SessionStart", session="claude-2",
-                                                    source="startup"))
-    assert "Root cause: pool exhaustion." in json.loads(out)["hookSpecificOutput"][
-        "additionalContext"]
+    code, out, _ = _hook(console, tmp_path, _claude("SessionStart", session="claude-2", source="startup"))
+    assert "Root cause: pool exhaustion." in json.loads(out)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_claude_code_is_not_blocked_when_the_console_is_down(console, tmp_path):
-    code, out, err = _hook(console, tmp_path, _claude("SessionStart", source="startup"),
-                           url="http://127.0.0.1:9")
+    code, out, err = _hook(
+        console, tmp_path, _claude("SessionStart", source="startup"), url="http://127.0.0.1:9"
+    )
     assert code == 1 and out == ""  # 1: Claude Code's non-blocking error
     assert "goes on without it" in err
 
@@ -141,17 +176,22 @@ def test_openai_agents_run_with_memory_hooks_and_the_remember_tool(console, agen
         """Alerts of a service."""
         return f"{service}: 12 alerts, p99 900 ms"
 
-    model = ScriptedModel([
-        [function_call("lookup_alerts", {"service": "auth"}, call_id="call_1")],
-        [function_call("remember", {"note": "auth p99 was 900 ms on Dec 3"}, call_id="call_2")],
-        [assistant_message("Pool exhaustion; noted.")],
-    ])
-    analyst = Agent(name="analyst", instructions=memory_instructions("You analyse incidents."),
-                    model=model, tools=[lookup_alerts, remember])
+    model = ScriptedModel(
+        [
+            [function_call("lookup_alerts", {"service": "auth"}, call_id="call_1")],
+            [function_call("remember", {"note": "auth p99 was 900 ms on Dec 3"}, call_id="call_2")],
+            [assistant_message("Pool exhaustion; noted.")],
+        ]
+    )
+    analyst = Agent(
+        name="analyst",
+        instructions=memory_instructions("You analyse incidents."),
+        model=model,
+        tools=[lookup_alerts, remember],
+    )
     context = MemoryContext(user=console["user"])
     hooks = MemoryHooks(Client(console["url"], console["token"]))
-    result = _in_own_thread(Runner.run_sync, analyst, "Why is auth slow?", context=context,
-                            hooks=hooks)
+    result = _in_own_thread(Runner.run_sync, analyst, "Why is auth slow?", context=context, hooks=hooks)
     assert result.final_output == "Pool exhaustion; noted."
 
     system = model.calls[0].system_instructions
@@ -166,8 +206,7 @@ def test_openai_agents_run_with_memory_hooks_and_the_remember_tool(console, agen
     # The end of the run delivered again: nothing new to send, nothing written twice.
     import asyncio
 
-    _in_own_thread(asyncio.run, hooks.on_agent_end(type("Ctx", (), {"context": context})(),
-                                                   analyst, "again"))
+    _in_own_thread(asyncio.run, hooks.on_agent_end(type("Ctx", (), {"context": context})(), analyst, "again"))
     assert _workspace_text(notes.path).count("auth p99 was 900 ms on Dec 3") == 1
     # The run's temporary folder (it held a copy of USER.md) is gone with the run.
     assert not context.run.folder.exists()
@@ -175,17 +214,20 @@ def test_openai_agents_run_with_memory_hooks_and_the_remember_tool(console, agen
     # advanced): the same Idempotency-Key and body, so the console replays its first answer.
     from runnerkit import MemoryRun
 
-    run = MemoryRun(Client(console["url"], console["token"]), user=console["user"],
-                    folder=tmp_path / "run-2")
+    run = MemoryRun(Client(console["url"], console["token"]), user=console["user"], folder=tmp_path / "run-2")
     run.start()
     run.remember("pool size raised to 40", path=f"workspace/{notes.path}")
-    kept = {f: f.read_bytes() for f in run.folder.rglob("*") if f.is_file()
-            and (f.name == ".mgc-sandbox.json" or ".mgc-base" in f.parts)}
+    kept = {
+        f: f.read_bytes()
+        for f in run.folder.rglob("*")
+        if f.is_file() and (f.name == ".mgc-sandbox.json" or ".mgc-base" in f.parts)
+    }
     first = run.finish(key="end-of-run-2")
     for f, data in kept.items():
         f.write_bytes(data)
     again = MemoryRun(run.client, folder=run.folder, session=run.session).finish(
-        key="end-of-run-2")  # the process that retries, after the crash
+        key="end-of-run-2"
+    )  # the process that retries, after the crash
     assert first == again
     assert _workspace_text(notes.path).count("pool size raised to 40") == 1
 
@@ -224,18 +266,28 @@ def test_langchain_agent_with_memory_middleware(console, agent):
         """Restart a service."""
         raise RuntimeError(f"{service} is protected")
 
-    model = FakeModel(messages=iter([
-        AIMessage("", tool_calls=[{"name": "lookup_alerts", "args": {"service": "auth"},
-                                   "id": "lc_1"}]),
-        AIMessage("", tool_calls=[{"name": "remember", "args": {"note": "auth had 12 alerts"},
-                                   "id": "lc_2"}]),
-        AIMessage("", tool_calls=[{"name": "restart", "args": {"service": "auth"},
-                                   "id": "lc_3"}]),
-        AIMessage("Done."),
-    ]))
+    model = FakeModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "", tool_calls=[{"name": "lookup_alerts", "args": {"service": "auth"}, "id": "lc_1"}]
+                ),
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "remember", "args": {"note": "auth had 12 alerts"}, "id": "lc_2"}],
+                ),
+                AIMessage("", tool_calls=[{"name": "restart", "args": {"service": "auth"}, "id": "lc_3"}]),
+                AIMessage("Done."),
+            ]
+        )
+    )
     middleware = MemoryMiddleware(Client(console["url"], console["token"]), user=console["user"])
-    graph = create_agent(model, tools=[lookup_alerts, remember, restart],
-                         system_prompt="You analyse incidents.", middleware=[middleware])
+    graph = create_agent(
+        model,
+        tools=[lookup_alerts, remember, restart],
+        system_prompt="You analyse incidents.",
+        middleware=[middleware],
+    )
     with pytest.raises(RuntimeError, match="protected"):
         graph.invoke({"messages": [{"role": "user", "content": "Why is auth slow?"}]})
 
@@ -257,12 +309,23 @@ def test_langchain_after_agent_sends_the_remembered_notes(console, agent):
         def bind_tools(self, tools, **kwargs):
             return self
 
-    model = FakeModel(messages=iter([
-        AIMessage("", tool_calls=[{"name": "remember", "args": {"note": "deploys on Fridays "
-                                                                        "broke auth twice"},
-                                   "id": "lc_9"}]),
-        AIMessage("Noted."),
-    ]))
+    model = FakeModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {
+                            "name": "remember",
+                            "args": {"note": "deploys on Fridays broke auth twice"},
+                            "id": "lc_9",
+                        }
+                    ],
+                ),
+                AIMessage("Noted."),
+            ]
+        )
+    )
     middleware = MemoryMiddleware(Client(console["url"], console["token"]), user=console["user"])
     graph = create_agent(model, tools=[remember], middleware=[middleware])
     graph.invoke({"messages": [{"role": "user", "content": "Remember the Friday deploys."}]})
@@ -298,18 +361,23 @@ def test_an_openai_run_that_raises_still_sends_the_fact_and_ends_with_an_error(c
         """Alerts of a service."""
         return f"{service}: 12 alerts"
 
-    model = ScriptedModel([
-        [function_call("remember", {"note": "the auth pool was exhausted"}, call_id="c1")],
-        [function_call("lookup_alerts", {"service": "auth"}, call_id="c2")],
-        [function_call("lookup_alerts", {"service": "db"}, call_id="c3")],
-    ])
-    analyst = Agent(name="analyst", instructions=memory_instructions("You analyse incidents."),
-                    model=model, tools=[lookup_alerts, remember])
+    model = ScriptedModel(
+        [
+            [function_call("remember", {"note": "the auth pool was exhausted"}, call_id="c1")],
+            [function_call("lookup_alerts", {"service": "auth"}, call_id="c2")],
+            [function_call("lookup_alerts", {"service": "db"}, call_id="c3")],
+        ]
+    )
+    analyst = Agent(
+        name="analyst",
+        instructions=memory_instructions("You analyse incidents."),
+        model=model,
+        tools=[lookup_alerts, remember],
+    )
     context = MemoryContext(user=console["user"])
     hooks = MemoryHooks(Client(console["url"], console["token"]))
     with pytest.raises(MaxTurnsExceeded):
-        _in_own_thread(hooks.run_sync, analyst, "Why is auth slow?", context=context,
-                       max_turns=2)
+        _in_own_thread(hooks.run_sync, analyst, "Why is auth slow?", context=context, max_turns=2)
     notes = MemoryFile.objects.get(path__startswith="notes/")
     assert "the auth pool was exhausted" in _workspace_text(notes.path)
     assert notes.head.author_agent == agent
@@ -332,14 +400,12 @@ def _fake_model(messages):
 
         async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
             seen.append(messages)
-            return await super()._agenerate(messages, stop=stop, run_manager=run_manager,
-                                            **kwargs)
+            return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
     return FakeModel(messages=iter(messages)), seen
 
 
-def test_a_langchain_tool_that_raises_still_sends_the_fact_and_ends_with_an_error(console,
-                                                                                  agent):
+def test_a_langchain_tool_that_raises_still_sends_the_fact_and_ends_with_an_error(console, agent):
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage
     from langchain_core.tools import tool
@@ -351,22 +417,25 @@ def test_a_langchain_tool_that_raises_still_sends_the_fact_and_ends_with_an_erro
         """Restart a service."""
         raise RuntimeError(f"{service} is protected")
 
-    model, _seen = _fake_model([
-        AIMessage("", tool_calls=[{"name": "remember", "args": {"note": "auth restarts are "
-                                                                        "protected"},
-                                   "id": "lc_1"}]),
-        AIMessage("", tool_calls=[{"name": "restart", "args": {"service": "auth"},
-                                   "id": "lc_2"}]),
-        AIMessage("Done."),
-    ])
+    model, _seen = _fake_model(
+        [
+            AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "remember", "args": {"note": "auth restarts are protected"}, "id": "lc_1"}
+                ],
+            ),
+            AIMessage("", tool_calls=[{"name": "restart", "args": {"service": "auth"}, "id": "lc_2"}]),
+            AIMessage("Done."),
+        ]
+    )
     middleware = MemoryMiddleware(Client(console["url"], console["token"]), user=console["user"])
     graph = create_agent(model, tools=[remember, restart], middleware=[middleware])
     with pytest.raises(RuntimeError, match="protected"):
         graph.invoke({"messages": [{"role": "user", "content": "Restart auth."}]})
     notes = MemoryFile.objects.get(path__startswith="notes/")
     assert "auth restarts are protected" in _workspace_text(notes.path)
-    _ended_with_error(AgentSession.objects.get(external_ref="langchain"), "restart",
-                      "auth is protected")
+    _ended_with_error(AgentSession.objects.get(external_ref="langchain"), "restart", "auth is protected")
     assert middleware._runs == {}
 
 
@@ -378,17 +447,29 @@ def test_an_async_langchain_run_gets_its_memory_and_sends_its_notes(console, age
 
     from runnerkit.langchain import MemoryMiddleware, remember
 
-    model, seen = _fake_model([
-        AIMessage("", tool_calls=[{"name": "remember", "args": {"note": "deploys on Fridays "
-                                                                        "broke auth twice"},
-                                   "id": "lc_9"}]),
-        AIMessage("Noted."),
-    ])
+    model, seen = _fake_model(
+        [
+            AIMessage(
+                "",
+                tool_calls=[
+                    {
+                        "name": "remember",
+                        "args": {"note": "deploys on Fridays broke auth twice"},
+                        "id": "lc_9",
+                    }
+                ],
+            ),
+            AIMessage("Noted."),
+        ]
+    )
     middleware = MemoryMiddleware(Client(console["url"], console["token"]), user=console["user"])
-    graph = create_agent(model, tools=[remember], system_prompt="You analyse incidents.",
-                         middleware=[middleware])
-    result = _in_own_thread(asyncio.run, graph.ainvoke(
-        {"messages": [{"role": "user", "content": "Remember the Friday deploys."}]}))
+    graph = create_agent(
+        model, tools=[remember], system_prompt="You analyse incidents.", middleware=[middleware]
+    )
+    result = _in_own_thread(
+        asyncio.run,
+        graph.ainvoke({"messages": [{"role": "user", "content": "Remember the Friday deploys."}]}),
+    )
     assert result["messages"][-1].text == "Noted."
     assert "Maria prefers UTC." in seen[0][0].text
     notes = MemoryFile.objects.get(path__startswith="notes/")
@@ -404,11 +485,21 @@ def test_claude_code_reports_an_edit_of_a_read_only_file_and_puts_it_back(consol
     soul = folder / "SOUL.md"
     soul.chmod(0o644)  # as root nothing stops the edit anyway
     soul.write_text("I am someone else.\n")
-    code, out, err = _hook(console, tmp_path, _claude(
-        "PostToolUse", tool_name="Edit", tool_use_id="toolu_9",
-        tool_input={"file_path": str(soul), "old_string": "You analyse incidents.",
-                    "new_string": "I am someone else."},
-        tool_response={"filePath": str(soul), "structuredPatch": [{"lines": ["+secret"]}]}))
+    code, out, err = _hook(
+        console,
+        tmp_path,
+        _claude(
+            "PostToolUse",
+            tool_name="Edit",
+            tool_use_id="toolu_9",
+            tool_input={
+                "file_path": str(soul),
+                "old_string": "You analyse incidents.",
+                "new_string": "I am someone else.",
+            },
+            tool_response={"filePath": str(soul), "structuredPatch": [{"lines": ["+secret"]}]},
+        ),
+    )
     assert code == 2 and out == ""  # PostToolUse: exit 2 hands stderr to Claude
     assert "SOUL.md: this edit is not kept" in err and "put back" in err
     assert soul.read_text() == "You analyse incidents.\n"
@@ -445,8 +536,11 @@ def test_claude_code_stop_failure_sends_its_details_and_session_end_cleans_up(co
     _hook(console, tmp_path, _claude("SessionStart", source="startup"))
     folder = next((tmp_path / "memory").iterdir())
     assert (folder / "USER.md").exists()
-    _hook(console, tmp_path, _claude("StopFailure", error="invalid_request",
-                                     error_details="prompt is too long: 212000 tokens"))
+    _hook(
+        console,
+        tmp_path,
+        _claude("StopFailure", error="invalid_request", error_details="prompt is too long: 212000 tokens"),
+    )
     error = _events("error")[-1].payload
     assert error["message"] == "invalid_request: prompt is too long: 212000 tokens"
     assert error["details"]["error_details"] == "prompt is too long: 212000 tokens"
@@ -470,8 +564,9 @@ def test_mgc_hook_prints_settings_with_its_own_absolute_command():
 # --- The examples a newcomer runs (docs/RUNNERS.md) -----------------------------------------------
 
 
-@pytest.mark.parametrize("script", ["claude_code_replay.py", "openai_agents_runner.py",
-                                    "langchain_runner.py"])
+@pytest.mark.parametrize(
+    "script", ["claude_code_replay.py", "openai_agents_runner.py", "langchain_runner.py"]
+)
 def test_each_runtimes_example_changes_the_memory(console, tmp_path, script):
     import os
     import subprocess
@@ -480,10 +575,20 @@ def test_each_runtimes_example_changes_the_memory(console, tmp_path, script):
 
     root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "MGC_"))}
-    env.update(MGC_URL=console["url"], MGC_RUNNER_TOKEN=console["token"],
-               MGC_USER=console["user"], MGC_STATE_DIR=str(tmp_path / "state"))
-    done = subprocess.run([sys.executable, str(root / "examples" / script)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    env.update(
+        MGC_URL=console["url"],
+        MGC_RUNNER_TOKEN=console["token"],
+        MGC_USER=console["user"],
+        MGC_STATE_DIR=str(tmp_path / "state"),
+    )
+    done = subprocess.run(
+        [sys.executable, str(root / "examples" / script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "has the new memory" in done.stdout
 
@@ -498,11 +603,21 @@ def test_the_replay_example_fails_loudly_when_its_fact_did_not_land(console, tmp
     agent.save()
     root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "MGC_"))}
-    env.update(MGC_URL=console["url"], MGC_RUNNER_TOKEN=console["token"],
-               MGC_USER=console["user"], MGC_STATE_DIR=str(tmp_path / "state"))
+    env.update(
+        MGC_URL=console["url"],
+        MGC_RUNNER_TOKEN=console["token"],
+        MGC_USER=console["user"],
+        MGC_STATE_DIR=str(tmp_path / "state"),
+    )
     for _run in range(2):  # the second run must not read the first one's folder either
-        done = subprocess.run([sys.executable, str(root / "examples" / "claude_code_replay.py")],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, str(root / "examples" / "claude_code_replay.py")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 1, done.stdout + done.stderr
         assert "has the new memory" not in done.stdout
         assert "workspace/notes/claude.md: rejected (policy_denied)" in done.stdout
@@ -526,15 +641,34 @@ def test_runnerkit_installs_on_its_own_with_the_mgc_hook_command(tmp_path):
     source, target = tmp_path / "src" / "runnerkit", tmp_path / "site"
     # A copy: pip builds in the source folder, which stays clean that way.
     shutil.copytree(root / "runnerkit", source, ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    str(target), str(source)], check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(source)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     assert (target / "bin" / "mgc-hook").exists() and (target / "bin" / "mgc-mcp").exists()
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(target), "MGC_URL": "http://127.0.0.1:9",
-           "MGC_RUNNER_TOKEN": "mgc_x", "MGC_STATE_DIR": str(tmp_path / "state")}
-    done = subprocess.run([sys.executable, "-c", "import runnerkit, sys; "
-                           "print(runnerkit.__file__, runnerkit.__version__, runnerkit.API_VERSION);"
-                           "from runnerkit.claude import main; sys.exit(main())"],
-                          input='{"session_id": "s", "hook_event_name": "SessionStart"}',
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(target),
+        "MGC_URL": "http://127.0.0.1:9",
+        "MGC_RUNNER_TOKEN": "mgc_x",
+        "MGC_STATE_DIR": str(tmp_path / "state"),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import runnerkit, sys; "
+            "print(runnerkit.__file__, runnerkit.__version__, runnerkit.API_VERSION);"
+            "from runnerkit.claude import main; sys.exit(main())",
+        ],
+        input='{"session_id": "s", "hook_event_name": "SessionStart"}',
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.stdout.startswith(str(target)) and " v1" in done.stdout
     assert done.returncode == 1 and "goes on without it" in done.stderr

@@ -21,14 +21,28 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def setup(s3, project, agent, person, make_user):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are calm.\n", actor=system)
-    store.file_create(project=project, scope="agent", agent=agent, path="AGENTS.md",
-                      content="- Cite sources.\n", actor=system)
-    store.file_create(project=project, scope="user", user=person, path="USER.md",
-                      content="Maria prefers UTC.\n", actor=Actor.person(person))
-    store.file_create(project=project, scope="workspace", path="incidents/a.md",
-                      content="# Incident A\n", actor=system)
+    store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="You are calm.\n", actor=system
+    )
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="AGENTS.md",
+        content="- Cite sources.\n",
+        actor=system,
+    )
+    store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria prefers UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_create(
+        project=project, scope="workspace", path="incidents/a.md", content="# Incident A\n", actor=system
+    )
     _, raw = bearer.token_create(agent=agent, name="example", created_by=make_user("ops"))
     return raw
 
@@ -36,9 +50,23 @@ def setup(s3, project, agent, person, make_user):
 def test_example_runner_completes_the_memory_cycle(live_server, setup, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "MGC_"))}
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "runner.py"), "--url", live_server.url,
-         "--token", setup, "--user", "maria", "--workdir", str(tmp_path / "box")],
-        capture_output=True, text=True, timeout=120, env=env)
+        [
+            sys.executable,
+            str(ROOT / "examples" / "runner.py"),
+            "--url",
+            live_server.url,
+            "--token",
+            setup,
+            "--user",
+            "maria",
+            "--workdir",
+            str(tmp_path / "box"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "new memory is in the prompt" in result.stdout
     appended = MemoryFile.objects.get(path="incidents/a.md")
@@ -46,13 +74,11 @@ def test_example_runner_completes_the_memory_cycle(live_server, setup, tmp_path)
     assert appended.head.session_ref  # each change carries its session id
     assert MemoryFile.objects.filter(path__startswith="runs/").count() == 1
     # AGENTS.md and USER.md are proposals per the default policy, waiting for a person.
-    assert sorted(Proposal.objects.values_list("file__path", flat=True)) == ["AGENTS.md",
-                                                                             "USER.md"]
+    assert sorted(Proposal.objects.values_list("file__path", flat=True)) == ["AGENTS.md", "USER.md"]
     assert MemoryFile.objects.get(path="AGENTS.md").head.number == 1
 
 
-def test_sandbox_keeps_local_copy_on_conflict_and_marks_read_only(live_server, setup, agent,
-                                                                 tmp_path):
+def test_sandbox_keeps_local_copy_on_conflict_and_marks_read_only(live_server, setup, agent, tmp_path):
     agent.hook_policy["post"]["workspace/**.md"] = {"modes": ["replace"], "approval": False}
     agent.save()
     client = Client(live_server.url, setup)
@@ -65,10 +91,13 @@ def test_sandbox_keeps_local_copy_on_conflict_and_marks_read_only(live_server, s
     local = tmp_path / "workspace" / "incidents" / "a.md"
     local.write_text("# Incident A\n\nlocal analysis\n", encoding="utf-8")
     file = MemoryFile.objects.select_related("head", "project").get(path="incidents/a.md")
-    store.file_save(file=file, content="# Incident A\n\nchanged in the console\n",
-                    actor=Actor.system("t"), base_revision=1)
+    store.file_save(
+        file=file,
+        content="# Incident A\n\nchanged in the console\n",
+        actor=Actor.system("t"),
+        base_revision=1,
+    )
     report = box.push(summary="analysis")
-    assert [(r["path"], r["status"]) for r in report] == [
-        ("workspace/incidents/a.md", "conflict")]
+    assert [(r["path"], r["status"]) for r in report] == [("workspace/incidents/a.md", "conflict")]
     assert local.read_text(encoding="utf-8") == "# Incident A\n\nlocal analysis\n"
     assert Revision.objects.filter(file=file).count() == 2

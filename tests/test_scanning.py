@@ -24,8 +24,10 @@ SAMPLE = [
     ("Use ghp_1234567890abcdefghijklmnopqrstuvwxyzAB for the mirror.", {"api_key"}),
     ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx12345", {"api_key"}),
     ("token: 8f2c1e9a7b6d5c4e3f2a1b0c9d8e7f6a", {"api_key"}),
-    ("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     {"api_key"}),
+    (
+        "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        {"api_key"},
+    ),
     ("-----BEGIN RSA PRIVATE KEY-----", {"api_key"}),
     ("The VPN password: Spring2026!", {"password"}),
     ("пароль — qwerty123", {"password"}),
@@ -146,8 +148,10 @@ def test_precision_and_recall_on_the_labelled_sample():
 def test_phone_precision_and_recall_on_international_and_national_forms():
     sample = [(text, {"phone"}) for text in PHONES] + [(text, set()) for text in NOT_PHONES]
     precision, recall, wrong = _precision_recall(sample)
-    print(f"phones: precision {precision:.2f}, recall {recall:.2f} on {len(PHONES)} numbers "
-          f"and {len(NOT_PHONES)} look-alikes")
+    print(
+        f"phones: precision {precision:.2f}, recall {recall:.2f} on {len(PHONES)} numbers "
+        f"and {len(NOT_PHONES)} look-alikes"
+    )
     assert precision >= 0.95, wrong
     assert recall >= 0.95, wrong
 
@@ -166,24 +170,34 @@ def test_look_alikes_are_not_phones(text):
     assert "phone" not in _kinds(text)
 
 
-@pytest.mark.parametrize("formats", [
-    ["+7 (912) 345-67-89", "+7 912 345 67 89", "8 (912) 345-67-89", "8-912-345-67-89",
-     "89123456789", "+79123456789"],
-    ["+49 151 23456789", "+49-151-23456789", "0049 151 2345 6789", "+49 (151) 234 567 89"],
-    ["+1 (212) 555-0199", "(212) 555-0199", "212-555-0199", "+1.212.555.0199"],
-])
+@pytest.mark.parametrize(
+    "formats",
+    [
+        [
+            "+7 (912) 345-67-89",
+            "+7 912 345 67 89",
+            "8 (912) 345-67-89",
+            "8-912-345-67-89",
+            "89123456789",
+            "+79123456789",
+        ],
+        ["+49 151 23456789", "+49-151-23456789", "0049 151 2345 6789", "+49 (151) 234 567 89"],
+        ["+1 (212) 555-0199", "(212) 555-0199", "212-555-0199", "+1.212.555.0199"],
+    ],
+)
 def test_one_number_masks_alike_in_every_format(formats):
     masks = {scanning.scan(f"call {text} now")[0].excerpt for text in formats}
     assert len(masks) == 1, masks
 
 
 def test_masks_have_one_balanced_shape_for_every_kind():
-    text = ("+7 (912) 345-67-89 | (212) 555-0199 | maria.ivanova@example.com | "
-            "4111 1111 1111 1111 | Passport 45 08 123456 | AKIAIOSFODNN7EXAMPLE | "
-            "password: Spring2026!")
+    text = (
+        "+7 (912) 345-67-89 | (212) 555-0199 | maria.ivanova@example.com | "
+        "4111 1111 1111 1111 | Passport 45 08 123456 | AKIAIOSFODNN7EXAMPLE | "
+        "password: Spring2026!"
+    )
     findings = scanning.scan(text)
-    assert {f.kind for f in findings} == {"phone", "email", "card", "passport", "api_key",
-                                          "password"}
+    assert {f.kind for f in findings} == {"phone", "email", "card", "passport", "api_key", "password"}
     for finding in findings:
         excerpt = finding.excerpt
         # Eight dots, whatever the length of what they hide; nothing of the original's

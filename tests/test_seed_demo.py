@@ -26,18 +26,17 @@ def test_bucket_after_seed_holds_exactly_the_layout_keys(s3):
             expected.add(f"{prefix}agents/{agent.id}/{name}")
         for file in MemoryFile.objects.filter(project=project, scope="user"):
             expected.add(f"{prefix}users/{file.user_id}/USER.md")
-        assert MemoryFile.objects.filter(project=project, scope="user").count() == len(
-            spec["profiles"])
+        assert MemoryFile.objects.filter(project=project, scope="user").count() == len(spec["profiles"])
         for path in spec["workspace"]:
             expected.add(f"{prefix}workspace/{path}")
         for file in MemoryFile.objects.filter(project=project, scope="workspace"):
             expected.add(f"{prefix}workspace/{file.path}")  # and what the demo run appended
         for sha in AgentSession.objects.filter(agent__project=project).values_list(
-                "prompt_sha256", flat=True):
+            "prompt_sha256", flat=True
+        ):
             expected.add(layout.prompt_key(prefix, sha))
         for revision in Revision.objects.filter(file__project=project):
-            expected.add(layout.snapshot_key(prefix, revision.file_id, revision.number,
-                                             revision.sha256))
+            expected.add(layout.snapshot_key(prefix, revision.file_id, revision.number, revision.sha256))
     assert set(s3.keys()) == expected
     # Workspace files carry their revisions; content is readable as it stands in the bucket.
     incident = MemoryFile.objects.get(path="incidents/2026-11-28-card-auth-latency.md")

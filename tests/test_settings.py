@@ -17,8 +17,9 @@ def _manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     clean.pop("DATABASE_URL", None)
     clean.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set for the browser tests only
     clean.update(env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=clean,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_production_without_secret_key_fails_at_start():
@@ -28,9 +29,15 @@ def test_production_without_secret_key_fails_at_start():
 
 
 def test_check_deploy_is_clean_with_production_values():
-    result = _manage("check", "--deploy", "--fail-level", "WARNING",
-                     MGC_ENV="production", MGC_SECRET_KEY="x" * 64 + "-production-secret-0123",
-                     MGC_ALLOWED_HOSTS="memory.example.com")
+    result = _manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        MGC_ENV="production",
+        MGC_SECRET_KEY="x" * 64 + "-production-secret-0123",
+        MGC_ALLOWED_HOSTS="memory.example.com",
+    )
     assert result.returncode == 0, result.stderr + result.stdout
 
 

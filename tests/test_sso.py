@@ -40,14 +40,22 @@ class ProviderVisit:
             login = self.provider.base + answer.headers["Location"]
             page = self.http.get(login, timeout=10)
             assert page.status_code == 200 and "Test identity provider" in page.text
-            answer = self.http.post(login, data={
-                "username": self.username, "password": self.password,
-                "csrfmiddlewaretoken": self.http.cookies["idp_csrftoken"],
-                "next": parse_qs(urlsplit(login).query)["next"][0]},
-                headers={"Referer": login}, allow_redirects=False, timeout=10)
+            answer = self.http.post(
+                login,
+                data={
+                    "username": self.username,
+                    "password": self.password,
+                    "csrfmiddlewaretoken": self.http.cookies["idp_csrftoken"],
+                    "next": parse_qs(urlsplit(login).query)["next"][0],
+                },
+                headers={"Referer": login},
+                allow_redirects=False,
+                timeout=10,
+            )
             assert answer.status_code == 302, answer.text[:500]
-            answer = self.http.get(self.provider.base + answer.headers["Location"],
-                                   allow_redirects=False, timeout=10)
+            answer = self.http.get(
+                self.provider.base + answer.headers["Location"], allow_redirects=False, timeout=10
+            )
         assert answer.status_code == 302, answer.text[:500]
         return answer.headers["Location"]
 
@@ -75,6 +83,7 @@ def person_at_provider(sso):
         username = name or unique("pat")
         sso.user(username, password="pw-" + username, groups=list(groups), **fields)
         return ProviderVisit(sso, username, "pw-" + username)
+
     return make
 
 
@@ -108,12 +117,16 @@ def assert_no_account(client, visit: ProviderVisit) -> None:
     assert "_auth_user_id" not in client.session
 
 
-@pytest.mark.parametrize(("switch", "words"), [
-    ({"forge": True}, ["signature", "forged"]),
-    ({"expired": True}, ["expired"]),
-    ({"audience": "another-application"}, ["another application", "audience"]),
-    ({"issuer": "http://127.0.0.1:9/not-the-provider"}, ["issuer does not match"]),
-], ids=["forged", "expired", "wrong-audience", "wrong-issuer"])
+@pytest.mark.parametrize(
+    ("switch", "words"),
+    [
+        ({"forge": True}, ["signature", "forged"]),
+        ({"expired": True}, ["expired"]),
+        ({"audience": "another-application"}, ["another application", "audience"]),
+        ({"issuer": "http://127.0.0.1:9/not-the-provider"}, ["issuer does not match"]),
+    ],
+    ids=["forged", "expired", "wrong-audience", "wrong-issuer"],
+)
 def test_a_bad_id_token_is_refused_with_no_account(client, sso, person_at_provider, switch, words):
     visit = person_at_provider()
     sso.misbehave(**switch)
@@ -136,8 +149,7 @@ def test_a_replayed_code_is_refused(client, person_at_provider):
     other = Client()
     state = parse_qs(urlsplit(begin(other)).query)["state"][0]
     code = parse_qs(urlsplit(callback).query)["code"][0]
-    assert_refused(other.get(f"/sso/complete/oidc/?code={code}&state={state}"),
-                   "refused the sign-in code")
+    assert_refused(other.get(f"/sso/complete/oidc/?code={code}&state={state}"), "refused the sign-in code")
     assert "_auth_user_id" not in other.session
     assert get_user_model().objects.count() == accounts
 
@@ -152,14 +164,17 @@ def test_a_missing_state_is_refused(client, person_at_provider):
 def test_a_mismatched_state_is_refused(client, person_at_provider):
     visit = person_at_provider()
     query = parse_qs(urlsplit(visit.authorize(begin(client))).query)
-    assert_refused(client.get(f"/sso/complete/oidc/?code={query['code'][0]}&state=not-the-one"),
-                   "matches no sign-in started in this browser")
+    assert_refused(
+        client.get(f"/sso/complete/oidc/?code={query['code'][0]}&state=not-the-one"),
+        "matches no sign-in started in this browser",
+    )
     assert_no_account(client, visit)
 
 
 @pytest.mark.parametrize("spelling", ["MARIA", "m\u0430ria"], ids=["case", "cyrillic-a"])
-def test_a_username_taken_locally_is_refused_and_never_taken_over(client, make_user,
-                                                                  person_at_provider, spelling):
+def test_a_username_taken_locally_is_refused_and_never_taken_over(
+    client, make_user, person_at_provider, spelling
+):
     maria = make_user("maria")
     visit = person_at_provider(spelling)
     assert_refused(sign_in(client, visit), spelling, "already used by another account")
@@ -196,13 +211,16 @@ def test_sign_in_again_finds_the_account_by_subject_not_by_name(client, sso, per
 
 # --- Roles from groups ------------------------------------------------------------------------
 
+
 def test_group_memberships_are_added_changed_and_removed_across_two_sign_ins(
-        client, sso, person_at_provider, make_project, make_user):
+    client, sso, person_at_provider, make_project, make_user
+):
     from projects.governance import groups
 
     boss = make_user("boss", is_superuser=True)
-    incidents, tenders, reports, manual = (make_project(slug=s) for s in
-                                           ("incidents", "tenders", "reports", "manual"))
+    incidents, tenders, reports, manual = (
+        make_project(slug=s) for s in ("incidents", "tenders", "reports", "manual")
+    )
     sre = groups.mapping_save(by=boss, project=incidents, group="sre", role="employee")
     groups.mapping_save(by=boss, project=tenders, group="audit", role="compliance")
     groups.mapping_save(by=boss, project=reports, group="ops", role="employee")
@@ -215,8 +233,11 @@ def test_group_memberships_are_added_changed_and_removed_across_two_sign_ins(
     def roles():
         return {m.project.slug: (m.role, m.source) for m in Membership.objects.filter(user=user)}
 
-    assert roles() == {"incidents": ("employee", "group"), "tenders": ("compliance", "group"),
-                       "manual": ("admin", "manual")}
+    assert roles() == {
+        "incidents": ("employee", "group"),
+        "tenders": ("compliance", "group"),
+        "manual": ("admin", "manual"),
+    }
 
     # Between the two sign-ins: the admin changes the sre mapping's role, the provider moves
     # the person out of audit and into ops.
@@ -225,10 +246,15 @@ def test_group_memberships_are_added_changed_and_removed_across_two_sign_ins(
     client.logout()
     sign_in(client, visit)
 
-    assert roles() == {"incidents": ("compliance", "group"), "reports": ("employee", "group"),
-                       "manual": ("admin", "manual")}
-    events = {(e.action, e.project.slug): e.details for e in
-              AuditEvent.objects.filter(action__startswith="member.", actor_label="system:sign-in")}
+    assert roles() == {
+        "incidents": ("compliance", "group"),
+        "reports": ("employee", "group"),
+        "manual": ("admin", "manual"),
+    }
+    events = {
+        (e.action, e.project.slug): e.details
+        for e in AuditEvent.objects.filter(action__startswith="member.", actor_label="system:sign-in")
+    }
     assert events[("member.role", "incidents")]["mapping"] == "group sre -> incidents as compliance"
     assert events[("member.remove", "tenders")]["mapping"] == "group audit -> tenders as compliance"
     assert events[("member.grant", "reports")]["mapping"] == "group ops -> reports as employee"
@@ -236,8 +262,9 @@ def test_group_memberships_are_added_changed_and_removed_across_two_sign_ins(
     assert ("member.grant", "manual") not in events
 
 
-def test_highest_role_wins_and_a_hand_grant_is_never_touched(client, sso, person_at_provider,
-                                                             make_project, make_user):
+def test_highest_role_wins_and_a_hand_grant_is_never_touched(
+    client, sso, person_at_provider, make_project, make_user
+):
     from projects.governance import groups
 
     boss = make_user("boss", is_superuser=True)
@@ -253,11 +280,14 @@ def test_highest_role_wins_and_a_hand_grant_is_never_touched(client, sso, person
     client.logout()
     sign_in(client, visit)
     assert {m.project.slug: m.role for m in Membership.objects.filter(user=user)} == {
-        "incidents": "admin", "manual": "employee"}
+        "incidents": "admin",
+        "manual": "employee",
+    }
 
 
 def test_mapping_page_lets_admins_add_change_and_delete_with_errors_at_the_field(
-        client, admin, project, make_project):
+    client, admin, project, make_project
+):
     other = make_project(slug="elsewhere")
     client.force_login(admin)
     page = f"/p/{project.slug}/groups/"
@@ -276,7 +306,10 @@ def test_mapping_page_lets_admins_add_change_and_delete_with_errors_at_the_field
     assert client.post(page, {"delete": mapping.pk}).status_code == 302
     assert not GroupMapping.objects.exists()
     assert [e.action for e in AuditEvent.objects.filter(action__startswith="mapping.").order_by("seq")] == [
-        "mapping.create", "mapping.update", "mapping.delete"]
+        "mapping.create",
+        "mapping.update",
+        "mapping.delete",
+    ]
     # Another project's page is not this admin's.
     assert client.get(f"/p/{other.slug}/groups/").status_code == 404
 
@@ -290,9 +323,11 @@ def test_employees_cannot_see_the_mapping_page(client, person, project):
 
 # --- Offboarding --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("how", ["disable", "delete"])
-def test_deactivation_in_the_provider_refuses_the_next_request(client, sso, settings,
-                                                               person_at_provider, how):
+def test_deactivation_in_the_provider_refuses_the_next_request(
+    client, sso, settings, person_at_provider, how
+):
     settings.MGC_OIDC_RECHECK_SECONDS = 0  # confirm with the provider on every request
     visit = person_at_provider()
     sign_in(client, visit)
@@ -326,7 +361,8 @@ def test_with_a_recheck_interval_refusal_comes_within_it(client, sso, settings, 
 
 
 def test_a_confirmed_session_follows_group_changes_without_a_new_sign_in(
-        client, sso, settings, person_at_provider, make_project, make_user):
+    client, sso, settings, person_at_provider, make_project, make_user
+):
     from projects.governance import groups
 
     settings.MGC_OIDC_RECHECK_SECONDS = 0
@@ -366,6 +402,7 @@ def test_password_logout_stays_local(client, person):
 
 # --- The login page, local passwords, the provider down ----------------------------------------
 
+
 def test_login_page_offers_the_provider_beside_passwords(client, sso):
     text = client.get("/accounts/login/").content.decode()
     assert "Sign in with Test IdP" in text and 'name="password"' in text
@@ -400,7 +437,8 @@ class TestProviderDown:
         assert "Identity provider unavailable" in text and "Test IdP is not answering" in text
 
     def test_break_glass_admin_signs_in_with_a_password_others_cannot(
-            self, client, sso, settings, make_user, person_at_provider, request):
+        self, client, sso, settings, make_user, person_at_provider, request
+    ):
         visit = person_at_provider()
         settings.MGC_OIDC_RECHECK_SECONDS = 0
         signed_in = type(client)()
@@ -430,8 +468,9 @@ def test_group_mapping_command_sets_lists_and_deletes(make_project):
 
     make_project(slug="incidents")
     out = StringIO()
-    call_command("group_mapping", "--set", "sre=incidents:employee", "--set", "sre=incidents:admin",
-                 stdout=out)
+    call_command(
+        "group_mapping", "--set", "sre=incidents:employee", "--set", "sre=incidents:admin", stdout=out
+    )
     assert GroupMapping.objects.get().role == "admin"
     listing = StringIO()
     call_command("group_mapping", stdout=listing)

@@ -69,16 +69,24 @@ def _endpoint(s3, style: str) -> str:
 
 
 def _lean(s3, style: str) -> MemoryStorage:
-    options = dict(settings.STORAGES["memory"]["OPTIONS"], bucket_name=s3.bucket,
-                   endpoint_url=_endpoint(s3, style), addressing_style=style)
+    options = dict(
+        settings.STORAGES["memory"]["OPTIONS"],
+        bucket_name=s3.bucket,
+        endpoint_url=_endpoint(s3, style),
+        addressing_style=style,
+    )
     return MemoryStorage(**options)
 
 
 def _boto3(s3, style: str):
-    return boto3.client("s3", endpoint_url=_endpoint(s3, style), region_name="us-east-1",
-                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-                        config=Config(s3={"addressing_style": style},
-                                      retries={"total_max_attempts": 1}))
+    return boto3.client(
+        "s3",
+        endpoint_url=_endpoint(s3, style),
+        region_name="us-east-1",
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(s3={"addressing_style": style}, retries={"total_max_attempts": 1}),
+    )
 
 
 def _listing(client, bucket: str, prefix: str) -> tuple[dict[str, str], int]:
@@ -133,8 +141,7 @@ def test_a_missing_key_and_an_empty_prefix(s3, localhost_names, style):
             client.get_object(Bucket=s3.bucket, Key=missing)
         assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
         assert refused.value.response["Error"]["Code"] == "NoSuchKey"
-    assert lean.etags("contract/nothing/") == {} == _listing(client, s3.bucket,
-                                                             "contract/nothing/")[0]
+    assert lean.etags("contract/nothing/") == {} == _listing(client, s3.bucket, "contract/nothing/")[0]
     _assert_addressed(s3, style)
 
 
@@ -171,12 +178,20 @@ def test_virtual_addressing_at_an_ip_address_lists_what_boto3_lists(s3):
     boto3 sends path-style requests there, as no host name `<bucket>.10.0.0.5` exists."""
     s3.put(PREFIX + "a.md", b"a")
     endpoint = s3.proxy.url  # http://127.0.0.1:<port>
-    options = dict(settings.STORAGES["memory"]["OPTIONS"], bucket_name=s3.bucket,
-                   endpoint_url=endpoint, addressing_style="virtual")
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-                          config=Config(s3={"addressing_style": "virtual"}))
+    options = dict(
+        settings.STORAGES["memory"]["OPTIONS"],
+        bucket_name=s3.bucket,
+        endpoint_url=endpoint,
+        addressing_style="virtual",
+    )
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(s3={"addressing_style": "virtual"}),
+    )
     expected, _pages = _listing(client, s3.bucket, PREFIX)
-    assert expected == {PREFIX + "a.md": client.head_object(Bucket=s3.bucket,
-                                                            Key=PREFIX + "a.md")["ETag"]}
+    assert expected == {PREFIX + "a.md": client.head_object(Bucket=s3.bucket, Key=PREFIX + "a.md")["ETag"]}
     assert MemoryStorage(**options).etags(PREFIX) == expected

@@ -15,8 +15,14 @@ pytestmark = pytest.mark.django_db
 
 
 def test_create_writes_head_and_snapshot_objects(s3, project, actor):
-    revision = store.file_create(project=project, scope="workspace", path="events/2026-12-01.md",
-                                 content="# Outage\n", actor=actor, message="first")
+    revision = store.file_create(
+        project=project,
+        scope="workspace",
+        path="events/2026-12-01.md",
+        content="# Outage\n",
+        actor=actor,
+        message="first",
+    )
     file = revision.file
     assert file.key == f"projects/{project.id}/workspace/events/2026-12-01.md"
     assert s3.get(file.key) == b"# Outage\n"
@@ -29,8 +35,7 @@ def test_create_writes_head_and_snapshot_objects(s3, project, actor):
 
 def test_save_history_and_read_any_revision(s3, workspace_file, actor):
     store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
-    store.file_save(file=workspace_file, content="third\n", actor=actor, base_revision=2,
-                    message="more")
+    store.file_save(file=workspace_file, content="third\n", actor=actor, base_revision=2, message="more")
     page = history.file_history(workspace_file)
     assert [r.number for r in page] == [3, 2, 1]
     assert [reading.revision_read(r) for r in page] == ["third\n", "second\n", "first\n"]
@@ -45,8 +50,7 @@ def test_history_is_paginated(s3, workspace_file, actor):
     page = history.file_history(workspace_file, page=2, per_page=3)
     assert [r.number for r in page] == [4, 3, 2]
     assert page.paginator.num_pages == 3
-    assert [r.number for r in history.file_history(workspace_file, page="nonsense", per_page=3)] == [
-        7, 6, 5]
+    assert [r.number for r in history.file_history(workspace_file, page="nonsense", per_page=3)] == [7, 6, 5]
 
 
 def test_restore_writes_a_new_revision_with_old_content(s3, workspace_file, actor):
@@ -73,15 +77,21 @@ def test_delete_is_a_tombstone_and_keeps_history(s3, workspace_file, actor):
     with pytest.raises(errors.FileDeleted):
         removal.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=2)
     # Re-creating writes revision 3 on top of the tombstone.
-    again = store.file_create(project=workspace_file.project, scope="workspace",
-                              path="notes/today.md", content="back\n", actor=actor)
+    again = store.file_create(
+        project=workspace_file.project,
+        scope="workspace",
+        path="notes/today.md",
+        content="back\n",
+        actor=actor,
+    )
     assert again.number == 3 and s3.get(workspace_file.key) == b"back\n"
 
 
 def test_cyrillic_content_round_trips(s3, project, actor):
     text = "# Профиль\n\nПредпочитает краткие отчёты на русском. Часовой пояс: Москва.\n"
-    revision = store.file_create(project=project, scope="workspace", path="заметки/итоги.md",
-                                 content=text, actor=actor)
+    revision = store.file_create(
+        project=project, scope="workspace", path="заметки/итоги.md", content=text, actor=actor
+    )
     assert s3.get(revision.file.key).decode("utf-8") == text
     assert reading.file_read(reload_file(revision.file)).text == text
     assert revision.size == len(text.encode("utf-8"))
@@ -99,8 +109,7 @@ def test_non_utf8_and_binary_content_is_refused(s3, workspace_file, actor):
     with pytest.raises(errors.ContentRejected, match="not UTF-8"):
         store.file_save(file=workspace_file, content=b"caf\xe9\n", actor=actor, base_revision=1)
     with pytest.raises(errors.ContentRejected, match="NUL"):
-        store.file_save(file=workspace_file, content=b"\x89PNG\x00\x00", actor=actor,
-                        base_revision=1)
+        store.file_save(file=workspace_file, content=b"\x89PNG\x00\x00", actor=actor, base_revision=1)
     assert s3.get(workspace_file.key) == b"first\n"
     assert Revision.objects.filter(file=workspace_file).count() == 1
 
@@ -136,25 +145,21 @@ def test_direct_write_to_bucket_is_recorded_as_external_then_conflict(s3, worksp
     assert s3.get(workspace_file.key) == b"merged\n"
 
 
-def test_saving_the_heads_own_text_makes_no_revision_and_writes_nothing(s3, workspace_file,
-                                                                        actor):
+def test_saving_the_heads_own_text_makes_no_revision_and_writes_nothing(s3, workspace_file, actor):
     history = layout.history_prefix(workspace_file.project.prefix, workspace_file.pk)
     etag = s3.client.head_object(Bucket=s3.bucket, Key=workspace_file.key)["ETag"]
     audited = AuditEvent.objects.count()
-    revision = store.file_save(file=workspace_file, content="first\n", actor=actor,
-                               base_revision=1)
+    revision = store.file_save(file=workspace_file, content="first\n", actor=actor, base_revision=1)
     assert revision.number == 1  # the head, returned: its number is the base
     assert Revision.objects.filter(file=workspace_file).count() == 1
     assert s3.client.head_object(Bucket=s3.bucket, Key=workspace_file.key)["ETag"] == etag
     assert len(s3.keys(history)) == 1
     assert AuditEvent.objects.count() == audited
     # A restore of that same text is a person's decision: it is recorded.
-    assert store.file_restore(file=workspace_file, number=1, actor=actor,
-                              base_revision=1).number == 2
+    assert store.file_restore(file=workspace_file, number=1, actor=actor, base_revision=1).number == 2
 
 
-def test_the_heads_text_over_a_direct_write_is_a_conflict_not_a_silent_no_op(s3, workspace_file,
-                                                                             actor):
+def test_the_heads_text_over_a_direct_write_is_a_conflict_not_a_silent_no_op(s3, workspace_file, actor):
     s3.put(workspace_file.key, b"sandbox wrote this\n")
     with pytest.raises(errors.SaveConflict) as info:
         store.file_save(file=workspace_file, content="first\n", actor=actor, base_revision=1)
@@ -173,25 +178,25 @@ def test_create_over_an_untracked_object_adopts_it_and_conflicts(s3, project, ac
     key = layout.workspace_file_key(project.prefix, "found.md")
     s3.put(key, b"already here\n")
     with pytest.raises(errors.SaveConflict) as info:
-        store.file_create(project=project, scope="workspace", path="found.md", content="new\n",
-                          actor=actor)
+        store.file_create(project=project, scope="workspace", path="found.md", content="new\n", actor=actor)
     assert info.value.head_text == "already here\n"
     assert s3.get(key) == b"already here\n"
 
 
 def test_bad_workspace_path_is_refused_before_any_write(s3, project, actor):
     with pytest.raises(ValidationError):
-        store.file_create(project=project, scope="workspace", path="../other/x.md",
-                          content="x", actor=actor)
+        store.file_create(project=project, scope="workspace", path="../other/x.md", content="x", actor=actor)
     assert s3.keys() == []
     assert not MemoryFile.objects.exists()
 
 
 def test_agent_and_user_files_use_their_layout_keys(s3, project, agent, person, actor):
-    soul = store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                             content="# Soul\n", actor=actor)
-    profile = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                                content="# Maria\n", actor=actor)
+    soul = store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="# Soul\n", actor=actor
+    )
+    profile = store.file_create(
+        project=project, scope="user", user=person, path="USER.md", content="# Maria\n", actor=actor
+    )
     assert soul.file.key == f"projects/{project.id}/agents/{agent.id}/SOUL.md"
     assert profile.file.key == f"projects/{project.id}/users/{person.id}/USER.md"
 
@@ -200,28 +205,37 @@ def test_every_write_is_audited(s3, workspace_file, actor):
     store.file_save(file=workspace_file, content="2\n", actor=actor, base_revision=1)
     store.file_restore(file=workspace_file, number=1, actor=actor, base_revision=2)
     removal.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=3)
-    events = list(AuditEvent.objects.filter(object_id=str(workspace_file.pk))
-                  .order_by("id").values_list("action", "details__revision", "actor_label"))
-    assert events == [("file.save", 1, "maria"), ("file.save", 2, "maria"),
-                      ("file.restore", 3, "maria"), ("file.delete", 4, "maria")]
+    events = list(
+        AuditEvent.objects.filter(object_id=str(workspace_file.pk))
+        .order_by("id")
+        .values_list("action", "details__revision", "actor_label")
+    )
+    assert events == [
+        ("file.save", 1, "maria"),
+        ("file.save", 2, "maria"),
+        ("file.restore", 3, "maria"),
+        ("file.delete", 4, "maria"),
+    ]
 
 
 def test_agent_author_carries_session(s3, project, agent):
-    revision = store.file_create(project=project, scope="workspace", path="log.md", content="x\n",
-                                 actor=Actor.for_agent(agent, "sess-1"))
-    assert (revision.author_kind, revision.author_agent, revision.session_ref) == (
-        "agent", agent, "sess-1")
+    revision = store.file_create(
+        project=project,
+        scope="workspace",
+        path="log.md",
+        content="x\n",
+        actor=Actor.for_agent(agent, "sess-1"),
+    )
+    assert (revision.author_kind, revision.author_agent, revision.session_ref) == ("agent", agent, "sess-1")
     assert revision.author_label == "agent:analyst"
 
 
 def test_project_with_own_bucket_writes_there(s3, make_project, actor):
     s3.client.create_bucket(Bucket="tenders-own")
     own = make_project(bucket="tenders-own", key_prefix="tenders/")
-    revision = store.file_create(project=own, scope="workspace", path="a.md", content="a\n",
-                                 actor=actor)
+    revision = store.file_create(project=own, scope="workspace", path="a.md", content="a\n", actor=actor)
     assert revision.file.key == "tenders/workspace/a.md"
-    assert s3.client.get_object(Bucket="tenders-own", Key="tenders/workspace/a.md")[
-        "Body"].read() == b"a\n"
+    assert s3.client.get_object(Bucket="tenders-own", Key="tenders/workspace/a.md")["Body"].read() == b"a\n"
     assert s3.keys() == []
 
 

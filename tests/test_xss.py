@@ -16,27 +16,27 @@ PAYLOADS = [
     "<script>alert(1)</script>",
     "<SCRIPT SRC=//evil.example/x.js></SCRIPT>",
     "<img src=x onerror=alert(1)>",
-    "<img src=\"javascript:alert(1)\">",
+    '<img src="javascript:alert(1)">',
     "<svg onload=alert(1)>",
     "<svg><script>alert(1)</script></svg>",
     "<body onload=alert(1)>",
     "<iframe src=javascript:alert(1)></iframe>",
     "<iframe srcdoc='<script>alert(1)</script>'></iframe>",
-    "<a href=\"javascript:alert(1)\">x</a>",
-    "<a href=\"JaVaScRiPt:alert(1)\">x</a>",
-    "<a href=\"jav&#x09;ascript:alert(1)\">x</a>",
-    "<a href=\"data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==\">x</a>",
-    "<a href=\"vbscript:msgbox(1)\">x</a>",
+    '<a href="javascript:alert(1)">x</a>',
+    '<a href="JaVaScRiPt:alert(1)">x</a>',
+    '<a href="jav&#x09;ascript:alert(1)">x</a>',
+    '<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">x</a>',
+    '<a href="vbscript:msgbox(1)">x</a>',
     "[click](javascript:alert(1))",
     "[click](JAVASCRIPT:alert(1))",
     "[click](data:text/html,<script>alert(1)</script>)",
     "![x](javascript:alert(1))",
     "![x](data:image/svg+xml,<svg onload=alert(1)>)",
-    "<div style=\"background:url(javascript:alert(1))\">x</div>",
-    "<p style=\"position:fixed;top:0;left:0;width:100%;height:100%\">overlay</p>",
+    '<div style="background:url(javascript:alert(1))">x</div>',
+    '<p style="position:fixed;top:0;left:0;width:100%;height:100%">overlay</p>',
     "<style>body{display:none}</style>",
     "<link rel=stylesheet href=//evil.example/x.css>",
-    "<meta http-equiv=refresh content=\"0;url=javascript:alert(1)\">",
+    '<meta http-equiv=refresh content="0;url=javascript:alert(1)">',
     "<object data=javascript:alert(1)></object>",
     "<embed src=javascript:alert(1)>",
     "<form action=javascript:alert(1)><button>x</button></form>",
@@ -49,8 +49,8 @@ PAYLOADS = [
     "<marquee onstart=alert(1)>x</marquee>",
     "<textarea><script>alert(1)</script></textarea>",
     "```html\n<script>alert(1)</script>\n```",
-    "<noscript><p title=\"</noscript><img src=x onerror=alert(1)>\">",
-    "<a href=\"&#106;&#97;&#118;&#97;&#115;&#99;&#114;&#105;&#112;&#116;&#58;alert(1)\">x</a>",
+    '<noscript><p title="</noscript><img src=x onerror=alert(1)>">',
+    '<a href="&#106;&#97;&#118;&#97;&#115;&#99;&#114;&#105;&#112;&#116;&#58;alert(1)">x</a>',
 ]
 
 # What must never appear in rendered HTML: an executable tag, an event handler attribute,
@@ -87,13 +87,15 @@ def test_preview_and_read_view_remove_every_payload(client, s3, project, make_us
     text = "\n\n".join(PAYLOADS)
     preview = client.post(reverse("projects:preview"), {"content": text}).json()["html"]
     assert not _DANGER.search(preview), preview
-    revision = store.file_create(project=project, scope="workspace", path="xss.md", content=text,
-                                 actor=Actor.person(admin))
+    revision = store.file_create(
+        project=project, scope="workspace", path="xss.md", content=text, actor=Actor.person(admin)
+    )
     page = client.get(reverse("projects:file_detail", args=[project.slug, revision.file_id]))
     article = page.content.decode().split('<article class="markdown">', 1)[1].split("</article>")[0]
     assert not _DANGER.search(article), article
-    raw = client.get(reverse("projects:revision_detail",
-                             args=[project.slug, revision.file_id, 1]) + "?view=raw")
+    raw = client.get(
+        reverse("projects:revision_detail", args=[project.slug, revision.file_id, 1]) + "?view=raw"
+    )
     body = raw.content.decode().split('<pre class="raw">', 1)[1].split("</pre>")[0]
     assert "<script" not in body and "&lt;script&gt;" in body
 
@@ -101,8 +103,10 @@ def test_preview_and_read_view_remove_every_payload(client, s3, project, make_us
 def test_the_corpus_is_dangerous_without_the_sanitizer():
     # Guards the guard: rendered by markdown alone, the payloads do trip the detector.
     import markdown
-    tripped = [p for p in PAYLOADS
-               if _DANGER.search(markdown.markdown(p, extensions=["tables", "fenced_code"]))]
+
+    tripped = [
+        p for p in PAYLOADS if _DANGER.search(markdown.markdown(p, extensions=["tables", "fenced_code"]))
+    ]
     assert len(tripped) >= 30
 
 
@@ -114,8 +118,10 @@ def test_task_lists_render_as_drawn_boxes_and_no_input_ever_reaches_a_page():
     assert '<span class="task-box done" role="img" aria-label="done"></span>' in html
     assert '<span class="task-box" role="img" aria-label="to do"></span>' in html
     assert "<table>" in html and "<input" not in html
-    hostile = render_markdown('<input type="checkbox" disabled checked>'
-                              '<span class="evil" role="button" onclick="a()">x</span>'
-                              '<ul class="evil"><li class="x">i</li></ul>')
+    hostile = render_markdown(
+        '<input type="checkbox" disabled checked>'
+        '<span class="evil" role="button" onclick="a()">x</span>'
+        '<ul class="evil"><li class="x">i</li></ul>'
+    )
     assert "<input" not in hostile and "onclick" not in hostile and "evil" not in hostile
     assert 'role="button"' not in hostile and 'class="x"' not in hostile

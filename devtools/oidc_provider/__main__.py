@@ -28,9 +28,11 @@ def _prepare_folder(data: Path) -> None:
         (data / "secret_key").write_text(secrets.token_urlsafe(50))
     if not (data / "rsa_key.pem").exists():
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        (data / "rsa_key.pem").write_bytes(key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption()))
+        (data / "rsa_key.pem").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
     (data / "switches.json").write_text("{}")  # a restart forgets any test switch
 
 
@@ -45,7 +47,8 @@ def _setup(args) -> None:
     from devtools.oidc_provider.views import user_put
 
     app = Application.objects.filter(client_id=args.client_id).first() or Application(
-        client_id=args.client_id)
+        client_id=args.client_id
+    )
     app.name = "Memory Governance Console"
     app.client_type = Application.CLIENT_CONFIDENTIAL
     app.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
@@ -87,10 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--client-secret", default=os.environ.get("MGC_IDP_CLIENT_SECRET", ""))
     serve.add_argument("--redirect-uri", action="append", default=[])
     serve.add_argument("--post-logout-uri", action="append", default=[])
-    serve.add_argument("--user", action="append", default=[],
-                       help="name:password:group1,group2 (or in MGC_IDP_USERS, ;-separated)")
-    for name, helptext in (("disable", "disable a user (the console signs them out)"),
-                           ("enable", "enable a user again")):
+    serve.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        help="name:password:group1,group2 (or in MGC_IDP_USERS, ;-separated)",
+    )
+    for name, helptext in (
+        ("disable", "disable a user (the console signs them out)"),
+        ("enable", "enable a user again"),
+    ):
         command = sub.add_parser(name, help=helptext)
         command.add_argument("--dir", required=True, type=Path)
         command.add_argument("username")
@@ -109,9 +118,22 @@ def main(argv: list[str] | None = None) -> int:
 
     from gunicorn.app.wsgiapp import run
 
-    sys.argv = ["gunicorn", "devtools.oidc_provider.wsgi", "--bind", f"127.0.0.1:{args.port}",
-                "--workers", "1", "--threads", "4", "--worker-class", "gthread",
-                "--graceful-timeout", "1", "--log-level", "warning"]
+    sys.argv = [
+        "gunicorn",
+        "devtools.oidc_provider.wsgi",
+        "--bind",
+        f"127.0.0.1:{args.port}",
+        "--workers",
+        "1",
+        "--threads",
+        "4",
+        "--worker-class",
+        "gthread",
+        "--graceful-timeout",
+        "1",
+        "--log-level",
+        "warning",
+    ]
     print(f"identity provider ready on http://127.0.0.1:{args.port}/o", flush=True)
     return run()
 

@@ -18,9 +18,16 @@ CLIENT_ID = "memory-console"
 
 
 class OidcProvider:
-    def __init__(self, folder: Path, port: int, *, redirect_uris: list[str],
-                 post_logout_uris: list[str], client_secret: str | None = None,
-                 users: list[str] = ()):
+    def __init__(
+        self,
+        folder: Path,
+        port: int,
+        *,
+        redirect_uris: list[str],
+        post_logout_uris: list[str],
+        client_secret: str | None = None,
+        users: list[str] = (),
+    ):
         self.folder, self.port = Path(folder), port
         self.redirect_uris, self.post_logout_uris = redirect_uris, post_logout_uris
         self.client_id = CLIENT_ID
@@ -39,26 +46,46 @@ class OidcProvider:
         return f"{self.base}/o"
 
     def start(self, timeout: float = 60.0) -> OidcProvider:
-        args = [sys.executable, "-m", "devtools.oidc_provider", "serve", "--dir", str(self.folder),
-                "--port", str(self.port), "--client-id", self.client_id]
+        args = [
+            sys.executable,
+            "-m",
+            "devtools.oidc_provider",
+            "serve",
+            "--dir",
+            str(self.folder),
+            "--port",
+            str(self.port),
+            "--client-id",
+            self.client_id,
+        ]
         args += [f"--redirect-uri={uri}" for uri in self.redirect_uris]
         args += [f"--post-logout-uri={uri}" for uri in self.post_logout_uris]
         args += [f"--user={spec}" for spec in self.users]
-        env = {**os.environ, "MGC_IDP_CLIENT_SECRET": self.client_secret,
-               "MGC_IDP_CONTROL_TOKEN": self.control_token}
+        env = {
+            **os.environ,
+            "MGC_IDP_CLIENT_SECRET": self.client_secret,
+            "MGC_IDP_CONTROL_TOKEN": self.control_token,
+        }
         env.pop("DJANGO_SETTINGS_MODULE", None)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._log = open(self.folder / "idp.log", "ab")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env,  # noqa: S603
-                                        cwd=Path(__file__).resolve().parents[2],
-                                        start_new_session=True)
+        self.process = subprocess.Popen(  # noqa: S603
+            args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=Path(__file__).resolve().parents[2],
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the identity provider exited; see {self.folder / 'idp.log'}")
             try:
-                with urllib.request.urlopen(f"{self.issuer}/.well-known/openid-configuration",  # noqa: S310
-                                            timeout=2) as answer:
+                with urllib.request.urlopen(  # noqa: S310
+                    f"{self.issuer}/.well-known/openid-configuration",
+                    timeout=2,
+                ) as answer:
                     if answer.status == 200:
                         return self
             except OSError:
@@ -82,16 +109,19 @@ class OidcProvider:
     # --- control calls (tests) -----------------------------------------------------------
     def _call(self, path: str, body: dict | None = None) -> dict:
         request = urllib.request.Request(  # noqa: S310 - loopback
-            f"{self.base}/testing/{path}", data=json.dumps(body or {}).encode(), method="POST",
-            headers={"Authorization": f"Bearer {self.control_token}",
-                     "Content-Type": "application/json"})
+            f"{self.base}/testing/{path}",
+            data=json.dumps(body or {}).encode(),
+            method="POST",
+            headers={"Authorization": f"Bearer {self.control_token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - loopback
             return json.loads(answer.read())
 
     def user(self, username: str, *, password: str, groups: list[str] = (), **fields) -> str:
         """Create or change a user; returns its `sub`."""
-        return self._call("users", {"username": username, "password": password,
-                                    "groups": list(groups), **fields})["sub"]
+        return self._call(
+            "users", {"username": username, "password": password, "groups": list(groups), **fields}
+        )["sub"]
 
     def disable(self, username: str) -> None:
         self._call(f"users/{username}/disable")
@@ -109,9 +139,12 @@ class OidcProvider:
 
 
 def _main() -> None:  # pragma: no cover - a manual check
-    provider = OidcProvider(Path(sys.argv[1]), int(sys.argv[2]),
-                            redirect_uris=["http://127.0.0.1:8000/sso/complete/oidc/"],
-                            post_logout_uris=["http://127.0.0.1:8000/accounts/login/"])
+    provider = OidcProvider(
+        Path(sys.argv[1]),
+        int(sys.argv[2]),
+        redirect_uris=["http://127.0.0.1:8000/sso/complete/oidc/"],
+        post_logout_uris=["http://127.0.0.1:8000/accounts/login/"],
+    )
     provider.start()
     try:
         print(provider.issuer)

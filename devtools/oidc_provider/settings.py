@@ -32,13 +32,20 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
 ROOT_URLCONF = "devtools.oidc_provider.urls"
-TEMPLATES = [{
-    "BACKEND": "django.template.backends.django.DjangoTemplates",
-    "APP_DIRS": True,
-    "OPTIONS": {"context_processors": ["django.template.context_processors.request"]},
-}]
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA / "idp.sqlite3"),
-                         "OPTIONS": {"timeout": 20}}}
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {"context_processors": ["django.template.context_processors.request"]},
+    }
+]
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(DATA / "idp.sqlite3"),
+        "OPTIONS": {"timeout": 20},
+    }
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 LOGIN_URL = "/accounts/login/"
@@ -52,8 +59,12 @@ OAUTH2_PROVIDER = {
     "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
     "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": False,
     "PKCE_REQUIRED": True,
-    "SCOPES": {"openid": "OpenID Connect", "profile": "Your name", "email": "Your e-mail",
-               "groups": "Your groups"},
+    "SCOPES": {
+        "openid": "OpenID Connect",
+        "profile": "Your name",
+        "email": "Your e-mail",
+        "groups": "Your groups",
+    },
     "DEFAULT_SCOPES": ["openid"],
     "OAUTH2_VALIDATOR_CLASS": "devtools.oidc_provider.validator.TestProviderValidator",
     # Short, like a corporate provider's: the console re-checks sessions with refresh tokens.
@@ -63,8 +74,11 @@ OAUTH2_PROVIDER = {
     "ALLOWED_SCHEMES": ["http", "https"],
 }
 
-LOGGING = {"version": 1, "disable_existing_loggers": False,
-           "handlers": {"console": {"class": "logging.StreamHandler"}},
-           "root": {"handlers": ["console"], "level": "WARNING"}}
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+}
 # A demo and test provider: PBKDF2 with few rounds, so a sign-in costs milliseconds, not 0.5 s.
 PASSWORD_HASHERS = ["devtools.oidc_provider.validator.QuickPBKDF2"]

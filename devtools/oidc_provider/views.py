@@ -28,12 +28,20 @@ def control(view):
             return HttpResponse(status=403)
         body = json.loads(request.body or b"{}")
         return view(request, body, *args, **kwargs)
+
     return guarded
 
 
-def user_put(username: str, *, password: str | None = None, groups: list[str] | None = None,
-             email: str = "", first_name: str = "", last_name: str = "",
-             is_active: bool = True) -> User:
+def user_put(
+    username: str,
+    *,
+    password: str | None = None,
+    groups: list[str] | None = None,
+    email: str = "",
+    first_name: str = "",
+    last_name: str = "",
+    is_active: bool = True,
+) -> User:
     user, _ = User.objects.get_or_create(username=username)
     user.email, user.first_name, user.last_name = email, first_name, last_name
     user.is_active = is_active
@@ -49,9 +57,15 @@ def user_put(username: str, *, password: str | None = None, groups: list[str] | 
 def users(request, body):
     if body.get("rename_from"):
         User.objects.filter(username=body["rename_from"]).update(username=body["username"])
-    user = user_put(body["username"], password=body.get("password"), groups=body.get("groups"),
-                    email=body.get("email", ""), first_name=body.get("first_name", ""),
-                    last_name=body.get("last_name", ""), is_active=body.get("is_active", True))
+    user = user_put(
+        body["username"],
+        password=body.get("password"),
+        groups=body.get("groups"),
+        email=body.get("email", ""),
+        first_name=body.get("first_name", ""),
+        last_name=body.get("last_name", ""),
+        is_active=body.get("is_active", True),
+    )
     return JsonResponse({"sub": str(user.pk), "username": user.username})
 
 
@@ -78,8 +92,10 @@ def client(request, body):
     from oauth2_provider.models import Application
 
     app = Application.objects.get()
-    for field, uri in (("redirect_uris", body["redirect_uri"]),
-                       ("post_logout_redirect_uris", body["post_logout_uri"])):
+    for field, uri in (
+        ("redirect_uris", body["redirect_uri"]),
+        ("post_logout_redirect_uris", body["post_logout_uri"]),
+    ):
         uris = getattr(app, field).split()
         if uri not in uris:
             setattr(app, field, " ".join([*uris, uri]))

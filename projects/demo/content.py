@@ -5,7 +5,7 @@ INCIDENTS = {
     "slug": "incident-analysis",
     "name": "Incident analysis",
     "description": "Post-incident analysis for the payments platform: timelines, root causes, "
-                   "follow-up actions.",
+    "follow-up actions.",
     "agent": {
         "slug": "incident-analyst",
         "name": "Incident analyst",
@@ -95,8 +95,7 @@ Reviewed quarterly by the owning team (agreed 2026-11-29).
 TENDERS = {
     "slug": "tenders",
     "name": "Подготовка тендеров",
-    "description": "Подготовка заявок на тендеры по 44-ФЗ и 223-ФЗ: анализ документации, "
-                   "расчёт цены, сроки.",
+    "description": "Подготовка заявок на тендеры по 44-ФЗ и 223-ФЗ: анализ документации, расчёт цены, сроки.",
     "agent": {
         "slug": "tender-writer",
         "name": "Тендерный помощник",
@@ -247,12 +246,16 @@ PROJECTS = [INCIDENTS, TENDERS, DAILY]
 
 # username -> (first name, last name, role per project slug); admin is a superuser.
 PEOPLE = {
-    "compliance": ("Olga", "Kuznetsova",
-                   {"incident-analysis": "compliance", "tenders": "compliance",
-                    "daily-reports": "compliance"}),
-    "employee": ("Alex", "Morgan",
-                 {"incident-analysis": "employee", "tenders": "employee",
-                  "daily-reports": "employee"}),
+    "compliance": (
+        "Olga",
+        "Kuznetsova",
+        {"incident-analysis": "compliance", "tenders": "compliance", "daily-reports": "compliance"},
+    ),
+    "employee": (
+        "Alex",
+        "Morgan",
+        {"incident-analysis": "employee", "tenders": "employee", "daily-reports": "employee"},
+    ),
     "ivan.petrov": ("Иван", "Петров", {"incident-analysis": "employee", "tenders": "employee"}),
     "anna.smirnova": ("Анна", "Смирнова", {"daily-reports": "employee"}),
 }

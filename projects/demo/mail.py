@@ -9,5 +9,6 @@ from django.core.mail.backends import console
 
 class ReadableConsoleBackend(console.EmailBackend):
     def write_message(self, message):
-        self.stream.write(f"Mail to {', '.join(message.to)}: {message.subject}\n\n"
-                          f"{message.body}\n{'-' * 79}\n")
+        self.stream.write(
+            f"Mail to {', '.join(message.to)}: {message.subject}\n\n{message.body}\n{'-' * 79}\n"
+        )

@@ -55,25 +55,41 @@ def demo_seed(*, password: str) -> list[str]:
     done = []
     for spec in PROJECTS:
         project, created = Project.objects.get_or_create(
-            slug=spec["slug"], defaults={"name": spec["name"], "description": spec["description"]})
+            slug=spec["slug"], defaults={"name": spec["name"], "description": spec["description"]}
+        )
         done.append(f"project {project.slug} ({'created' if created else 'exists'})")
         for username, (_f, _l, roles) in PEOPLE.items():
             if spec["slug"] in roles:
-                Membership.objects.get_or_create(user=users[username], project=project,
-                                                 defaults={"role": roles[spec["slug"]]})
+                Membership.objects.get_or_create(
+                    user=users[username], project=project, defaults={"role": roles[spec["slug"]]}
+                )
         agent_spec = spec["agent"]
         agent, _ = Agent.objects.get_or_create(
-            project=project, slug=agent_spec["slug"],
-            defaults={"name": agent_spec["name"], "description": agent_spec["description"]})
+            project=project,
+            slug=agent_spec["slug"],
+            defaults={"name": agent_spec["name"], "description": agent_spec["description"]},
+        )
         for name in layout.AGENT_FILES:
-            _ensure(project, admin_actor, [agent_spec[name]], scope=MemoryFile.Scope.AGENT,
-                    agent=agent, path=name)
+            _ensure(
+                project, admin_actor, [agent_spec[name]], scope=MemoryFile.Scope.AGENT, agent=agent, path=name
+            )
         for username, text in spec["profiles"].items():
-            _ensure(project, Actor.person(users[username]), [text], scope=MemoryFile.Scope.USER,
-                    user=users[username], path="USER.md")
+            _ensure(
+                project,
+                Actor.person(users[username]),
+                [text],
+                scope=MemoryFile.Scope.USER,
+                user=users[username],
+                path="USER.md",
+            )
         for path, versions in spec["workspace"].items():
-            _ensure(project, Actor.for_agent(agent, "demo-session"), versions,
-                    scope=MemoryFile.Scope.WORKSPACE, path=path)
+            _ensure(
+                project,
+                Actor.for_agent(agent, "demo-session"),
+                versions,
+                scope=MemoryFile.Scope.WORKSPACE,
+                path=path,
+            )
         if created:  # a retention schedule to preview (project page -> Retention)
             for rule in DEMO_RETENTION:
                 retention.rule_add(by=users["admin"], project=project, **rule)
@@ -94,19 +110,27 @@ def _demo_runs(analyst: Agent, users: dict) -> list[str]:
         return []
     employee = users["employee"]
     session, _ = prehook.hook_pre(agent=analyst, user=employee, external_ref="demo-run-1")
-    hooks.hook_post(session=session, summary="Triaged the overnight alert.", writes=[
-        hooks.WriteRequest("workspace/incidents/2026-12-03-overnight-alert.md", "append",
-                           "# Overnight alert\n\nDisk pressure on db-2; cleared by log rotation.\n"),
-        hooks.WriteRequest("USER.md", "append",
-                           "- Prefers incident summaries before 10:00.\n")])
+    hooks.hook_post(
+        session=session,
+        summary="Triaged the overnight alert.",
+        writes=[
+            hooks.WriteRequest(
+                "workspace/incidents/2026-12-03-overnight-alert.md",
+                "append",
+                "# Overnight alert\n\nDisk pressure on db-2; cleared by log rotation.\n",
+            ),
+            hooks.WriteRequest("USER.md", "append", "- Prefers incident summaries before 10:00.\n"),
+        ],
+    )
     reporter = Agent.objects.filter(slug="daily-reporter").first()
     if reporter is None:
         return ["agent runs: 1 (incident-analyst)"]
     # The reporter's workspace section is capped tight, so its prompts are cut: the dashboard,
     # its page and its sessions say so.
     manifest = dict(reporter.manifest)
-    manifest["sections"] = [dict(s, max_tokens=60) if s["tag"] == "workspace_memory" else s
-                            for s in manifest["sections"]]
+    manifest["sections"] = [
+        dict(s, max_tokens=60) if s["tag"] == "workspace_memory" else s for s in manifest["sections"]
+    ]
     agent_settings_update(agent=reporter, by=users["admin"], manifest=manifest)
     reader = users.get("anna.smirnova") or employee
     prehook.hook_pre(agent=Agent.objects.get(pk=reporter.pk), user=reader, external_ref="demo-run-2")
@@ -117,9 +141,11 @@ def _ensure(project: Project, actor: Actor, versions: list[str], **where) -> Non
     existing = records.file_lookup(project=project, **where)
     if existing is not None and existing.head is not None:
         return
-    revision = store.file_create(project=project, content=versions[0], actor=actor,
-                                 message="Initial version", **where)
+    revision = store.file_create(
+        project=project, content=versions[0], actor=actor, message="Initial version", **where
+    )
     file = MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
     for number, text in enumerate(versions[1:], start=1):
-        store.file_save(file=file, content=text, actor=actor, base_revision=number,
-                        message=f"Update {number}")
+        store.file_save(
+            file=file, content=text, actor=actor, base_revision=number, message=f"Update {number}"
+        )

@@ -56,8 +56,10 @@ def body_text(event: OutboxEvent) -> str:
 def backoff(attempt: int) -> float:
     """Seconds before the attempt after `attempt` failed ones: doubling from the base up to
     the cap, with equal jitter (half fixed, half random) so retries of many events spread."""
-    delay = min(settings.MGC_EVENTS_RETRY_MAX_SECONDS,
-                settings.MGC_EVENTS_RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    delay = min(
+        settings.MGC_EVENTS_RETRY_MAX_SECONDS,
+        settings.MGC_EVENTS_RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0),
+    )
     return delay / 2 + random.uniform(0, delay / 2)
 
 
@@ -67,10 +69,13 @@ def deliver(outbox_id: int, *, worker: str | None = None) -> str:
     worker = worker or worker_id()
     now = timezone.now()
     with transaction.atomic():
-        event = (OutboxEvent.objects.select_for_update(skip_locked=True, of=("self",))
-                 .filter(pk=outbox_id, state=OutboxEvent.State.PENDING, next_attempt_at__lte=now)
-                 .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
-                 .select_related("subscription").first())
+        event = (
+            OutboxEvent.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(pk=outbox_id, state=OutboxEvent.State.PENDING, next_attempt_at__lte=now)
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+            .select_related("subscription")
+            .first()
+        )
         if event is None:
             return "not due, taken or done"
         subscription = event.subscription
@@ -86,11 +91,16 @@ def deliver(outbox_id: int, *, worker: str | None = None) -> str:
         event.lease_until = now + timedelta(seconds=settings.MGC_EVENTS_LEASE_SECONDS)
         event.leased_by = worker
         event.save(update_fields=["attempts", "lease_until", "leased_by"])
-        attempt = DeliveryAttempt.objects.create(event=event, number=event.attempts, worker=worker,
-                                                 started_at=now)
+        attempt = DeliveryAttempt.objects.create(
+            event=event, number=event.attempts, worker=worker, started_at=now
+        )
     body = body_text(event)
-    headers = {**subscription.headers, "Content-Type": "application/json",
-               "User-Agent": USER_AGENT, **signing.headers(subscription, event.event_id, body)}
+    headers = {
+        **subscription.headers,
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        **signing.headers(subscription, event.event_id, body),
+    }
     started = time.monotonic()
     status, excerpt, error = None, "", ""
     try:
@@ -103,18 +113,31 @@ def deliver(outbox_id: int, *, worker: str | None = None) -> str:
     except targets.TransportError as exc:
         error = str(exc)
     duration = int((time.monotonic() - started) * 1000)
-    return _finish(event.pk, attempt.pk, worker, status=status, excerpt=excerpt, error=error,
-                   duration=duration)
+    return _finish(
+        event.pk, attempt.pk, worker, status=status, excerpt=excerpt, error=error, duration=duration
+    )
 
 
-def _finish(event_pk: int, attempt_pk: int, worker: str, *, status: int | None, excerpt: str,
-            error: str, duration: int) -> str:
+def _finish(
+    event_pk: int,
+    attempt_pk: int,
+    worker: str,
+    *,
+    status: int | None,
+    excerpt: str,
+    error: str,
+    duration: int,
+) -> str:
     now = timezone.now()
     ok = status is not None and 200 <= status < 300
     with transaction.atomic():
         DeliveryAttempt.objects.filter(pk=attempt_pk).update(
-            finished_at=now, status_code=status, error=error[:300],
-            response_excerpt=excerpt[:500], duration_ms=duration)
+            finished_at=now,
+            status_code=status,
+            error=error[:300],
+            response_excerpt=excerpt[:500],
+            duration_ms=duration,
+        )
         event = OutboxEvent.objects.select_for_update().get(pk=event_pk)
         subscription = WebhookSubscription.objects.select_for_update().get(pk=event.subscription_id)
         event.last_status, event.last_error = status, error[:300]
@@ -142,8 +165,9 @@ def _finish(event_pk: int, attempt_pk: int, worker: str, *, status: int | None, 
         if event.type == TEST_TYPE or retry_at > window_end:
             event.state = OutboxEvent.State.FAILED
             event.save(update_fields=[*fields, "state"])
-            if event.type != TEST_TYPE and (subscription.last_success_at is None
-                                            or subscription.last_success_at < event.retry_from):
+            if event.type != TEST_TYPE and (
+                subscription.last_success_at is None or subscription.last_success_at < event.retry_from
+            ):
                 _disable_failing(subscription, event)
             return "failed"
         event.next_attempt_at = event.queued_for = retry_at
@@ -158,12 +182,21 @@ def _disable_failing(subscription: WebhookSubscription, event: OutboxEvent) -> N
     subscription.disabled_at = timezone.now()
     subscription.disabled_reason = (
         f"Every attempt to deliver {event.event_id} failed for {hours:g} hours "
-        f"({event.attempts} attempts; the last: {last})")[:500]
+        f"({event.attempts} attempts; the last: {last})"
+    )[:500]
     subscription.save(update_fields=["disabled_at", "disabled_reason"])
-    audit_record(actor=Actor.system("events"), action="webhook.disable",
-                 project=subscription.project, obj=subscription,
-                 details={"automatic": True, "reason": subscription.disabled_reason,
-                          "event": event.event_id, "failures": subscription.failures})
+    audit_record(
+        actor=Actor.system("events"),
+        action="webhook.disable",
+        project=subscription.project,
+        obj=subscription,
+        details={
+            "automatic": True,
+            "reason": subscription.disabled_reason,
+            "event": event.event_id,
+            "failures": subscription.failures,
+        },
+    )
     outbox.subscriptions_changed()
     transaction.on_commit(lambda: notify_disabled(subscription))
 
@@ -175,18 +208,19 @@ def notify_disabled(subscription: WebhookSubscription) -> int:
         return 0
     if subscription.project_id:
         people = get_user_model().objects.filter(
-            memberships__project_id=subscription.project_id,
-            memberships__role=Membership.Role.ADMIN)
+            memberships__project_id=subscription.project_id, memberships__role=Membership.Role.ADMIN
+        )
     else:
         people = get_user_model().objects.filter(is_superuser=True)
     addresses = sorted({p.email for p in people.exclude(email="") if p.is_active})
     if not addresses:
         return 0
     where = subscription.project.name if subscription.project_id else _("every project")
-    body = _("The webhook to %(url)s (%(where)s) was disabled: %(reason)s.\n\nIts events are "
-             "kept. Once the receiver works again, enable it on the project's Webhooks page; "
-             "the waiting events are then delivered.") % {
-        "url": subscription.url, "where": where, "reason": subscription.disabled_reason}
+    body = _(
+        "The webhook to %(url)s (%(where)s) was disabled: %(reason)s.\n\nIts events are "
+        "kept. Once the receiver works again, enable it on the project's Webhooks page; "
+        "the waiting events are then delivered."
+    ) % {"url": subscription.url, "where": where, "reason": subscription.disabled_reason}
     try:
         return send_mail(_("A webhook was disabled"), body, None, addresses)
     except OSError:
@@ -201,13 +235,19 @@ def relay(limit: int = 200) -> int:
     now = timezone.now()
     stale = now - timedelta(seconds=settings.MGC_EVENTS_LEASE_SECONDS)
     with transaction.atomic():
-        due = list(OutboxEvent.objects.select_for_update(skip_locked=True, of=("self",))
-                   .filter(state=OutboxEvent.State.PENDING, next_attempt_at__lte=now,
-                           subscription__removed_at__isnull=True,
-                           subscription__disabled_at__isnull=True)
-                   .filter(Q(queued_for__isnull=True) | Q(queued_for__lt=stale))
-                   .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
-                   .order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
+        due = list(
+            OutboxEvent.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(
+                state=OutboxEvent.State.PENDING,
+                next_attempt_at__lte=now,
+                subscription__removed_at__isnull=True,
+                subscription__disabled_at__isnull=True,
+            )
+            .filter(Q(queued_for__isnull=True) | Q(queued_for__lt=stale))
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)[:limit]
+        )
         if due:
             OutboxEvent.objects.filter(pk__in=due).update(queued_for=now)
             for pk in due:

@@ -25,17 +25,23 @@ def signing_secrets(subscription: WebhookSubscription, now: datetime | None = No
     """The current secret, and the previous one while its overlap window lasts."""
     now = now or timezone.now()
     found = [subscription.secret]
-    if subscription.previous_secret and subscription.previous_secret_until \
-            and subscription.previous_secret_until > now:
+    if (
+        subscription.previous_secret
+        and subscription.previous_secret_until
+        and subscription.previous_secret_until > now
+    ):
         found.append(subscription.previous_secret)
     return found
 
 
-def headers(subscription: WebhookSubscription, event_id: str, body: str,
-            at: datetime | None = None) -> dict[str, str]:
+def headers(
+    subscription: WebhookSubscription, event_id: str, body: str, at: datetime | None = None
+) -> dict[str, str]:
     """webhook-id, webhook-timestamp and webhook-signature for one attempt."""
     at = at or timezone.now()
-    signatures = [Webhook(secret).sign(event_id, at, body)
-                  for secret in signing_secrets(subscription, at)]
-    return {"webhook-id": event_id, "webhook-timestamp": str(int(at.timestamp())),
-            "webhook-signature": " ".join(signatures)}
+    signatures = [Webhook(secret).sign(event_id, at, body) for secret in signing_secrets(subscription, at)]
+    return {
+        "webhook-id": event_id,
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": " ".join(signatures),
+    }

@@ -73,8 +73,12 @@ def _parts(url: str) -> _Parts:
     if split.scheme not in ("http", "https"):
         raise TargetRefused(_("The URL must start with https:// or http://."))
     if split.username or split.password:
-        raise TargetRefused(_("The URL may not hold a user name or password: put credentials "
-                              "in a header (Authorization) instead."))
+        raise TargetRefused(
+            _(
+                "The URL may not hold a user name or password: put credentials "
+                "in a header (Authorization) instead."
+            )
+        )
     if not split.hostname:
         raise TargetRefused(_("The URL has no host."))
     try:
@@ -106,9 +110,13 @@ def checked(url: str) -> tuple[_Parts, list[str]]:
     refused = [a for a in addresses if not address_allowed(a)]
     if refused or not addresses:
         raise TargetRefused(
-            _("%(host)s is at %(address)s, a loopback, private, link-local or otherwise "
-              "non-public address: receivers there are refused unless MGC_WEBHOOK_ALLOWED_NETWORKS "
-              "names it.") % {"host": parts.host, "address": ", ".join(refused) or "?"})
+            _(
+                "%(host)s is at %(address)s, a loopback, private, link-local or otherwise "
+                "non-public address: receivers there are refused unless MGC_WEBHOOK_ALLOWED_NETWORKS "
+                "names it."
+            )
+            % {"host": parts.host, "address": ", ".join(refused) or "?"}
+        )
     return parts, addresses
 
 
@@ -127,21 +135,36 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
     connection; TransportError when no answer came; else the status and an excerpt."""
     parts, addresses = checked(url)
     address = addresses[0]
-    timeout = urllib3.Timeout(connect=settings.MGC_WEBHOOK_CONNECT_TIMEOUT,
-                              read=settings.MGC_WEBHOOK_READ_TIMEOUT)
+    timeout = urllib3.Timeout(
+        connect=settings.MGC_WEBHOOK_CONNECT_TIMEOUT, read=settings.MGC_WEBHOOK_READ_TIMEOUT
+    )
     if parts.scheme == "https":
         pool = urllib3.HTTPSConnectionPool(
-            address, parts.port, timeout=timeout, retries=False, maxsize=1,
-            server_hostname=parts.host, assert_hostname=parts.host, cert_reqs="CERT_REQUIRED")
+            address,
+            parts.port,
+            timeout=timeout,
+            retries=False,
+            maxsize=1,
+            server_hostname=parts.host,
+            assert_hostname=parts.host,
+            cert_reqs="CERT_REQUIRED",
+        )
     else:
-        pool = urllib3.HTTPConnectionPool(address, parts.port, timeout=timeout, retries=False,
-                                          maxsize=1)
+        pool = urllib3.HTTPConnectionPool(address, parts.port, timeout=timeout, retries=False, maxsize=1)
     host = f"[{parts.host}]" if ":" in parts.host else parts.host
     default_port = 443 if parts.scheme == "https" else 80
     headers = {**headers, "Host": host if parts.port == default_port else f"{host}:{parts.port}"}
     try:
-        response = pool.urlopen("POST", parts.path, body=body, headers=headers, redirect=False,
-                                retries=False, preload_content=False, assert_same_host=False)
+        response = pool.urlopen(
+            "POST",
+            parts.path,
+            body=body,
+            headers=headers,
+            redirect=False,
+            retries=False,
+            preload_content=False,
+            assert_same_host=False,
+        )
         try:
             excerpt = response.read(EXCERPT_BYTES * 4, decode_content=True)
         finally:
@@ -150,8 +173,7 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> Answer:
         raise TransportError(_describe(exc)) from None
     finally:
         pool.close()
-    return Answer(status=response.status,
-                  excerpt=excerpt.decode("utf-8", "replace")[:EXCERPT_BYTES])
+    return Answer(status=response.status, excerpt=excerpt.decode("utf-8", "replace")[:EXCERPT_BYTES])
 
 
 def _describe(exc: Exception) -> str:

@@ -18,8 +18,22 @@ from projects.forms.setup import AgentForm, JsonSettingForm, NewProjectForm, Pro
 from projects.forms.webhooks import WebhookForm
 
 __all__ = [
-    "AccountForm", "AgentForm", "AuditFilterForm", "DeleteForm", "EditForm", "EraseForm",
-    "HoldForm", "HoldReleaseForm", "JsonSettingForm", "MemberForm", "NewProjectForm",
-    "NewWorkspaceFileForm", "ProjectForm", "ResolveForm", "RestoreForm", "RetentionRuleForm",
-    "TokenForm", "WebhookForm",
+    "AccountForm",
+    "AgentForm",
+    "AuditFilterForm",
+    "DeleteForm",
+    "EditForm",
+    "EraseForm",
+    "HoldForm",
+    "HoldReleaseForm",
+    "JsonSettingForm",
+    "MemberForm",
+    "NewProjectForm",
+    "NewWorkspaceFileForm",
+    "ProjectForm",
+    "ResolveForm",
+    "RestoreForm",
+    "RetentionRuleForm",
+    "TokenForm",
+    "WebhookForm",
 ]

@@ -23,11 +23,15 @@ def _file_text(typed: str) -> str:
 
 class EditForm(forms.Form):
     content = forms.CharField(
-        label="Markdown", required=False, strip=False,
+        label="Markdown",
+        required=False,
+        strip=False,
         widget=forms.Textarea(attrs={"rows": 28, "spellcheck": "false", "class": "editor-text"}),
     )
     message = forms.CharField(
-        label=_("Message"), required=False, max_length=500,
+        label=_("Message"),
+        required=False,
+        max_length=500,
         widget=forms.TextInput(attrs={"placeholder": _("What changed and why (optional)")}),
     )
     base_revision = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
@@ -46,14 +50,27 @@ class EditForm(forms.Form):
     def clean(self):
         data = super().clean()
         if "content" in data and not data["content"].strip() and not data.get("allow_empty"):
-            self.add_error("content", ValidationError(
-                _("The text is empty: agents would read nothing from this file. Save it empty "
-                  "anyway, or write something first."), code="empty_text"))
+            self.add_error(
+                "content",
+                ValidationError(
+                    _(
+                        "The text is empty: agents would read nothing from this file. Save it empty "
+                        "anyway, or write something first."
+                    ),
+                    code="empty_text",
+                ),
+            )
         if data.get("merging") and merging.unresolved_markers(data.get("content", "")):
-            self.add_error("content", ValidationError(
-                _("The text still holds conflict markers (<<<<<<<, =======, >>>>>>>): choose "
-                  "a side for each overlapping change above, or edit them out."),
-                code="merge_markers"))
+            self.add_error(
+                "content",
+                ValidationError(
+                    _(
+                        "The text still holds conflict markers (<<<<<<<, =======, >>>>>>>): choose "
+                        "a side for each overlapping change above, or edit them out."
+                    ),
+                    code="merge_markers",
+                ),
+            )
         return data
 
 
@@ -96,7 +113,9 @@ class DeleteForm(forms.Form):
 
 class NewWorkspaceFileForm(forms.Form):
     path = forms.CharField(
-        label=_("Path"), max_length=layout.MAX_PATH_CHARS, strip=False,
+        label=_("Path"),
+        max_length=layout.MAX_PATH_CHARS,
+        strip=False,
         help_text=_("Relative path ending in .md, e.g. incidents/2026-12-02-outage.md"),
         widget=forms.TextInput(attrs={"placeholder": _("folder/name.md"), "autocomplete": "off"}),
     )

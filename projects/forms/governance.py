@@ -22,31 +22,44 @@ class AuditFilterForm(forms.Form):
     PROJECT_CHOICES_MAX = 200
 
     project = forms.CharField(label=_("Project"), required=False, max_length=50)
-    actor = forms.CharField(label=_("Who"), required=False, max_length=200, widget=forms.TextInput(
-        attrs={"placeholder": _("name, agent:slug, external"), "class": "short"}))
+    actor = forms.CharField(
+        label=_("Who"),
+        required=False,
+        max_length=200,
+        widget=forms.TextInput(attrs={"placeholder": _("name, agent:slug, external"), "class": "short"}),
+    )
     action = forms.ChoiceField(label=_("Action"), required=False)
     since = forms.DateTimeField(
-        label=_("From"), required=False, input_formats=_MOMENT_FORMATS,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
+        label=_("From"),
+        required=False,
+        input_formats=_MOMENT_FORMATS,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
     until = forms.DateTimeField(
-        label=_("until"), required=False, input_formats=_MOMENT_FORMATS,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
+        label=_("until"),
+        required=False,
+        input_formats=_MOMENT_FORMATS,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
 
     def __init__(self, *args, projects, actions: dict[str, str], **kwargs):
         super().__init__(*args, **kwargs)
         self.projects = projects  # a queryset: only the chosen one is fetched
-        few = list(projects.order_by("name")[:self.PROJECT_CHOICES_MAX + 1])
+        few = list(projects.order_by("name")[: self.PROJECT_CHOICES_MAX + 1])
         if len(few) <= self.PROJECT_CHOICES_MAX:
             self.fields["project"] = forms.ChoiceField(
-                label=_("Project"), required=False,
-                choices=[("", _("All projects"))] + [(p.slug, p.name) for p in few])
+                label=_("Project"),
+                required=False,
+                choices=[("", _("All projects"))] + [(p.slug, p.name) for p in few],
+            )
         else:
             self.fields["project"].widget.attrs.update(placeholder=_("project slug"), **{"class": "short"})
         groups = sorted({a.split(".", 1)[0] + "." for a in actions})
         self.fields["action"].choices = (
             [("", _("All actions"))]
             + [(g, _("%(group)s* (any)") % {"group": g}) for g in groups]
-            + [(a, f"{a}: {label}") for a, label in sorted(actions.items())])
+            + [(a, f"{a}: {label}") for a, label in sorted(actions.items())]
+        )
 
     def clean_project(self):
         slug = self.cleaned_data["project"].strip()
@@ -54,8 +67,9 @@ class AuditFilterForm(forms.Form):
             return None
         project = self.projects.filter(slug=slug).first()
         if project is None:
-            raise ValidationError(_("No project %(slug)s that you review."), code="project",
-                                  params={"slug": slug})
+            raise ValidationError(
+                _("No project %(slug)s that you review."), code="project", params={"slug": slug}
+            )
         return project
 
     def _moment(self, name: str):
@@ -64,8 +78,9 @@ class AuditFilterForm(forms.Form):
             try:  # years 1 and 9999 overflow when moved to UTC from an offset time zone
                 value.astimezone(dt.UTC)
             except OverflowError:
-                raise ValidationError(_("Pick a date between the years 2 and 9998."),
-                                      code="bad_date") from None
+                raise ValidationError(
+                    _("Pick a date between the years 2 and 9998."), code="bad_date"
+                ) from None
         return value
 
     def clean_since(self):
@@ -83,10 +98,14 @@ class AuditFilterForm(forms.Form):
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(label=_("Username"), max_length=150, widget=forms.TextInput(
-        attrs={"autocomplete": "off", "placeholder": _("username")}))
-    role = forms.ChoiceField(label=_("Role"), choices=Membership.Role.choices,
-                             initial=Membership.Role.EMPLOYEE)
+    username = forms.CharField(
+        label=_("Username"),
+        max_length=150,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "placeholder": _("username")}),
+    )
+    role = forms.ChoiceField(
+        label=_("Role"), choices=Membership.Role.choices, initial=Membership.Role.EMPLOYEE
+    )
 
     def clean_username(self) -> str:
         User = get_user_model()
@@ -96,14 +115,18 @@ class MemberForm(forms.Form):
         if user is None:  # "NINA" finds nina, unless the case leaves it ambiguous
             candidates = list(found[:2])
             if len(candidates) > 1:
-                raise ValidationError(_("Several accounts are called %(name)s in some case; type "
-                                        "the username exactly."), code="ambiguous_user",
-                                      params={"name": name})
+                raise ValidationError(
+                    _("Several accounts are called %(name)s in some case; type the username exactly."),
+                    code="ambiguous_user",
+                    params={"name": name},
+                )
             user = candidates[0] if candidates else None
         if user is None:
-            raise ValidationError(_("No active account is called %(name)s. Create it below "
-                                    "under \"New account\"."), code="no_user",
-                                  params={"name": name})
+            raise ValidationError(
+                _('No active account is called %(name)s. Create it below under "New account".'),
+                code="no_user",
+                params={"name": name},
+            )
         self.cleaned_data["user"] = user
         return name
 
@@ -112,16 +135,22 @@ class AccountForm(forms.Form):
     """A new account for a person, added to the project at once (members page)."""
 
     username = forms.CharField(
-        label=_("Username"), max_length=150, validators=[UnicodeUsernameValidator()],
+        label=_("Username"),
+        max_length=150,
+        validators=[UnicodeUsernameValidator()],
         help_text=_("Letters, digits and @ . + - _ only; what the person logs in with."),
-        widget=forms.TextInput(attrs={"autocomplete": "off"}))
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
     email = forms.EmailField(
-        label=_("E-mail (optional)"), required=False,
-        help_text=_("The set-password link is sent here; you also see it to pass on yourself."))
+        label=_("E-mail (optional)"),
+        required=False,
+        help_text=_("The set-password link is sent here; you also see it to pass on yourself."),
+    )
     first_name = forms.CharField(label=_("First name (optional)"), max_length=150, required=False)
     last_name = forms.CharField(label=_("Last name (optional)"), max_length=150, required=False)
-    role = forms.ChoiceField(label=_("Role"), choices=Membership.Role.choices,
-                             initial=Membership.Role.EMPLOYEE)
+    role = forms.ChoiceField(
+        label=_("Role"), choices=Membership.Role.choices, initial=Membership.Role.EMPLOYEE
+    )
 
     def clean_username(self) -> str:
         name = get_user_model().normalize_username(self.cleaned_data["username"].strip())
@@ -132,12 +161,17 @@ class AccountForm(forms.Form):
 class EraseForm(forms.Form):
     """Erasure cannot be undone: the admin types the person's username to confirm."""
 
-    reason = forms.CharField(label=_("Why"), max_length=500, widget=forms.TextInput(
-        attrs={"placeholder": _("e.g. GDPR art. 17 request #1234")}))
-    confirm = forms.CharField(max_length=150, label=_("Type the username to confirm"),
-                              widget=forms.TextInput(attrs={"autocomplete": "off"}))
-    projects = forms.MultipleChoiceField(label=_("In these projects"),
-                                         widget=forms.CheckboxSelectMultiple)
+    reason = forms.CharField(
+        label=_("Why"),
+        max_length=500,
+        widget=forms.TextInput(attrs={"placeholder": _("e.g. GDPR art. 17 request #1234")}),
+    )
+    confirm = forms.CharField(
+        max_length=150,
+        label=_("Type the username to confirm"),
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    projects = forms.MultipleChoiceField(label=_("In these projects"), widget=forms.CheckboxSelectMultiple)
 
     def __init__(self, *args, username: str, projects=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -147,6 +181,7 @@ class EraseForm(forms.Form):
 
     def clean_confirm(self) -> str:
         if self.cleaned_data["confirm"].strip() != self.username:
-            raise ValidationError(_("Type %(name)s exactly to confirm."), code="confirm",
-                                  params={"name": self.username})
+            raise ValidationError(
+                _("Type %(name)s exactly to confirm."), code="confirm", params={"name": self.username}
+            )
         return self.cleaned_data["confirm"]

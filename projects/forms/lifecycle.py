@@ -13,22 +13,27 @@ class RetentionRuleForm(forms.Form):
     errors land at their fields."""
 
     kind = forms.ChoiceField(label=_("Expires"), choices=RetentionRule.Kind.choices)
-    glob = forms.CharField(label=_("Files"), required=False, max_length=300,
-                           help_text=_("For files and history: USER.md, AGENTS.md, "
-                                       "workspace/logs/**, workspace/**.md..."))
-    days = forms.IntegerField(label=_("Days kept"), required=False, min_value=1,
-                              max_value=36_500)
-    keep_revisions = forms.IntegerField(label=_("Newest revisions kept"), required=False,
-                                        min_value=1, max_value=36_500,
-                                        help_text=_("For history only."))
+    glob = forms.CharField(
+        label=_("Files"),
+        required=False,
+        max_length=300,
+        help_text=_("For files and history: USER.md, AGENTS.md, workspace/logs/**, workspace/**.md..."),
+    )
+    days = forms.IntegerField(label=_("Days kept"), required=False, min_value=1, max_value=36_500)
+    keep_revisions = forms.IntegerField(
+        label=_("Newest revisions kept"),
+        required=False,
+        min_value=1,
+        max_value=36_500,
+        help_text=_("For history only."),
+    )
 
     def clean(self):
         data = super().clean()
         if self.errors:
             return data
         try:
-            return rule_clean(**{k: data.get(k) for k in ("kind", "glob", "days",
-                                                          "keep_revisions")})
+            return rule_clean(**{k: data.get(k) for k in ("kind", "glob", "days", "keep_revisions")})
         except ValidationError as exc:
             for field, problems in exc.error_dict.items():
                 for problem in problems:
@@ -41,12 +46,19 @@ class HoldForm(forms.Form):
 
     reason = forms.CharField(label=_("Reason"), max_length=500)
     case_reference = forms.CharField(label=_("Case reference"), max_length=200, required=False)
-    person = forms.ModelChoiceField(label=_("Person"), required=False, queryset=None,
-                                    to_field_name="username",
-                                    help_text=_("Their profile in every project, and what agents "
-                                                "were told about them."))
-    glob = forms.CharField(label=_("Workspace files"), max_length=300, required=False,
-                           help_text=_("workspace/<glob>.md, e.g. workspace/incidents/**.md"))
+    person = forms.ModelChoiceField(
+        label=_("Person"),
+        required=False,
+        queryset=None,
+        to_field_name="username",
+        help_text=_("Their profile in every project, and what agents were told about them."),
+    )
+    glob = forms.CharField(
+        label=_("Workspace files"),
+        max_length=300,
+        required=False,
+        help_text=_("workspace/<glob>.md, e.g. workspace/incidents/**.md"),
+    )
     file = forms.UUIDField(label=_("File id"), required=False)
 
     def __init__(self, *args, people, **kwargs):
@@ -57,8 +69,10 @@ class HoldForm(forms.Form):
         data = super().clean()
         chosen = [name for name in ("person", "glob", "file") if data.get(name)]
         if len(chosen) > 1:
-            raise ValidationError(_("A hold covers the project, or one person, one file or one "
-                                    "glob: pick at most one."), code="hold_target")
+            raise ValidationError(
+                _("A hold covers the project, or one person, one file or one glob: pick at most one."),
+                code="hold_target",
+            )
         data["glob"] = data.get("glob") or ""
         return data
 

@@ -27,72 +27,118 @@ def dashboard(user) -> dict:
     the project list has the rest). A constant number of queries per panel."""
 
     if user.is_superuser:
-        roles = {p.pk: permissions.ADMIN for p in Project.objects.filter(
-            archived_at__isnull=True).order_by("name")[:DASHBOARD_PROJECTS]}
+        roles = {
+            p.pk: permissions.ADMIN
+            for p in Project.objects.filter(archived_at__isnull=True).order_by("name")[:DASHBOARD_PROJECTS]
+        }
     else:
-        roles = dict(Membership.objects.filter(user=user, project__archived_at__isnull=True)
-                     .order_by("project__name")
-                     .values_list("project_id", "role")[:DASHBOARD_PROJECTS])
+        roles = dict(
+            Membership.objects.filter(user=user, project__archived_at__isnull=True)
+            .order_by("project__name")
+            .values_list("project_id", "role")[:DASHBOARD_PROJECTS]
+        )
     projects = {p.pk: p for p in Project.objects.filter(pk__in=roles).order_by("name")}
     managed = [p for pk, p in projects.items() if permissions.can_manage(roles[pk])]
     reviewed = [p for pk, p in projects.items() if permissions.can_review(roles[pk])]
-    data: dict = {"projects": [(p, roles[p.pk]) for p in projects.values()],
-                  "total_projects": permissions.visible_projects(user)
-                  .filter(archived_at__isnull=True).count(),
-                  # Flags on what this person wrote: theirs to answer, whatever their role.
-                  "my_flags": flags_on_work_of(user, list(projects))}
+    data: dict = {
+        "projects": [(p, roles[p.pk]) for p in projects.values()],
+        "total_projects": permissions.visible_projects(user).filter(archived_at__isnull=True).count(),
+        # Flags on what this person wrote: theirs to answer, whatever their role.
+        "my_flags": flags_on_work_of(user, list(projects)),
+    }
     if managed:
         ids = [p.pk for p in managed]
-        agents = dict(Agent.objects.filter(project__in=ids).values("project")
-                      .annotate(n=Count("pk")).values_list("project", "n"))
-        pending = dict(Proposal.objects.filter(project__in=ids, status=Proposal.Status.PENDING)
-                       .values("project").annotate(n=Count("pk")).values_list("project", "n"))
-        members = dict(Membership.objects.filter(project__in=ids).values("project")
-                       .annotate(n=Count("pk")).values_list("project", "n"))
-        latest = (IsolationCheck.objects.filter(project=OuterRef("pk")).order_by("-ran_at", "-pk")
-                  .values("pk")[:1])
-        check_ids = (Project.objects.filter(pk__in=ids).annotate(check=Subquery(latest))
-                     .values_list("check", flat=True))
+        agents = dict(
+            Agent.objects.filter(project__in=ids)
+            .values("project")
+            .annotate(n=Count("pk"))
+            .values_list("project", "n")
+        )
+        pending = dict(
+            Proposal.objects.filter(project__in=ids, status=Proposal.Status.PENDING)
+            .values("project")
+            .annotate(n=Count("pk"))
+            .values_list("project", "n")
+        )
+        members = dict(
+            Membership.objects.filter(project__in=ids)
+            .values("project")
+            .annotate(n=Count("pk"))
+            .values_list("project", "n")
+        )
+        latest = (
+            IsolationCheck.objects.filter(project=OuterRef("pk")).order_by("-ran_at", "-pk").values("pk")[:1]
+        )
+        check_ids = (
+            Project.objects.filter(pk__in=ids)
+            .annotate(check=Subquery(latest))
+            .values_list("check", flat=True)
+        )
         checks = {c.project_id: c for c in IsolationCheck.objects.filter(pk__in=check_ids)}
         # Webhooks disabled after failing: the admins' notice (mail goes too, where it can).
         data["disabled_webhooks"] = list(
-            WebhookSubscription.objects.filter(project__in=ids, disabled_at__isnull=False,
-                                               removed_at__isnull=True)
-            .select_related("project").order_by("-disabled_at")[:10])
-        data["admin_rows"] = [{"project": p, "agents": agents.get(p.pk, 0),
-                               "pending": pending.get(p.pk, 0), "members": members.get(p.pk, 0),
-                               "check": checks.get(p.pk)} for p in managed]
+            WebhookSubscription.objects.filter(
+                project__in=ids, disabled_at__isnull=False, removed_at__isnull=True
+            )
+            .select_related("project")
+            .order_by("-disabled_at")[:10]
+        )
+        data["admin_rows"] = [
+            {
+                "project": p,
+                "agents": agents.get(p.pk, 0),
+                "pending": pending.get(p.pk, 0),
+                "members": members.get(p.pk, 0),
+                "check": checks.get(p.pk),
+            }
+            for p in managed
+        ]
     if reviewed:
         counts = review_counts(reviewer=user, projects=reviewed)
         data["review_rows"] = [(p, counts.get(p.pk, 0)) for p in reviewed]
         data["recent_flags"] = list(
-            Flag.objects.filter(project__in=reviewed, resolved_at__isnull=True)
-            .select_related("project", "file", "file__agent", "file__user", "revision",
-                            "created_by")[:10])
+            Flag.objects.filter(project__in=reviewed, resolved_at__isnull=True).select_related(
+                "project", "file", "file__agent", "file__user", "revision", "created_by"
+            )[:10]
+        )
         data["agent_writes"] = list(
-            Revision.objects.filter(file__project__in=reviewed,
-                                    author_kind=Revision.AuthorKind.AGENT)
+            Revision.objects.filter(file__project__in=reviewed, author_kind=Revision.AuthorKind.AGENT)
             .select_related("file", "file__project", "file__agent", "file__user")
-            .order_by("-created_at")[:10])
+            .order_by("-created_at")[:10]
+        )
     if managed or reviewed:  # prompts cut to a cap or the budget, loud for who can act on it
-        data["truncated_agents"] = prompts.truncated_agents(
-            [p.pk for p in {*managed, *reviewed}])
+        data["truncated_agents"] = prompts.truncated_agents([p.pk for p in {*managed, *reviewed}])
         data["recent_days"] = prompts.RECENT_DAYS
-    profiles = {f.project_id: f for f in MemoryFile.objects.filter(
-        project__in=projects, scope=MemoryFile.Scope.USER, user=user).select_related("head")}
+    profiles = {
+        f.project_id: f
+        for f in MemoryFile.objects.filter(
+            project__in=projects, scope=MemoryFile.Scope.USER, user=user
+        ).select_related("head")
+    }
     if profiles or not managed:
-        pending_about_me = dict(Proposal.objects.filter(
-            file__in=profiles.values(), status=Proposal.Status.PENDING).values("project")
-            .annotate(n=Count("pk")).values_list("project", "n"))
-        data["profile_rows"] = [{"project": p, "role": roles[p.pk], "file": profiles.get(p.pk),
-                                 "pending": pending_about_me.get(p.pk, 0)}
-                                for p in projects.values()]
+        pending_about_me = dict(
+            Proposal.objects.filter(file__in=profiles.values(), status=Proposal.Status.PENDING)
+            .values("project")
+            .annotate(n=Count("pk"))
+            .values_list("project", "n")
+        )
+        data["profile_rows"] = [
+            {
+                "project": p,
+                "role": roles[p.pk],
+                "file": profiles.get(p.pk),
+                "pending": pending_about_me.get(p.pk, 0),
+            }
+            for p in projects.values()
+        ]
         data["about_me"] = list(
-            Revision.objects.filter(file__in=profiles.values(),
-                                    author_kind=Revision.AuthorKind.AGENT)
+            Revision.objects.filter(file__in=profiles.values(), author_kind=Revision.AuthorKind.AGENT)
             .select_related("file", "file__project", "author_agent")
-            .order_by("-created_at")[:5])
-        data["my_sessions"] = list(AgentSession.objects.filter(user=user, agent__project__in=projects)
-                                   .select_related("agent", "agent__project")
-                                   .order_by("-created_at")[:5])
+            .order_by("-created_at")[:5]
+        )
+        data["my_sessions"] = list(
+            AgentSession.objects.filter(user=user, agent__project__in=projects)
+            .select_related("agent", "agent__project")
+            .order_by("-created_at")[:5]
+        )
     return data

@@ -44,34 +44,48 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
     that quote it. What stays is one audit tombstone per project: who, when, why, counts."""
     reason = reason.strip()
     if not reason:
-        raise ValidationError(_("Say why the profile is erased; the tombstone keeps the reason."),
-                              code="erase_reason")
+        raise ValidationError(
+            _("Say why the profile is erased; the tombstone keeps the reason."), code="erase_reason"
+        )
     standing = holds_over(user, projects)
     if standing:  # nothing is erased anywhere: GDPR Art. 17(3)(e), legal claims
         raise Held(holds.refusal(standing))
     total = Erasure(files=0, revisions=0, objects=0, projects=[])
     for project in projects:
         with transaction.atomic():
-            files = list(MemoryFile.objects.select_for_update()
-                         .filter(project=project, scope=MemoryFile.Scope.USER, user=user))
+            files = list(
+                MemoryFile.objects.select_for_update().filter(
+                    project=project, scope=MemoryFile.Scope.USER, user=user
+                )
+            )
             prefixes = [layout.user_prefix(project.prefix, user.pk)]
             prefixes += [layout.history_prefix(project.prefix, f.pk) for f in files]
             # The exact prompts of the person's sessions quote the profile whole; a prompt
             # another person's session also returned is theirs too, and stays.
             sessions = AgentSession.objects.filter(agent__project=project, user=user)
             shas = set(sessions.exclude(prompt_sha256="").values_list("prompt_sha256", flat=True))
-            shas -= set(AgentSession.objects.filter(agent__project=project, prompt_sha256__in=shas)
-                        .exclude(user=user).values_list("prompt_sha256", flat=True))
+            shas -= set(
+                AgentSession.objects.filter(agent__project=project, prompt_sha256__in=shas)
+                .exclude(user=user)
+                .values_list("prompt_sha256", flat=True)
+            )
             prefixes += [layout.prompt_key(project.prefix, sha) for sha in sorted(shas)]
             # S3 first: if it fails the records stay, and running the erasure again finishes it.
             objects = purge(project, prefixes)
             receipts.prompt_forget(project=project, sha256s=sorted(shas))
-            sessions.filter(prompt_sha256__in=shas).update(prompt_stored=False, prompt_removed={
-                "how": "erased", "at": timezone.now().isoformat(), "by": by.get_username(),
-                "reason": reason[:500]})
+            sessions.filter(prompt_sha256__in=shas).update(
+                prompt_stored=False,
+                prompt_removed={
+                    "how": "erased",
+                    "at": timezone.now().isoformat(),
+                    "by": by.get_username(),
+                    "reason": reason[:500],
+                },
+            )
             revisions = list(Revision.objects.filter(file__in=files))
-            quoted = _scrub_profile_texts(project, [s.pk for s in sessions.only("pk")],
-                                          {r.sha256 for r in revisions})
+            quoted = _scrub_profile_texts(
+                project, [s.pk for s in sessions.only("pk")], {r.sha256 for r in revisions}
+            )
             reading.forget_cached(revisions)
             # Events about the profile not yet sent (and those kept for redelivery) lose its texts.
             events = outbox.scrub_files([f.pk for f in files])
@@ -80,12 +94,22 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
             Flag.objects.filter(file__in=files).delete()
             Revision.objects.filter(file__in=files).delete()
             MemoryFile.objects.filter(pk__in=[f.pk for f in files]).delete()
-            audit_record(actor=Actor.person(by), action="profile.erase", project=project,
-                         details={"user_id": user.pk, "user": user.get_username(),
-                                  "reason": reason[:500], "files": len(files),
-                                  "revisions": len(revisions), "objects": objects,
-                                  "prompts": len(shas), "answers_scrubbed": quoted,
-                                  "events_scrubbed": events})
+            audit_record(
+                actor=Actor.person(by),
+                action="profile.erase",
+                project=project,
+                details={
+                    "user_id": user.pk,
+                    "user": user.get_username(),
+                    "reason": reason[:500],
+                    "files": len(files),
+                    "revisions": len(revisions),
+                    "objects": objects,
+                    "prompts": len(shas),
+                    "answers_scrubbed": quoted,
+                    "events_scrubbed": events,
+                },
+            )
         total.files += len(files)
         total.revisions += len(revisions)
         total.objects += objects
@@ -97,8 +121,9 @@ def holds_over(user, projects: list[Project]) -> list:
     """The legal holds that stand over the person's profile memory in these projects: theirs,
     the projects', and any on their USER.md files."""
     found = {h.pk: h for project in projects for h in holds.covering_person(user, project)}
-    for file in MemoryFile.objects.filter(project__in=projects, scope=MemoryFile.Scope.USER,
-                                          user=user).select_related("project", "user"):
+    for file in MemoryFile.objects.filter(
+        project__in=projects, scope=MemoryFile.Scope.USER, user=user
+    ).select_related("project", "user"):
         found.update({h.pk: h for h in holds.covering_file(file)})
     return sorted(found.values(), key=lambda h: h.placed_at)
 
@@ -108,8 +133,9 @@ def person_projects(user, *, by) -> list[Project]:
     everywhere) and the person has, or had, a profile or a membership."""
     mine = Project.objects.filter(Q(memberships__user=user) | Q(files__user=user)).distinct()
     if not by.is_superuser:
-        mine = mine.filter(pk__in=Membership.objects.filter(
-            user=by, role=Membership.Role.ADMIN).values("project"))
+        mine = mine.filter(
+            pk__in=Membership.objects.filter(user=by, role=Membership.Role.ADMIN).values("project")
+        )
     return list(mine.order_by("name"))
 
 
@@ -143,9 +169,12 @@ def _scrub(results: list, shas: set[str] | None = None) -> bool:
     """Empty the USER.md `head_text`s of `results` (only those of `shas`, when given)."""
     found = False
     for result in results:
-        if isinstance(result, dict) and result.get("path") == layout.USER_FILE \
-                and result.get("head_text") and (shas is None or hashlib.sha256(
-                    result["head_text"].encode("utf-8")).hexdigest() in shas):
+        if (
+            isinstance(result, dict)
+            and result.get("path") == layout.USER_FILE
+            and result.get("head_text")
+            and (shas is None or hashlib.sha256(result["head_text"].encode("utf-8")).hexdigest() in shas)
+        ):
             result["head_text"] = ""
             found = True
     return found

@@ -37,8 +37,9 @@ def _details(mapping: GroupMapping) -> dict:
 
 
 @transaction.atomic
-def mapping_save(*, by, project: Project, group: str, role: str,
-                 mapping: GroupMapping | None = None) -> GroupMapping:
+def mapping_save(
+    *, by, project: Project, group: str, role: str, mapping: GroupMapping | None = None
+) -> GroupMapping:
     """Create a mapping, or change an existing one's group or role; audited. People's
     memberships follow at their next sign-in."""
     if role not in Membership.Role.values:
@@ -51,11 +52,18 @@ def mapping_save(*, by, project: Project, group: str, role: str,
         with transaction.atomic():
             mapping.save()
     except IntegrityError:
-        raise ValidationError(_("The group %(group)s is already mapped in this project: change "
-                                "that mapping's role instead."), code="mapping_exists",
-                              params={"group": group}) from None
-    audit_record(actor=Actor.person(by), action="mapping.update" if before else "mapping.create",
-                 project=project, obj=mapping, details={"from": before, "to": _details(mapping)})
+        raise ValidationError(
+            _("The group %(group)s is already mapped in this project: change that mapping's role instead."),
+            code="mapping_exists",
+            params={"group": group},
+        ) from None
+    audit_record(
+        actor=Actor.person(by),
+        action="mapping.update" if before else "mapping.create",
+        project=project,
+        obj=mapping,
+        details={"from": before, "to": _details(mapping)},
+    )
     return mapping
 
 
@@ -63,8 +71,13 @@ def mapping_save(*, by, project: Project, group: str, role: str,
 def mapping_delete(*, by, mapping: GroupMapping) -> None:
     """Delete a mapping; the memberships it granted stay marked as group memberships and go
     at each person's next sign-in (unless another of their groups maps to the project)."""
-    audit_record(actor=Actor.person(by), action="mapping.delete", project=mapping.project,
-                 obj=mapping, details={"from": _details(mapping)})
+    audit_record(
+        actor=Actor.person(by),
+        action="mapping.delete",
+        project=mapping.project,
+        obj=mapping,
+        details={"from": _details(mapping)},
+    )
     mapping.delete()
 
 
@@ -92,16 +105,28 @@ def memberships_follow_groups(*, user, groups: list[str]) -> list[dict]:
                 members.member_remove(by=None, membership=membership, actor=SIGN_IN)
                 changes.append({"project": membership.project.slug, "removed": membership.role})
             elif mapping.role != membership.role or mapping.pk != membership.mapping_id:
-                members.member_set(by=None, project=membership.project, user=user,
-                                   role=mapping.role, mapping=mapping, actor=SIGN_IN)
-                changes.append({"project": membership.project.slug, "role": mapping.role,
-                                "mapping": str(mapping)})
+                members.member_set(
+                    by=None,
+                    project=membership.project,
+                    user=user,
+                    role=mapping.role,
+                    mapping=mapping,
+                    actor=SIGN_IN,
+                )
+                changes.append(
+                    {"project": membership.project.slug, "role": mapping.role, "mapping": str(mapping)}
+                )
         except ValidationError as exc:  # the project's last admin: kept, and said in the log
-            log.warning("sign-in of %s kept a membership in %s: %s", user.get_username(),
-                        membership.project.slug, exc.messages[0])
+            log.warning(
+                "sign-in of %s kept a membership in %s: %s",
+                user.get_username(),
+                membership.project.slug,
+                exc.messages[0],
+            )
             changes.append({"project": membership.project.slug, "kept": exc.code})
     for mapping in wanted.values():
-        members.member_set(by=None, project=mapping.project, user=user, role=mapping.role,
-                           mapping=mapping, actor=SIGN_IN)
+        members.member_set(
+            by=None, project=mapping.project, user=user, role=mapping.role, mapping=mapping, actor=SIGN_IN
+        )
         changes.append({"project": mapping.project.slug, "role": mapping.role, "mapping": str(mapping)})
     return changes

@@ -33,30 +33,38 @@ class Sweep:
     note: str = ""
 
 
-def hold_place(*, by, project: Project, reason: str, case_reference: str = "", user=None,
-               file: MemoryFile | None = None, glob: str = "") -> tuple[LegalHold, Sweep]:
+def hold_place(
+    *,
+    by,
+    project: Project,
+    reason: str,
+    case_reference: str = "",
+    user=None,
+    file: MemoryFile | None = None,
+    glob: str = "",
+) -> tuple[LegalHold, Sweep]:
     """Place a hold on the project, or on a person (`user`: their profile in every project and
     what agents were told about them), a file, or workspace files (`glob`)."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValidationError(_("Say why it is held (the reason is kept with the hold)."),
-                              code="hold_reason")
+        raise ValidationError(_("Say why it is held (the reason is kept with the hold)."), code="hold_reason")
     chosen = [x for x in (user, file, glob) if x]
     if len(chosen) > 1:
-        raise ValidationError(_("A hold covers the project, or one person, one file or one glob."),
-                              code="hold_target")
+        raise ValidationError(
+            _("A hold covers the project, or one person, one file or one glob."), code="hold_target"
+        )
     if file is not None and file.project_id != project.pk:
         raise ValidationError(_("The file belongs to another project."), code="hold_file")
     if glob:
         glob = glob.strip()
         if not glob.startswith(globs.WORKSPACE_PREFIX) or not glob.endswith(".md"):
-            raise ValidationError(_("A glob names workspace files: workspace/<glob>.md."),
-                                  code="hold_glob")
+            raise ValidationError(_("A glob names workspace files: workspace/<glob>.md."), code="hold_glob")
         try:
-            layout.validate_workspace_path(globs.glob_sample(glob[len(globs.WORKSPACE_PREFIX):]))
+            layout.validate_workspace_path(globs.glob_sample(glob[len(globs.WORKSPACE_PREFIX) :]))
         except ValidationError as exc:
-            raise ValidationError(_("%(glob)s: %(why)s") % {
-                "glob": glob, "why": " ".join(exc.messages)}, code="hold_glob") from None
+            raise ValidationError(
+                _("%(glob)s: %(why)s") % {"glob": glob, "why": " ".join(exc.messages)}, code="hold_glob"
+            ) from None
     if user is not None:
         kind, target = LegalHold.Kind.PERSON, f"person {user.get_username()}"
     elif file is not None:
@@ -67,12 +75,23 @@ def hold_place(*, by, project: Project, reason: str, case_reference: str = "", u
         kind, target = LegalHold.Kind.PROJECT, f"project {project.slug}"
     with transaction.atomic():
         hold = LegalHold.objects.create(
-            project=project, kind=kind, user=user, file=file, glob=glob, target=target,
-            reason=reason[:MAX_REASON], case_reference=case_reference.strip()[:200],
-            placed_by=by)
-        audit_record(actor=Actor.person(by), action="legal_hold.place", project=project,
-                     obj=hold, details={"covers": target, "reason": hold.reason,
-                                        "case": hold.case_reference})
+            project=project,
+            kind=kind,
+            user=user,
+            file=file,
+            glob=glob,
+            target=target,
+            reason=reason[:MAX_REASON],
+            case_reference=case_reference.strip()[:200],
+            placed_by=by,
+        )
+        audit_record(
+            actor=Actor.person(by),
+            action="legal_hold.place",
+            project=project,
+            obj=hold,
+            details={"covers": target, "reason": hold.reason, "case": hold.case_reference},
+        )
     # The row is committed first: every write from now on is held as it is written, so the
     # sweep below cannot miss a version made while it runs.
     sweep = _sweep(hold, on=True)
@@ -90,9 +109,13 @@ def hold_release(*, by, hold: LegalHold, note: str = "") -> Sweep:
         if locked.released_at is None:
             locked.released_at, locked.released_by = timezone.now(), by
             locked.save(update_fields=["released_at", "released_by"])
-            audit_record(actor=Actor.person(by), action="legal_hold.release",
-                         project=locked.project, obj=locked,
-                         details={"covers": locked.target, "note": (note or "")[:MAX_REASON]})
+            audit_record(
+                actor=Actor.person(by),
+                action="legal_hold.release",
+                project=locked.project,
+                obj=locked,
+                details={"covers": locked.target, "note": (note or "")[:MAX_REASON]},
+            )
     hold.refresh_from_db()
     return _sweep(hold, on=False)
 
@@ -105,19 +128,21 @@ def _sweep(hold: LegalHold, *, on: bool) -> Sweep:
         kept = [key for p, key in covered if p.pk == project.pk]
         try:
             total += lifecycle.hold_sweep(
-                project, prefixes, on=on,
-                keep=lambda key, kept=kept: any(key.startswith(k) for k in kept))
+                project, prefixes, on=on, keep=lambda key, kept=kept: any(key.startswith(k) for k in kept)
+            )
         except LegalHoldUnsupported as exc:
             enforced = False
-            note = _("The bucket %(bucket)s has no S3 Object Lock, so the storage itself "
-                     "holds nothing there; the console still refuses to delete what the hold "
-                     "covers. Turn Object Lock on (manage.py ensure_bucket; docs/DEPLOY.md).") % {
-                "bucket": exc.args[0]}
+            note = _(
+                "The bucket %(bucket)s has no S3 Object Lock, so the storage itself "
+                "holds nothing there; the console still refuses to delete what the hold "
+                "covers. Turn Object Lock on (manage.py ensure_bucket; docs/DEPLOY.md)."
+            ) % {"bucket": exc.args[0]}
     return Sweep(versions=total, enforced=enforced, note=note)
 
 
 def holds_of(project: Project, *, standing_only: bool = False):
     """The project's holds, and the person holds placed elsewhere that reach into it."""
     found = LegalHold.objects.filter(project=project).select_related(
-        "user", "file", "placed_by", "released_by", "project")
+        "user", "file", "placed_by", "released_by", "project"
+    )
     return found.filter(released_at__isnull=True) if standing_only else found

@@ -25,8 +25,11 @@ def username_from_claim(value: object, *, claim: str) -> str:
     ValidationError saying why it cannot be one."""
     model = get_user_model()
     if not isinstance(value, str) or not value.strip():
-        raise ValidationError(_("The identity provider sent no %(claim)s claim to name your "
-                                "account after."), code="username_missing", params={"claim": claim})
+        raise ValidationError(
+            _("The identity provider sent no %(claim)s claim to name your account after."),
+            code="username_missing",
+            params={"claim": claim},
+        )
     name = model.normalize_username(value.strip())
     limit = model._meta.get_field(model.USERNAME_FIELD).max_length
     try:
@@ -34,26 +37,44 @@ def username_from_claim(value: object, *, claim: str) -> str:
         if len(name) > limit:
             raise ValidationError("too long")
     except ValidationError:
-        raise ValidationError(_("The identity provider's %(claim)s claim, %(name)s, cannot be a "
-                                "username here (at most %(limit)s letters, digits and @ . + - _)."),
-                              code="username_invalid",
-                              params={"claim": claim, "name": name[:200], "limit": limit}) from None
+        raise ValidationError(
+            _(
+                "The identity provider's %(claim)s claim, %(name)s, cannot be a "
+                "username here (at most %(limit)s letters, digits and @ . + - _)."
+            ),
+            code="username_invalid",
+            params={"claim": claim, "name": name[:200], "limit": limit},
+        ) from None
     return name
 
 
 @transaction.atomic
-def account_create_for_identity(*, username: str, issuer: str, subject: str, email: str = "",
-                                first_name: str = "", last_name: str = ""):
+def account_create_for_identity(
+    *, username: str, issuer: str, subject: str, email: str = "", first_name: str = "", last_name: str = ""
+):
     """A new account without a password for a person signing in through the provider;
     audited as account.create. Call inside the transaction that links the identity."""
     Lock.hold(Lock.ACCOUNTS)
     members.username_free(username)
     model = get_user_model()
-    user = model(username=username, email=email or "", first_name=(first_name or "")[:150],
-                 last_name=(last_name or "")[:150])
+    user = model(
+        username=username,
+        email=email or "",
+        first_name=(first_name or "")[:150],
+        last_name=(last_name or "")[:150],
+    )
     user.set_unusable_password()  # signs in through the provider only
     user.save()
-    audit_record(actor=Actor.system("sign-in"), action="account.create", obj=user,
-                 details={"user": username, "via": "single sign-on", "issuer": issuer,
-                          "subject": subject, "email_given": bool(email)})
+    audit_record(
+        actor=Actor.system("sign-in"),
+        action="account.create",
+        obj=user,
+        details={
+            "user": username,
+            "via": "single sign-on",
+            "issuer": issuer,
+            "subject": subject,
+            "email_given": bool(email),
+        },
+    )
     return user

@@ -34,8 +34,13 @@ def project_policy(project: Project) -> dict:
             {
                 "Sid": "ReadWriteOwnPrefix",
                 "Effect": "Allow",
-                "Action": ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject",
-                           "s3:DeleteObject", "s3:DeleteObjectVersion"],
+                "Action": [
+                    "s3:GetObject",
+                    "s3:GetObjectVersion",
+                    "s3:PutObject",
+                    "s3:DeleteObject",
+                    "s3:DeleteObjectVersion",
+                ],
                 "Resource": iam.arn(bucket, prefix + "*"),
             },
         ],
@@ -90,8 +95,10 @@ def check_isolation(projects: list[Project] | None = None) -> list[IsolationFind
         owned: set[str] = set()
         for project in members:
             findings += _check_project(bucket, project, objects, owned)
-        findings += [IsolationFinding("stray", bucket, key, "under no project's prefix")
-                     for key in sorted(set(objects) - owned)]
+        findings += [
+            IsolationFinding("stray", bucket, key, "under no project's prefix")
+            for key in sorted(set(objects) - owned)
+        ]
     return findings
 
 
@@ -104,38 +111,52 @@ def _overlaps(bucket: str, projects: list[Project]) -> list[IsolationFinding]:
     finds any made before that rule, or written to the database by hand)."""
     found = []
     for index, a in enumerate(projects):
-        for b in projects[index + 1:]:
+        for b in projects[index + 1 :]:
             if layout.prefixes_overlap(a.prefix, b.prefix):
                 inner, outer = (b, a) if b.prefix.startswith(a.prefix) else (a, b)
-                found.append(IsolationFinding("overlap", bucket, inner.prefix,
-                                              f"{inner.slug}'s prefix lies inside {outer.slug}'s"
-                                              if inner.prefix != outer.prefix else
-                                              f"{inner.slug} and {outer.slug} share one prefix"))
+                found.append(
+                    IsolationFinding(
+                        "overlap",
+                        bucket,
+                        inner.prefix,
+                        f"{inner.slug}'s prefix lies inside {outer.slug}'s"
+                        if inner.prefix != outer.prefix
+                        else f"{inner.slug} and {outer.slug} share one prefix",
+                    )
+                )
     return found
 
 
-def _check_project(bucket: str, project: Project, objects: dict[str, dict], owned: set[str]
-                   ) -> list[IsolationFinding]:
+def _check_project(
+    bucket: str, project: Project, objects: dict[str, dict], owned: set[str]
+) -> list[IsolationFinding]:
     prefix = project.prefix
     mine = [obj for key, obj in objects.items() if key.startswith(prefix)]
     owned.update(obj["Key"] for obj in mine)
-    findings = [IsolationFinding(item.kind, bucket, item.key, item.detail, item.severity)
-                for item in sorted(reconcile.classify(project, mine), key=lambda i: i.key)
-                if item.severity != reconcile.OK]
+    findings = [
+        IsolationFinding(item.kind, bucket, item.key, item.detail, item.severity)
+        for item in sorted(reconcile.classify(project, mine), key=lambda i: i.key)
+        if item.severity != reconcile.OK
+    ]
     files = MemoryFile.objects.filter(project=project).select_related("head")
     for file in files:
         if file.head is not None and not file.head.is_deletion and file.key not in objects:
-            findings.append(IsolationFinding("missing_object", bucket, file.key,
-                                             f"{file.display_path} r{file.head.number}"))
-    snapshots = set(Revision.objects.filter(file__project=project).exclude(snapshot_key="")
-                    .values_list("snapshot_key", flat=True))
+            findings.append(
+                IsolationFinding(
+                    "missing_object", bucket, file.key, f"{file.display_path} r{file.head.number}"
+                )
+            )
+    snapshots = set(
+        Revision.objects.filter(file__project=project)
+        .exclude(snapshot_key="")
+        .values_list("snapshot_key", flat=True)
+    )
     for key in sorted(snapshots - set(objects)):
         findings.append(IsolationFinding("missing_snapshot", bucket, key, "a revision's copy"))
     return findings
 
 
-def check_and_record(projects: list[Project] | None = None, *, ran_by: str
-                     ) -> list[IsolationFinding]:
+def check_and_record(projects: list[Project] | None = None, *, ran_by: str) -> list[IsolationFinding]:
     """Run the check and keep each project's outcome (and, for a whole run, the strays under
     no project) for the dashboard and the isolation page."""
     findings = check_isolation(projects)
@@ -143,14 +164,24 @@ def check_and_record(projects: list[Project] | None = None, *, ran_by: str
     for project in checked:
         bucket, prefix = bucket_of(project), project.prefix
         mine = [f for f in findings if f.bucket == bucket and f.key.startswith(prefix)]
-        IsolationCheck.objects.create(project=project, ran_by=ran_by[:200],
-                                      finding_count=len(errors(mine)),
-                                      findings=[asdict(f) for f in mine[:KEEP_FINDINGS]])
+        IsolationCheck.objects.create(
+            project=project,
+            ran_by=ran_by[:200],
+            finding_count=len(errors(mine)),
+            findings=[asdict(f) for f in mine[:KEEP_FINDINGS]],
+        )
     if projects is None:
-        owned = {id(f) for p in checked for f in findings
-                 if f.bucket == bucket_of(p) and f.key.startswith(p.prefix)}
+        owned = {
+            id(f)
+            for p in checked
+            for f in findings
+            if f.bucket == bucket_of(p) and f.key.startswith(p.prefix)
+        }
         rest = [f for f in findings if id(f) not in owned]
-        IsolationCheck.objects.create(project=None, ran_by=ran_by[:200],
-                                      finding_count=len(errors(rest)),
-                                      findings=[asdict(f) for f in rest[:KEEP_FINDINGS]])
+        IsolationCheck.objects.create(
+            project=None,
+            ran_by=ran_by[:200],
+            finding_count=len(errors(rest)),
+            findings=[asdict(f) for f in rest[:KEEP_FINDINGS]],
+        )
     return findings

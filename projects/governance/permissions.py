@@ -41,8 +41,9 @@ def reviewable_projects(user) -> QuerySet[Project]:
         return Project.objects.none()
     if user.is_superuser:
         return Project.objects.all()
-    return Project.objects.filter(memberships__user=user,
-                                  memberships__role__in=[ADMIN, COMPLIANCE]).distinct()
+    return Project.objects.filter(
+        memberships__user=user, memberships__role__in=[ADMIN, COMPLIANCE]
+    ).distinct()
 
 
 def role_in(user, project: Project) -> str | None:
@@ -151,8 +152,9 @@ def can_see_flag(user, role: str | None, flag: Flag) -> bool:
     the flags on their own work, to answer them (if they may still read the file)."""
     if can_review(role):
         return True
-    return (flag.revision.author_user_id == user.pk and role is not None
-            and can_read_file(user, role, flag.file))
+    return (
+        flag.revision.author_user_id == user.pk and role is not None and can_read_file(user, role, flag.file)
+    )
 
 
 def can_resolve_flag(role: str | None) -> bool:

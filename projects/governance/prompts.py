@@ -18,31 +18,45 @@ CHART_DAYS = 30
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 140, 14  # viewBox units
 
 
-def truncated_agents(projects, *, agent: Agent | None = None, days: int = RECENT_DAYS,
-                     limit: int = 20) -> list[dict]:
+def truncated_agents(
+    projects, *, agent: Agent | None = None, days: int = RECENT_DAYS, limit: int = 20
+) -> list[dict]:
     """Agents of `projects` (or just `agent`) with a truncated prompt in the last `days` days,
     worst first, each with the sections its latest truncated session cut. Two queries."""
     since = timezone.now() - dt.timedelta(days=days)
     recent = Q(sessions__created_at__gte=since)
-    latest_cut = (AgentSession.objects.filter(agent=OuterRef("pk"), truncated=True,
-                                              created_at__gte=since)
-                  .order_by("-created_at").values("pk")[:1])
-    chosen = Agent.objects.filter(pk=agent.pk) if agent else Agent.objects.filter(
-        project__in=projects)
+    latest_cut = (
+        AgentSession.objects.filter(agent=OuterRef("pk"), truncated=True, created_at__gte=since)
+        .order_by("-created_at")
+        .values("pk")[:1]
+    )
+    chosen = Agent.objects.filter(pk=agent.pk) if agent else Agent.objects.filter(project__in=projects)
     agents = list(
-        chosen
-        .annotate(cut=Count("sessions", filter=recent & Q(sessions__truncated=True)),
-                  over=Count("sessions", filter=recent & Q(sessions__over_budget=True)),
-                  runs=Count("sessions", filter=recent),
-                  latest_cut=Subquery(latest_cut))
-        .filter(cut__gt=0).select_related("project").order_by("-cut", "name")[:limit])
+        chosen.annotate(
+            cut=Count("sessions", filter=recent & Q(sessions__truncated=True)),
+            over=Count("sessions", filter=recent & Q(sessions__over_budget=True)),
+            runs=Count("sessions", filter=recent),
+            latest_cut=Subquery(latest_cut),
+        )
+        .filter(cut__gt=0)
+        .select_related("project")
+        .order_by("-cut", "name")[:limit]
+    )
     sessions = AgentSession.objects.in_bulk([a.latest_cut for a in agents])
     rows = []
     for agent in agents:
         session = sessions.get(agent.latest_cut)
         sections = [s["tag"] for s in session.receipt if s.get("truncated")] if session else []
-        rows.append({"agent": agent, "cut": agent.cut, "over": agent.over, "runs": agent.runs,
-                     "session": session, "sections": sections})
+        rows.append(
+            {
+                "agent": agent,
+                "cut": agent.cut,
+                "over": agent.over,
+                "runs": agent.runs,
+                "session": session,
+                "sections": sections,
+            }
+        )
     return rows
 
 
@@ -79,11 +93,20 @@ def prompt_chart(agent: Agent, *, days: int = CHART_DAYS, today: dt.date | None 
     today = today or timezone.now().date()
     first = today - dt.timedelta(days=days - 1)
     start = timezone.make_aware(dt.datetime.combine(first, dt.time.min), dt.UTC)
-    per_day = {row["day"]: row for row in (
-        AgentSession.objects.filter(agent=agent, created_at__gte=start)
-        .annotate(day=TruncDate("created_at", tzinfo=dt.UTC)).values("day")
-        .annotate(peak=Max("total_tokens"), average=Avg("total_tokens"), sessions=Count("pk"),
-                  cut=Count("pk", filter=Q(truncated=True))))}
+    per_day = {
+        row["day"]: row
+        for row in (
+            AgentSession.objects.filter(agent=agent, created_at__gte=start)
+            .annotate(day=TruncDate("created_at", tzinfo=dt.UTC))
+            .values("day")
+            .annotate(
+                peak=Max("total_tokens"),
+                average=Avg("total_tokens"),
+                sessions=Count("pk"),
+                cut=Count("pk", filter=Q(truncated=True)),
+            )
+        )
+    }
     budget = (agent.manifest or {}).get("total_tokens")
     budget = budget if isinstance(budget, int) and not isinstance(budget, bool) else None
     peak = max([row["peak"] for row in per_day.values()] + [budget or 0, 1])
@@ -100,10 +123,18 @@ def prompt_chart(agent: Agent, *, days: int = CHART_DAYS, today: dt.date | None 
         if row is None:
             continue
         y = y_of(row["peak"])
-        chart.bars.append(Bar(day=day, x=round(index * CHART_WIDTH / days, 1), y=y,
-                              height=round(CHART_HEIGHT - y, 1), peak=row["peak"],
-                              average=round(row["average"] or 0), sessions=row["sessions"],
-                              cut=row["cut"]))
+        chart.bars.append(
+            Bar(
+                day=day,
+                x=round(index * CHART_WIDTH / days, 1),
+                y=y,
+                height=round(CHART_HEIGHT - y, 1),
+                peak=row["peak"],
+                average=round(row["average"] or 0),
+                sessions=row["sessions"],
+                cut=row["cut"],
+            )
+        )
     if budget:
         chart.budget_y = y_of(budget)
     return chart

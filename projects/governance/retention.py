@@ -48,8 +48,9 @@ MAX_RULES = 50
 # --- Rules ----------------------------------------------------------------------------------------
 
 
-def rule_clean(*, kind: str, glob: str = "", days: int | None = None,
-               keep_revisions: int | None = None) -> dict:
+def rule_clean(
+    *, kind: str, glob: str = "", days: int | None = None, keep_revisions: int | None = None
+) -> dict:
     """The rule's fields checked and normalised; ValidationError with each problem at its field."""
     problems: dict[str, list] = {}
     glob = (glob or "").strip()
@@ -59,8 +60,10 @@ def rule_clean(*, kind: str, glob: str = "", days: int | None = None,
         if not glob:
             problems["glob"] = [_("Name the files: USER.md, AGENTS.md, workspace/logs/**...")]
         elif not valid_glob(glob):
-            problems["glob"] = [_("%(glob)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                  "workspace/<path or glob>.") % {"glob": glob}]
+            problems["glob"] = [
+                _("%(glob)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or workspace/<path or glob>.")
+                % {"glob": glob}
+            ]
     elif glob:
         problems["glob"] = [_("Only file and history rules name files.")]
     for name, value in (("days", days), ("keep_revisions", keep_revisions)):
@@ -74,10 +77,15 @@ def rule_clean(*, kind: str, glob: str = "", days: int | None = None,
     elif keep_revisions is not None:
         problems["keep_revisions"] = [_("Only history rules keep a number of revisions.")]
     if problems:
-        raise ValidationError({k: [ValidationError(m, code="retention") for m in v]
-                               for k, v in problems.items()})
-    return {"kind": kind, "glob": glob, "days": days,
-            "keep_revisions": keep_revisions if kind == Kind.HISTORY else None}
+        raise ValidationError(
+            {k: [ValidationError(m, code="retention") for m in v] for k, v in problems.items()}
+        )
+    return {
+        "kind": kind,
+        "glob": glob,
+        "days": days,
+        "keep_revisions": keep_revisions if kind == Kind.HISTORY else None,
+    }
 
 
 def valid_glob(glob: str) -> bool:
@@ -85,7 +93,7 @@ def valid_glob(glob: str) -> bool:
         return True
     if not glob.startswith(globs.WORKSPACE_PREFIX):
         return False
-    sample = globs.glob_sample(glob[len(globs.WORKSPACE_PREFIX):])
+    sample = globs.glob_sample(glob[len(globs.WORKSPACE_PREFIX) :])
     try:
         layout.validate_workspace_path(sample if sample.endswith(".md") else sample + ".md")
     except ValidationError:
@@ -97,18 +105,29 @@ def valid_glob(glob: str) -> bool:
 def rule_add(*, by, project: Project, **fields) -> RetentionRule:
     cleaned = rule_clean(**fields)
     if RetentionRule.objects.filter(project=project).count() >= MAX_RULES:
-        raise ValidationError(_("At most %(max)s rules a project.") % {"max": MAX_RULES},
-                              code="retention_rules")
+        raise ValidationError(
+            _("At most %(max)s rules a project.") % {"max": MAX_RULES}, code="retention_rules"
+        )
     rule = RetentionRule.objects.create(project=project, created_by=by, **cleaned)
-    audit_record(actor=Actor.person(by), action="retention.rule", project=project, obj=rule,
-                 details={"added": rule.describe()})
+    audit_record(
+        actor=Actor.person(by),
+        action="retention.rule",
+        project=project,
+        obj=rule,
+        details={"added": rule.describe()},
+    )
     return rule
 
 
 @transaction.atomic
 def rule_remove(*, by, rule: RetentionRule) -> None:
-    audit_record(actor=Actor.person(by), action="retention.rule", project=rule.project, obj=rule,
-                 details={"removed": rule.describe()})
+    audit_record(
+        actor=Actor.person(by),
+        action="retention.rule",
+        project=rule.project,
+        obj=rule,
+        details={"removed": rule.describe()},
+    )
     rule.delete()
 
 
@@ -144,15 +163,19 @@ def plan(project: Project, *, until: dt.datetime) -> list[RulePlan]:
     """What each of the project's rules expires by `until` (what a legal hold covers is left
     out and counted)."""
     rules = list(RetentionRule.objects.filter(project=project))
-    files = list(MemoryFile.objects.filter(project=project).select_related("head", "agent",
-                                                                             "user", "project"))
-    held_files = {f.pk for f in files if holds.covering_file(f)} if holds.any_standing(project) \
-        else set()
+    files = list(
+        MemoryFile.objects.filter(project=project).select_related("head", "agent", "user", "project")
+    )
+    held_files = {f.pk for f in files if holds.covering_file(f)} if holds.any_standing(project) else set()
     out = []
     for rule in rules:
-        planner = {Kind.FILES: _files_due, Kind.HISTORY: _history_due,
-                   Kind.SESSIONS: _sessions_due, Kind.PROMPTS: _prompts_due,
-                   Kind.IDEMPOTENCY: _answers_due}[rule.kind]
+        planner = {
+            Kind.FILES: _files_due,
+            Kind.HISTORY: _history_due,
+            Kind.SESSIONS: _sessions_due,
+            Kind.PROMPTS: _prompts_due,
+            Kind.IDEMPOTENCY: _answers_due,
+        }[rule.kind]
         out.append(planner(rule, project, files, held_files, until))
     return out
 
@@ -184,9 +207,11 @@ def _history_due(rule, project, files, held_files, until) -> RulePlan:
     result = RulePlan(rule, [])
     chosen = {f.pk: f for f in _matching(rule, files)}
     revisions: dict = {}
-    for revision in (Revision.objects.filter(file_id__in=chosen, is_deletion=False,
-                                             purged_at__isnull=True)
-                     .order_by("file_id", "-number").only("pk", "file_id", "number", "created_at")):
+    for revision in (
+        Revision.objects.filter(file_id__in=chosen, is_deletion=False, purged_at__isnull=True)
+        .order_by("file_id", "-number")
+        .only("pk", "file_id", "number", "created_at")
+    ):
         revisions.setdefault(revision.file_id, []).append(revision)
     for file_id, found in revisions.items():
         file = chosen[file_id]
@@ -195,8 +220,7 @@ def _history_due(rule, project, files, held_files, until) -> RulePlan:
         for index, revision in enumerate(found):  # newest first
             if revision.pk == file.head_id or index < kept:
                 continue
-            due = revision.created_at + dt.timedelta(days=rule.days) if rule.days else \
-                revision.created_at
+            due = revision.created_at + dt.timedelta(days=rule.days) if rule.days else revision.created_at
             if due > until:
                 continue
             numbers.append(revision.number)
@@ -206,8 +230,9 @@ def _history_due(rule, project, files, held_files, until) -> RulePlan:
         if file_id in held_files:
             result.held += len(numbers)
         else:
-            result.due.append(Due(rule, file.display_path, latest, count=len(numbers), file=file,
-                                  numbers=sorted(numbers)))
+            result.due.append(
+                Due(rule, file.display_path, latest, count=len(numbers), file=file, numbers=sorted(numbers))
+            )
     result.due.sort(key=lambda item: item.label)
     return result
 
@@ -220,18 +245,25 @@ def _session_holds(project: Project):
 def _sessions_due(rule, project, files, held_files, until) -> RulePlan:
     result = RulePlan(rule, [])
     whole, people = _session_holds(project)
-    sessions = AgentSession.objects.filter(agent__project=project,
-                                           created_at__lte=until - dt.timedelta(days=rule.days))
+    sessions = AgentSession.objects.filter(
+        agent__project=project, created_at__lte=until - dt.timedelta(days=rule.days)
+    )
     if whole:
         result.held = sessions.count()
         return result
     held = sessions.filter(user_id__in=people)
     result.held = held.count()
-    ids = list(sessions.exclude(user_id__in=people).order_by("created_at")
-               .values_list("pk", "created_at"))
+    ids = list(sessions.exclude(user_id__in=people).order_by("created_at").values_list("pk", "created_at"))
     if ids:
-        result.due.append(Due(rule, _("sessions"), ids[-1][1] + dt.timedelta(days=rule.days),
-                              count=len(ids), ids=[pk for pk, _when in ids]))
+        result.due.append(
+            Due(
+                rule,
+                _("sessions"),
+                ids[-1][1] + dt.timedelta(days=rule.days),
+                count=len(ids),
+                ids=[pk for pk, _when in ids],
+            )
+        )
     return result
 
 
@@ -240,9 +272,12 @@ def _prompts_due(rule, project, files, held_files, until) -> RulePlan:
     kept while any of them is young)."""
     result = RulePlan(rule, [])
     whole, people = _session_holds(project)
-    newest = (AgentSession.objects.filter(agent__project=project, prompt_stored=True)
-              .exclude(prompt_sha256="").values("prompt_sha256")
-              .annotate(last=Max("created_at")))
+    newest = (
+        AgentSession.objects.filter(agent__project=project, prompt_stored=True)
+        .exclude(prompt_sha256="")
+        .values("prompt_sha256")
+        .annotate(last=Max("created_at"))
+    )
     limit = until - dt.timedelta(days=rule.days)
     due = [(row["prompt_sha256"], row["last"]) for row in newest if row["last"] <= limit]
     if not due:
@@ -251,32 +286,49 @@ def _prompts_due(rule, project, files, held_files, until) -> RulePlan:
     if whole:
         held_shas = {sha for sha, _when in due}
     elif people:
-        held_shas = set(AgentSession.objects.filter(
-            agent__project=project, user_id__in=people,
-            prompt_sha256__in=[sha for sha, _when in due]).values_list("prompt_sha256", flat=True))
+        held_shas = set(
+            AgentSession.objects.filter(
+                agent__project=project, user_id__in=people, prompt_sha256__in=[sha for sha, _when in due]
+            ).values_list("prompt_sha256", flat=True)
+        )
     result.held = len(held_shas)
     shas = sorted((sha, when) for sha, when in due if sha not in held_shas)
     if shas:
-        result.due.append(Due(rule, _("kept prompts"),
-                              max(when for _sha, when in shas) + dt.timedelta(days=rule.days),
-                              count=len(shas), ids=[sha for sha, _when in shas]))
+        result.due.append(
+            Due(
+                rule,
+                _("kept prompts"),
+                max(when for _sha, when in shas) + dt.timedelta(days=rule.days),
+                count=len(shas),
+                ids=[sha for sha, _when in shas],
+            )
+        )
     return result
 
 
 def _answers_due(rule, project, files, held_files, until) -> RulePlan:
     result = RulePlan(rule, [])
-    ids = list(IdempotencyRecord.objects.filter(
-        agent__project=project, created_at__lte=until - dt.timedelta(days=rule.days))
-        .order_by("created_at").values_list("pk", "created_at"))
+    ids = list(
+        IdempotencyRecord.objects.filter(
+            agent__project=project, created_at__lte=until - dt.timedelta(days=rule.days)
+        )
+        .order_by("created_at")
+        .values_list("pk", "created_at")
+    )
     if ids:
-        result.due.append(Due(rule, _("stored runner answers"),
-                              ids[-1][1] + dt.timedelta(days=rule.days), count=len(ids),
-                              ids=[pk for pk, _when in ids]))
+        result.due.append(
+            Due(
+                rule,
+                _("stored runner answers"),
+                ids[-1][1] + dt.timedelta(days=rule.days),
+                count=len(ids),
+                ids=[pk for pk, _when in ids],
+            )
+        )
     return result
 
 
-def preview(project: Project, *, now: dt.datetime | None = None, days: int = PREVIEW_DAYS
-            ) -> list[dict]:
+def preview(project: Project, *, now: dt.datetime | None = None, days: int = PREVIEW_DAYS) -> list[dict]:
     """Per rule: what expires today (exactly what `apply` would do now), and what else will in
     the next `days` days."""
     now = now or timezone.now()
@@ -285,10 +337,20 @@ def preview(project: Project, *, now: dt.datetime | None = None, days: int = PRE
     for current in plan(project, until=now):
         ahead = later[current.rule.pk]
         counted = {d.label: d.count for d in current.due}
-        soon = [Due(d.rule, d.label, d.due, count=d.count - counted.get(d.label, 0), file=d.file)
-                for d in ahead.due if d.count > counted.get(d.label, 0)]
-        out.append({"rule": current.rule, "today": current, "soon": soon,
-                    "soon_count": sum(d.count for d in soon), "held": ahead.held})
+        soon = [
+            Due(d.rule, d.label, d.due, count=d.count - counted.get(d.label, 0), file=d.file)
+            for d in ahead.due
+            if d.count > counted.get(d.label, 0)
+        ]
+        out.append(
+            {
+                "rule": current.rule,
+                "today": current,
+                "soon": soon,
+                "soon_count": sum(d.count for d in soon),
+                "held": ahead.held,
+            }
+        )
     return out
 
 
@@ -307,12 +369,13 @@ class Run:
     refused: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {name: getattr(self, name) for name in
-                ("files", "revisions", "sessions", "prompts", "answers", "held", "finished")}
+        return {
+            name: getattr(self, name)
+            for name in ("files", "revisions", "sessions", "prompts", "answers", "held", "finished")
+        }
 
 
-def apply(project: Project, *, now: dt.datetime | None = None, by=None,
-          ran_by: str = "retention") -> Run:
+def apply(project: Project, *, now: dt.datetime | None = None, by=None, ran_by: str = "retention") -> Run:
     """Do what `plan(project, until=now)` lists, after finishing what a stopped run left. One
     audit event with the counts."""
     now = now or timezone.now()
@@ -333,8 +396,13 @@ def apply(project: Project, *, now: dt.datetime | None = None, by=None,
                 run.held += item.count
                 run.refused.append(exc.message)
     actor = Actor.person(by) if by is not None else Actor.system(ran_by)
-    audit_record(actor=actor, action="retention.run", project=project, obj=project,
-                 details={**run.as_dict(), "at": now.isoformat()})
+    audit_record(
+        actor=actor,
+        action="retention.run",
+        project=project,
+        obj=project,
+        details={**run.as_dict(), "at": now.isoformat()},
+    )
     return run
 
 
@@ -346,11 +414,13 @@ def _apply_one(project: Project, item: Due, now: dt.datetime, run: Run) -> None:
     elif kind == Kind.HISTORY:
         run.revisions += lifecycle.revisions_purge(file=item.file, numbers=item.numbers)
     elif kind == Kind.SESSIONS:
-        run.sessions += AgentSession.objects.filter(pk__in=item.ids).delete()[1].get(
-            AgentSession._meta.label, 0)
+        run.sessions += (
+            AgentSession.objects.filter(pk__in=item.ids).delete()[1].get(AgentSession._meta.label, 0)
+        )
     elif kind == Kind.PROMPTS:
-        lifecycle.prompts_purge(project=project, sha256s=item.ids, removed={
-            "how": "expired", "at": now.isoformat(), "rule": rule})
+        lifecycle.prompts_purge(
+            project=project, sha256s=item.ids, removed={"how": "expired", "at": now.isoformat(), "rule": rule}
+        )
         run.prompts += len(item.ids)
     elif kind == Kind.IDEMPOTENCY:
         run.answers += IdempotencyRecord.objects.filter(pk__in=item.ids).delete()[0]

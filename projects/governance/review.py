@@ -25,17 +25,24 @@ def review_mark(*, reviewer, file: MemoryFile, number: int) -> ReviewMark:
     """Mark every revision up to `number` (the head the reviewer saw) as reviewed. A mark
     never moves back: an older page submitted late does not undo a newer review."""
     if not Revision.objects.filter(file=file, number=number).exists():
-        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
-                              params={"number": number})
+        raise ValidationError(
+            _("Revision %(number)s does not exist."), code="no_revision", params={"number": number}
+        )
     mark, created = ReviewMark.objects.select_for_update().get_or_create(
-        reviewer=reviewer, file=file, defaults={"number": number})
+        reviewer=reviewer, file=file, defaults={"number": number}
+    )
     before = None if created else mark.number
     if not created and number > mark.number:
         mark.number, mark.reviewed_at = number, timezone.now()
         mark.save(update_fields=["number", "reviewed_at"])
     if created or before != mark.number:
-        audit_record(actor=Actor.person(reviewer), action="review.mark", project=file.project,
-                     obj=file, details={"from": before or 0, "to": mark.number})
+        audit_record(
+            actor=Actor.person(reviewer),
+            action="review.mark",
+            project=file.project,
+            obj=file,
+            details={"from": before or 0, "to": mark.number},
+        )
     return mark
 
 
@@ -51,16 +58,22 @@ def _note(text: str, missing: str, code: str) -> str:
 
 @transaction.atomic
 def flag_create(*, by, file: MemoryFile, number: int, comment: str) -> Flag:
-    comment = _note(comment, _("Say what is wrong: the comment is what the fixer reads."),
-                    "flag_comment")
+    comment = _note(comment, _("Say what is wrong: the comment is what the fixer reads."), "flag_comment")
     revision = Revision.objects.filter(file=file, number=number).first()
     if revision is None:
-        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
-                              params={"number": number})
-    flag = Flag.objects.create(project=file.project, file=file, revision=revision,
-                               comment=comment[:2000], created_by=by)
-    audit_record(actor=Actor.person(by), action="review.flag", project=file.project, obj=file,
-                 details={"revision": number, "flag": flag.pk, "comment": comment[:500]})
+        raise ValidationError(
+            _("Revision %(number)s does not exist."), code="no_revision", params={"number": number}
+        )
+    flag = Flag.objects.create(
+        project=file.project, file=file, revision=revision, comment=comment[:2000], created_by=by
+    )
+    audit_record(
+        actor=Actor.person(by),
+        action="review.flag",
+        project=file.project,
+        obj=file,
+        details={"revision": number, "flag": flag.pk, "comment": comment[:500]},
+    )
     return flag
 
 
@@ -68,16 +81,19 @@ def flag_create(*, by, file: MemoryFile, number: int, comment: str) -> Flag:
 def flag_resolve(*, by, flag: Flag, note: str) -> Flag:
     """Close a flag, saying how (required: whoever reads the flag later learns what was done).
     The row is locked, so two reviewers at once resolve it once."""
-    note = _note(note, _("Say how it was resolved: the note stays with the flag."),
-                 "resolve_note")
+    note = _note(note, _("Say how it was resolved: the note stays with the flag."), "resolve_note")
     locked = Flag.objects.select_for_update().get(pk=flag.pk)
     if locked.resolved_at is None:
         locked.resolved_at, locked.resolved_by = timezone.now(), by
         locked.resolution_note = note
         locked.save(update_fields=["resolved_at", "resolved_by", "resolution_note"])
-        audit_record(actor=Actor.person(by), action="review.resolve", project=flag.project,
-                     obj=flag.file, details={"flag": flag.pk, "revision": flag.revision.number,
-                                             "note": note[:500]})
+        audit_record(
+            actor=Actor.person(by),
+            action="review.resolve",
+            project=flag.project,
+            obj=flag.file,
+            details={"flag": flag.pk, "revision": flag.revision.number, "note": note[:500]},
+        )
     flag.resolved_at, flag.resolved_by = locked.resolved_at, locked.resolved_by
     flag.resolution_note = locked.resolution_note
     return flag
@@ -88,19 +104,23 @@ def flag_reply(*, by, flag: Flag, text: str) -> FlagReply:
     """An answer in the flag's thread: the flagged revision's author (or a reviewer)."""
     text = _note(text, _("Write your answer first."), "reply_text")
     reply = FlagReply.objects.create(flag=flag, author=by, text=text)
-    audit_record(actor=Actor.person(by), action="review.reply", project=flag.project,
-                 obj=flag.file, details={"flag": flag.pk, "revision": flag.revision.number,
-                                         "reply": text[:500]})
+    audit_record(
+        actor=Actor.person(by),
+        action="review.reply",
+        project=flag.project,
+        obj=flag.file,
+        details={"flag": flag.pk, "revision": flag.revision.number, "reply": text[:500]},
+    )
     return reply
 
 
 def flags_on_work_of(user, projects: list[Project], limit: int = 10) -> list[Flag]:
     """Open flags on revisions this person wrote: theirs to answer (dashboard)."""
-    return list(Flag.objects.filter(project__in=projects, resolved_at__isnull=True,
-                                    revision__author_user=user)
-                .select_related("project", "file", "file__agent", "file__user", "revision",
-                                "created_by")
-                .order_by("-created_at")[:limit])
+    return list(
+        Flag.objects.filter(project__in=projects, resolved_at__isnull=True, revision__author_user=user)
+        .select_related("project", "file", "file__agent", "file__user", "revision", "created_by")
+        .order_by("-created_at")[:limit]
+    )
 
 
 def blamed_revision(revisions: list[Revision], findings: list[dict]) -> int | None:
@@ -121,10 +141,12 @@ def review_next(*, reviewer, project: Project, after: MemoryFile | None) -> Memo
     queue = review_queue(reviewer=reviewer, project=project)
     if after is not None:
         created = after.head.created_at
-        same_group = (Q(head__created_at__lt=created)
-                      | Q(head__created_at=created, pk__gt=after.pk))
-        later = (Q(by_agent=True) & same_group) | Q(by_agent=False) if after.by_agent \
+        same_group = Q(head__created_at__lt=created) | Q(head__created_at=created, pk__gt=after.pk)
+        later = (
+            (Q(by_agent=True) & same_group) | Q(by_agent=False)
+            if after.by_agent
             else Q(by_agent=False) & same_group
+        )
         following = queue.filter(later).exclude(pk=after.pk).first()
         if following is not None:
             return following
@@ -148,26 +170,37 @@ class ReviewItem:
 def _unreviewed(reviewer) -> QuerySet[MemoryFile]:
     """Files whose head is past the revision this reviewer last marked reviewed (0: never)."""
     seen = ReviewMark.objects.filter(reviewer=reviewer, file=OuterRef("pk")).values("number")[:1]
-    return (MemoryFile.objects.filter(head__isnull=False)
-            .annotate(seen=Coalesce(Subquery(seen), 0))
-            .filter(head__number__gt=F("seen")))
+    return (
+        MemoryFile.objects.filter(head__isnull=False)
+        .annotate(seen=Coalesce(Subquery(seen), 0))
+        .filter(head__number__gt=F("seen"))
+    )
 
 
 def review_counts(*, reviewer, projects: list[Project]) -> dict:
     """How many files wait in this reviewer's queue, per project, in one query."""
-    return dict(_unreviewed(reviewer).filter(project__in=projects).order_by()
-                .values("project").annotate(n=Count("pk")).values_list("project", "n"))
+    return dict(
+        _unreviewed(reviewer)
+        .filter(project__in=projects)
+        .order_by()
+        .values("project")
+        .annotate(n=Count("pk"))
+        .values_list("project", "n")
+    )
 
 
 def review_queue(*, reviewer, project: Project) -> QuerySet[MemoryFile]:
     """Files changed since this reviewer last marked them reviewed; files with agents' writes
     among the unreviewed ones first, then the most recently changed."""
     files = _unreviewed(reviewer).filter(project=project)
-    agent_writes = Revision.objects.filter(file=OuterRef("pk"), number__gt=OuterRef("seen"),
-                                           author_kind=Revision.AuthorKind.AGENT)
-    return (files.annotate(by_agent=Exists(agent_writes))
-            .select_related("head", "agent", "user", "project")
-            .order_by("-by_agent", "-head__created_at", "pk"))
+    agent_writes = Revision.objects.filter(
+        file=OuterRef("pk"), number__gt=OuterRef("seen"), author_kind=Revision.AuthorKind.AGENT
+    )
+    return (
+        files.annotate(by_agent=Exists(agent_writes))
+        .select_related("head", "agent", "user", "project")
+        .order_by("-by_agent", "-head__created_at", "pk")
+    )
 
 
 def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
@@ -179,14 +212,18 @@ def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
     pending = Q()
     for file in files:
         pending |= Q(file=file, number__gte=max(file.seen, 1))
-    revisions = list(Revision.objects.filter(pending).select_related("renamed_from", "renamed_to")
-                     .order_by("file_id", "number"))  # the badges name a rename's other path
+    revisions = list(
+        Revision.objects.filter(pending)
+        .select_related("renamed_from", "renamed_to")
+        .order_by("file_id", "number")
+    )  # the badges name a rename's other path
     by_file: dict = {}
     for revision in revisions:
         by_file.setdefault(revision.file_id, []).append(revision)
     flags: dict = {}
-    for flag in (Flag.objects.filter(file__in=files, resolved_at__isnull=True)
-                 .select_related("revision", "created_by")):
+    for flag in Flag.objects.filter(file__in=files, resolved_at__isnull=True).select_related(
+        "revision", "created_by"
+    ):
         flags.setdefault(flag.file_id, []).append(flag)
     texts = reading.revision_texts(files[0].project, revisions)
     items = []
@@ -195,13 +232,18 @@ def review_items(files: list[MemoryFile]) -> list[ReviewItem]:
         base = next((r for r in history if r.number == file.seen), None)
         new = [r for r in history if r.number > file.seen]
         findings = findings_over(new)
-        items.append(ReviewItem(
-            file=file, since=file.seen, revisions=new, by_agent=file.by_agent,
-            findings=findings,
-            flags=flags.get(file.pk, []),
-            diff=diff_texts(texts[base.pk] if base else "", texts[file.head.pk]),
-            blame=blamed_revision(new, findings),
-        ))
+        items.append(
+            ReviewItem(
+                file=file,
+                since=file.seen,
+                revisions=new,
+                by_agent=file.by_agent,
+                findings=findings,
+                flags=flags.get(file.pk, []),
+                diff=diff_texts(texts[base.pk] if base else "", texts[file.head.pk]),
+                blame=blamed_revision(new, findings),
+            )
+        )
     return items
 
 

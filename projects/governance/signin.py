@@ -72,8 +72,9 @@ def client_ip(request) -> str | None:
     remote = request.META.get("REMOTE_ADDR", "") or ""
     hops = settings.MGC_TRUSTED_PROXIES
     if hops > 0:
-        chain = [part.strip() for part in
-                 request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+        chain = [
+            part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()
+        ]
         if len(chain) >= hops:
             remote = chain[-hops]
     try:
@@ -110,8 +111,12 @@ def _flag_address(ip: str | None) -> None:
     if not ip:
         return
     since = timezone.now() - settings.AXES_COOLOFF_TIME
-    failures = (AccessAttempt.objects.filter(ip_address=ip, attempt_time__gte=since)
-                .aggregate(total=Sum("failures_since_start"))["total"] or 0)
+    failures = (
+        AccessAttempt.objects.filter(ip_address=ip, attempt_time__gte=since).aggregate(
+            total=Sum("failures_since_start")
+        )["total"]
+        or 0
+    )
     if failures >= settings.AXES_FAILURE_LIMIT:
         cache.set(f"mgc:signin-locked:{ip}", 1, timeout=ADDRESS_FLAG_SECONDS)
 
@@ -126,10 +131,17 @@ def _audit_lockout(sender, request, username, ip_address, **kwargs):
     if getattr(request, "axes_failures_since_start", None) is None:
         return
     account = _account(username)
-    audit_record(actor=Actor.system("sign-in"), action="account.locked_out", obj=account,
-                 details={"username": username or "", "ip_address": ip_address,
-                          "failures": request.axes_failures_since_start,
-                          "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)})
+    audit_record(
+        actor=Actor.system("sign-in"),
+        action="account.locked_out",
+        obj=account,
+        details={
+            "username": username or "",
+            "ip_address": ip_address,
+            "failures": request.axes_failures_since_start,
+            "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60),
+        },
+    )
     logger.warning("Sign-in locked out: username %r from %s", username, ip_address)
 
 
@@ -167,8 +179,11 @@ def lockouts() -> list[Lockout]:
     recent = AccessAttempt.objects.filter(attempt_time__gte=since)
     found: list[Lockout] = []
     for kind in ("username", "ip_address"):
-        rows = (recent.exclude(**{f"{kind}__isnull": True}).values(kind)
-                .annotate(total=Sum("failures_since_start"), last=Max("attempt_time")))
+        rows = (
+            recent.exclude(**{f"{kind}__isnull": True})
+            .values(kind)
+            .annotate(total=Sum("failures_since_start"), last=Max("attempt_time"))
+        )
         found += [Lockout(kind, row[kind], row["total"], row["last"]) for row in rows if row[kind]]
     return sorted(found, key=lambda lock: (-lock.failures, lock.kind, lock.value))
 
@@ -181,9 +196,12 @@ def lockout_lift(*, by, kind: str, value: str) -> int:
     removed = AxesProxyHandler.reset_attempts(**{kind: value})
     if kind == "ip_address":
         cache.delete(f"mgc:signin-locked:{value}")
-    audit_record(actor=Actor.person(by), action="account.unlock", obj=_account(value)
-                 if kind == "username" else None,
-                 details={kind: value, "records": removed})
+    audit_record(
+        actor=Actor.person(by),
+        action="account.unlock",
+        obj=_account(value) if kind == "username" else None,
+        details={kind: value, "records": removed},
+    )
     return removed
 
 
@@ -221,6 +239,12 @@ def throttle_note(request, over: list[str]) -> None:
     """Audit the first refusal of a window for these counters (not every one of a flood)."""
     _limit, seconds = parse_rate(settings.MGC_SET_PASSWORD_RATE)
     if cache.add(f"mgc:throttled:{'|'.join(over)}:{int(time.time() // seconds)}", 1, seconds + 1):
-        audit_record(actor=Actor.system("sign-in"), action="account.throttled",
-                     details={"path": request.path[:200], "ip_address": client_ip(request),
-                              "over": [name.split(":", 1)[0] for name in over]})
+        audit_record(
+            actor=Actor.system("sign-in"),
+            action="account.throttled",
+            details={
+                "path": request.path[:200],
+                "ip_address": client_ip(request),
+                "over": [name.split(":", 1)[0] for name in over],
+            },
+        )

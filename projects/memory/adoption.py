@@ -48,17 +48,32 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
                 refusals.replaced(locked)
                 locked.save(update_fields=["refused_etag"])
             return None
-        return record_revision(locked, number=head.number + 1, sha=sha256(b""), size=0,
-                               actor=Actor.external(),
-                               message=system_message("external_delete"), snapshot_key="",
-                               etag="", is_deletion=True, action="file.external_delete")
+        return record_revision(
+            locked,
+            number=head.number + 1,
+            sha=sha256(b""),
+            size=0,
+            actor=Actor.external(),
+            message=system_message("external_delete"),
+            snapshot_key="",
+            etag="",
+            is_deletion=True,
+            action="file.external_delete",
+        )
     data, etag = found.body, found.etag
     if (head_live and etag == locked.head_etag) or etag == locked.refused_etag:
         return None  # the recorded head, or a write already refused
     refusal = refusals.refusal_of(found)
     if refusal is not None:  # what a save would refuse is not adopted either
-        refusals.record(storage, project=locked.project, key=locked.key, found=found,
-                        reason=refusal[0], detail=refusal[1], file=locked)
+        refusals.record(
+            storage,
+            project=locked.project,
+            key=locked.key,
+            found=found,
+            reason=refusal[0],
+            detail=refusal[1],
+            file=locked,
+        )
         return None
     if head_live and sha256(data) == head.sha256:
         # The head's own bytes, written again (the head put back, or the same text copied
@@ -72,12 +87,14 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
     metadata = storage.metadata(snap)
     details = {}
-    if metadata and metadata.get("mgc-base", "") == (str(head.number) if head else "") and \
-            found.metadata.get("mgc-write") == metadata.get("mgc-write"):
+    if (
+        metadata
+        and metadata.get("mgc-base", "") == (str(head.number) if head else "")
+        and found.metadata.get("mgc-write") == metadata.get("mgc-write")
+    ):
         # The snapshot and the head object come from the same attempt (same write id).
         actor = actor_from_metadata(metadata)
-        message = (Message.from_metadata(metadata)
-                   or unquote(metadata.get("mgc-message", "")))
+        message = Message.from_metadata(metadata) or unquote(metadata.get("mgc-message", ""))
         restored = metadata.get("mgc-restored-from", "")
         restored_from = int(restored) if whole_number(restored) else None
         renamed_from = file_named(locked.project_id, metadata.get("mgc-renamed-from", ""))
@@ -85,17 +102,33 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
     else:
         # Written past the console: a runner's direct sandbox (attributed when its proof
         # checks out, see projects.provenance) or anyone else with bucket access.
-        claim = provenance.verified_writer(project_id=locked.project_id, key=locked.key,
-                                           data=data, metadata=found.metadata)
+        claim = provenance.verified_writer(
+            project_id=locked.project_id, key=locked.key, data=data, metadata=found.metadata
+        )
         actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
         message, restored_from, renamed_from = system_message("external_change"), None, None
         action = "file.external_change"
-        storage.write(snap, data, metadata=write_metadata(actor, message, None, None),
-                      legal_hold=bool(holds_over(locked)))
-    return record_revision(locked, number=number, sha=sha, size=len(data), actor=actor,
-                           message=message, snapshot_key=snap, etag=etag,
-                           restored_from=restored_from, action=action, details=details,
-                           data=data, renamed_from=renamed_from)
+        storage.write(
+            snap,
+            data,
+            metadata=write_metadata(actor, message, None, None),
+            legal_hold=bool(holds_over(locked)),
+        )
+    return record_revision(
+        locked,
+        number=number,
+        sha=sha,
+        size=len(data),
+        actor=actor,
+        message=message,
+        snapshot_key=snap,
+        etag=etag,
+        restored_from=restored_from,
+        action=action,
+        details=details,
+        data=data,
+        renamed_from=renamed_from,
+    )
 
 
 def adopt(file: MemoryFile) -> Revision | None:
@@ -110,8 +143,7 @@ def refuse_name(project: Project, key: str) -> RefusedWrite | None:
     found = storage.describe(key)
     if found is None:
         return None
-    return refusals.record(storage, project=project, key=key, found=found,
-                           reason=RefusedWrite.Reason.NAME)
+    return refusals.record(storage, project=project, key=key, found=found, reason=RefusedWrite.Reason.NAME)
 
 
 def put_head_back(storage: MemoryStorage, locked: MemoryFile) -> None:
@@ -120,9 +152,14 @@ def put_head_back(storage: MemoryStorage, locked: MemoryFile) -> None:
     head = locked.head
     data = read_snapshot(storage, head)
     try:
-        etag = storage.write(locked.key, data, metadata=storage.metadata(head.snapshot_key) or {},
-                             if_match=locked.refused_etag, ambiguous="unknown",
-                             legal_hold=bool(holds_over(locked)))
+        etag = storage.write(
+            locked.key,
+            data,
+            metadata=storage.metadata(head.snapshot_key) or {},
+            if_match=locked.refused_etag,
+            ambiguous="unknown",
+            legal_hold=bool(holds_over(locked)),
+        )
     except PreconditionFailed:
         raise StorageUnavailable.nothing_changed() from None  # changed again: try again
     locked.head_etag = etag
@@ -153,8 +190,17 @@ def refused_write_delete(*, refused: RefusedWrite, by) -> None:
         if refused.version_id and refused.version_id != "null":
             storage.remove(refused.key, refused.version_id)
         RefusedWrite.objects.filter(pk=refused.pk).update(
-            state=RefusedWrite.State.DELETED, resolved_by=by, resolved_at=timezone.now())
-        audit_record(actor=Actor.person(by), action="file.refused_delete", project=project,
-                     obj=locked if locked is not None else refused,
-                     details={"key": refused.key, "reason": refused.reason, "size": refused.size,
-                              "written_by": refused.writer_label})
+            state=RefusedWrite.State.DELETED, resolved_by=by, resolved_at=timezone.now()
+        )
+        audit_record(
+            actor=Actor.person(by),
+            action="file.refused_delete",
+            project=project,
+            obj=locked if locked is not None else refused,
+            details={
+                "key": refused.key,
+                "reason": refused.reason,
+                "size": refused.size,
+                "written_by": refused.writer_label,
+            },
+        )

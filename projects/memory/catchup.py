@@ -19,8 +19,9 @@ from projects.memory.storage import storage_for
 from projects.models import Agent, MemoryFile, Project, Revision
 
 
-def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: bool = True,
-                    everything: bool = False) -> list[Revision]:
+def bucket_catch_up(
+    *, project: Project, agent: Agent, user=None, workspace: bool = True, everything: bool = False
+) -> list[Revision]:
     """Adopt what the bucket holds under the prefixes a prompt draws from (the agent's files,
     the user's profile, the workspace), so the pre hook injects it and its receipt names it.
 
@@ -29,8 +30,9 @@ def bucket_catch_up(*, project: Project, agent: Agent, user=None, workspace: boo
     waited for, then seen as what it is). New workspace files get a record first. Changes a
     runner proved it wrote are attributed to it (see projects.provenance), others are
     `external`. Returns the revisions it recorded."""
-    return bucket_catch_up_start(project=project, agent=agent, user=user, workspace=workspace,
-                                 everything=everything).finish()
+    return bucket_catch_up_start(
+        project=project, agent=agent, user=user, workspace=workspace, everything=everything
+    ).finish()
 
 
 class _SharedListings:
@@ -83,8 +85,15 @@ _LISTINGS = _SharedListings(POOL)
 
 # What the pre hook never reads of the records it assembles from: decoding a head's findings
 # and message parameters (JSON) for every file was a good part of the hook's CPU.
-PROMPT_DEFERRED = ("created_at", "head__findings", "head__message", "head__message_params",
-                   "head__author_label", "head__expired_rule", "head__restored_from")
+PROMPT_DEFERRED = (
+    "created_at",
+    "head__findings",
+    "head__message",
+    "head__message_params",
+    "head__author_label",
+    "head__expired_rule",
+    "head__restored_from",
+)
 
 
 class CatchUp:
@@ -108,8 +117,9 @@ class CatchUp:
             if mark is not None and self._feed.seen(prefix, mark):
                 continue  # the feed saw nothing change there since this process listed it
             self._listings.append((prefix, mark, _LISTINGS.get(storage, prefix)))
-        self.records = list(MemoryFile.objects.filter(wanted, project=project)
-                            .select_related("head").defer(*PROMPT_DEFERRED))
+        self.records = list(
+            MemoryFile.objects.filter(wanted, project=project).select_related("head").defer(*PROMPT_DEFERRED)
+        )
         for record in self.records:  # one project object for all, not one per row
             record.project = project
         self.changed = False
@@ -126,22 +136,23 @@ class CatchUp:
             return []
         # Only the records under a listed prefix can be compared with what the LIST saw.
         records = {f.key: f for f in self.records if f.key.startswith(tuple(prefixes))}
-        listed = {key: etag for _prefix, _mark, future in self._listings
-                  for key, etag in future.result().items()}
+        listed = {
+            key: etag for _prefix, _mark, future in self._listings for key, etag in future.result().items()
+        }
         adopted: list[Revision] = []
         for key, record in records.items():
             live = record.head is not None and not record.head.is_deletion
             if key in listed and listed[key] == record.refused_etag and record.refused_etag:
                 continue  # a write refused already: the head stays, nothing to read again
-            if (key in listed and (not live or listed[key] != record.head_etag)) or \
-                    (key not in listed and live):
+            if (key in listed and (not live or listed[key] != record.head_etag)) or (
+                key not in listed and live
+            ):
                 self.changed = True
                 adopted += _found(adopt(record))
         refused = None
         for key in sorted(set(listed) - set(records)):
             parsed = layout.parse_key(project.prefix, key)
-            if parsed.kind not in (layout.SCOPE_AGENT, layout.SCOPE_USER,
-                                   layout.SCOPE_WORKSPACE):
+            if parsed.kind not in (layout.SCOPE_AGENT, layout.SCOPE_USER, layout.SCOPE_WORKSPACE):
                 if refusals.name_refused(project.prefix, key):
                     if refused is None:
                         refused = refusals.present_keys(project)
@@ -149,10 +160,13 @@ class CatchUp:
                         refuse_name(project, key)
                 continue  # not a memory file: check_isolation reports what else it is
             self.changed = True
-            record = file_ensure(project=project, scope=parsed.kind,
-                                 agent=agent if parsed.kind == layout.SCOPE_AGENT else None,
-                                 user=user if parsed.kind == layout.SCOPE_USER else None,
-                                 path=parsed.path)
+            record = file_ensure(
+                project=project,
+                scope=parsed.kind,
+                agent=agent if parsed.kind == layout.SCOPE_AGENT else None,
+                user=user if parsed.kind == layout.SCOPE_USER else None,
+                path=parsed.path,
+            )
             adopted += _found(adopt(record))
         if self._feed is not None:
             for prefix, mark, _future in self._listings:
@@ -160,8 +174,9 @@ class CatchUp:
         return adopted
 
 
-def bucket_catch_up_start(*, project: Project, agent: Agent, user=None, workspace: bool = True,
-                          everything: bool = False) -> CatchUp:
+def bucket_catch_up_start(
+    *, project: Project, agent: Agent, user=None, workspace: bool = True, everything: bool = False
+) -> CatchUp:
     """Start a catch-up's LISTs (see `bucket_catch_up`) and return at once.
 
     Only what a runner's S3 credentials may write is listed (Project.runner_writable): the

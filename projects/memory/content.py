@@ -13,8 +13,9 @@ from projects.memory.errors import ContentRejected
 
 
 def _binary() -> ContentRejected:
-    return ContentRejected(_("The content contains NUL bytes: it looks like a binary file, and "
-                             "memory files are Markdown text."))
+    return ContentRejected(
+        _("The content contains NUL bytes: it looks like a binary file, and memory files are Markdown text.")
+    )
 
 
 def encode(content: str | bytes) -> bytes:
@@ -26,8 +27,11 @@ def encode(content: str | bytes) -> bytes:
             content.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ContentRejected(
-                _("The content is not UTF-8 text (invalid byte at position %(position)s). "
-                  "Memory files are UTF-8 Markdown.") % {"position": exc.start}
+                _(
+                    "The content is not UTF-8 text (invalid byte at position %(position)s). "
+                    "Memory files are UTF-8 Markdown."
+                )
+                % {"position": exc.start}
             ) from None
         data = content
     elif isinstance(content, str):
@@ -42,10 +46,15 @@ def encode(content: str | bytes) -> bytes:
     limit = settings.MGC_MAX_FILE_BYTES
     if len(data) > limit:
         raise ContentRejected(
-            _("The content is %(size)s bytes; the limit is %(limit)s bytes (%(kib)s KiB). "
-              "Split it into smaller files.") % {
+            _(
+                "The content is %(size)s bytes; the limit is %(limit)s bytes (%(kib)s KiB). "
+                "Split it into smaller files."
+            )
+            % {
                 "size": number_format(len(data), force_grouping=True),
-                "limit": number_format(limit, force_grouping=True), "kib": limit // 1024}
+                "limit": number_format(limit, force_grouping=True),
+                "kib": limit // 1024,
+            }
         )
     return data
 

@@ -44,15 +44,24 @@ class StorageUnavailable(StoreError):
 
     @classmethod
     def nothing_changed(cls) -> StorageUnavailable:
-        return cls(_("The memory storage (S3) did not answer properly, so nothing was changed. "
-                     "Try again in a moment; your text is kept."))
+        return cls(
+            _(
+                "The memory storage (S3) did not answer properly, so nothing was changed. "
+                "Try again in a moment; your text is kept."
+            )
+        )
 
     @classmethod
     def outcome_unknown(cls) -> StorageUnavailable:
-        return cls(_("The memory storage (S3) did not answer while the change was being "
-                     "written, so whether it was applied is unknown. Try again in a moment "
-                     "(the same request again is safe: a change that did land is recognised, "
-                     "not written twice); your text is kept."), outcome="unknown")
+        return cls(
+            _(
+                "The memory storage (S3) did not answer while the change was being "
+                "written, so whether it was applied is unknown. Try again in a moment "
+                "(the same request again is safe: a change that did land is recognised, "
+                "not written twice); your text is kept."
+            ),
+            outcome="unknown",
+        )
 
 
 class SaveConflict(StoreError):
@@ -60,16 +69,20 @@ class SaveConflict(StoreError):
 
     code = "conflict"
 
-    def __init__(self, *, reason: str, head, head_text: str, your_text: str,
-                 base_revision: int | None):
+    def __init__(self, *, reason: str, head, head_text: str, your_text: str, base_revision: int | None):
         if reason == "external_change":
-            summary = _("The file was changed directly in storage since you opened it; that "
-                        "change is now revision %(number)s.") % {"number": head.number if head else "-"}
+            summary = _(
+                "The file was changed directly in storage since you opened it; that "
+                "change is now revision %(number)s."
+            ) % {"number": head.number if head else "-"}
         else:
-            summary = _("The file changed since you opened it (you started from revision "
-                        "%(base)s, the latest is %(head)s).") % {
+            summary = _(
+                "The file changed since you opened it (you started from revision "
+                "%(base)s, the latest is %(head)s)."
+            ) % {
                 "base": base_revision if base_revision is not None else _("none"),
-                "head": head.number if head else _("none")}
+                "head": head.number if head else _("none"),
+            }
         super().__init__(_("%(summary)s Your text is kept below.") % {"summary": summary})
         self.summary = summary  # without the editor's note, for callers that keep no text
         self.reason = reason

@@ -130,9 +130,18 @@ class Feed:
             ago = max(0, time.time_ns() - self._last_ns + RESUME_MARGIN_NS)
             since = f"{ago // 1_000_000}ms"
         self._process = subprocess.Popen(  # noqa: S603 - our own binary, our own arguments
-            [self.binary, "filer.meta.tail", f"-filer={self.filer}",
-             f"-pathPrefix=/buckets/{self.bucket}/", f"-timeAgo={since}"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+            [
+                self.binary,
+                "filer.meta.tail",
+                f"-filer={self.filer}",
+                f"-pathPrefix=/buckets/{self.bucket}/",
+                f"-timeAgo={since}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
         process = self._process
         # weed exits when it cannot reach the filer; still running a moment later while the
         # filer answers, it is subscribed (the events since `-timeAgo` are replayed, so none is
@@ -175,7 +184,7 @@ class Feed:
         path = f"{directory}/{entry.get('name', '')}"
         if not path.startswith(root):
             return
-        key = path[len(root):]
+        key = path[len(root) :]
         with self._lock:
             parts = key.split("/")
             for depth in range(1, len(parts)):

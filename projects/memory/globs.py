@@ -25,7 +25,7 @@ def workspace_matches(source: str, paths: list[str]) -> list[str]:
     """Workspace paths (relative, no 'workspace/') a source (`workspace/<glob>`) selects,
     sorted. `workspace/**.md` is every file, `workspace/decisions/*.md` the files directly in
     decisions/."""
-    pattern = layout.nfc(source[len(WORKSPACE_PREFIX):])  # paths are NFC
+    pattern = layout.nfc(source[len(WORKSPACE_PREFIX) :])  # paths are NFC
     regex = _glob_regex(pattern)
     return sorted(p for p in paths if regex.fullmatch(p))
 
@@ -38,7 +38,7 @@ def source_matches(source: str, source_path: str) -> bool:
         return source == source_path
     if not source_path.startswith(WORKSPACE_PREFIX):
         return False
-    return bool(workspace_matches(source, [source_path[len(WORKSPACE_PREFIX):]]))
+    return bool(workspace_matches(source, [source_path[len(WORKSPACE_PREFIX) :]]))
 
 
 @lru_cache(maxsize=512)

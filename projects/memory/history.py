@@ -31,8 +31,10 @@ class _RevisionPaginator(Paginator):
 
 def file_history(file: MemoryFile, page: int | str = 1, per_page: int = HISTORY_PAGE_SIZE) -> Page:
     """Revisions newest first, one page of them."""
-    revisions = (Revision.objects.filter(file=file)
-                 .select_related("author_user", "author_agent", "renamed_from", "renamed_to")
-                 .order_by("-number"))
+    revisions = (
+        Revision.objects.filter(file=file)
+        .select_related("author_user", "author_agent", "renamed_from", "renamed_to")
+        .order_by("-number")
+    )
     total = file.head.number if file.head_id else 0
     return _RevisionPaginator(revisions, per_page, total).get_page(page)

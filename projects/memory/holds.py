@@ -25,9 +25,11 @@ def standing():
 
 def covering_file(file: MemoryFile) -> list[LegalHold]:
     """The holds standing over a file, oldest first."""
-    wanted = (Q(kind=LegalHold.Kind.PROJECT, project_id=file.project_id)
-              | Q(kind=LegalHold.Kind.FILE, file_id=file.pk)
-              | Q(kind=LegalHold.Kind.GLOB, project_id=file.project_id))
+    wanted = (
+        Q(kind=LegalHold.Kind.PROJECT, project_id=file.project_id)
+        | Q(kind=LegalHold.Kind.FILE, file_id=file.pk)
+        | Q(kind=LegalHold.Kind.GLOB, project_id=file.project_id)
+    )
     if file.scope == MemoryFile.Scope.USER and file.user_id:
         wanted |= Q(kind=LegalHold.Kind.PERSON, user_id=file.user_id)
     found = []
@@ -47,10 +49,15 @@ def covering_person(user, project: Project | None = None) -> list[LegalHold]:
 
 def covering_sessions(project: Project) -> tuple[bool, set[int]]:
     """(the whole project is held, the users whose sessions a person's hold covers)."""
-    holds = list(standing().filter(Q(project=project, kind=LegalHold.Kind.PROJECT)
-                                   | Q(kind=LegalHold.Kind.PERSON)).values_list("kind", "user_id"))
-    return (any(kind == LegalHold.Kind.PROJECT for kind, _user in holds),
-            {user for kind, user in holds if kind == LegalHold.Kind.PERSON and user})
+    holds = list(
+        standing()
+        .filter(Q(project=project, kind=LegalHold.Kind.PROJECT) | Q(kind=LegalHold.Kind.PERSON))
+        .values_list("kind", "user_id")
+    )
+    return (
+        any(kind == LegalHold.Kind.PROJECT for kind, _user in holds),
+        {user for kind, user in holds if kind == LegalHold.Kind.PERSON and user},
+    )
 
 
 def any_standing(project: Project) -> bool:
@@ -61,22 +68,30 @@ def any_standing(project: Project) -> bool:
 
 def prompt_held(project: Project, user) -> bool:
     """Whether a prompt kept for this person in this project falls under a hold."""
-    return standing().filter(Q(project=project, kind=LegalHold.Kind.PROJECT)
-                             | Q(kind=LegalHold.Kind.PERSON, user=user)).exists() \
-        if user is not None else standing().filter(
-            project=project, kind=LegalHold.Kind.PROJECT).exists()
+    return (
+        standing()
+        .filter(Q(project=project, kind=LegalHold.Kind.PROJECT) | Q(kind=LegalHold.Kind.PERSON, user=user))
+        .exists()
+        if user is not None
+        else standing().filter(project=project, kind=LegalHold.Kind.PROJECT).exists()
+    )
 
 
 def refusal(holds: list[LegalHold]) -> str:
     """What a refused erasure, delete or expiry says: the holds by number, reason and case
     (GDPR Art. 17(3)(e) lets data needed for legal claims be kept)."""
     named = "; ".join(
-        _("legal hold #%(id)s on %(what)s (%(reason)s%(case)s), placed %(when)s by %(who)s") % {
-            "id": h.pk, "what": h.describe(), "reason": h.reason,
+        _("legal hold #%(id)s on %(what)s (%(reason)s%(case)s), placed %(when)s by %(who)s")
+        % {
+            "id": h.pk,
+            "what": h.describe(),
+            "reason": h.reason,
             "case": f", {h.case_reference}" if h.case_reference else "",
             "when": h.placed_at.date().isoformat(),
-            "who": h.placed_by.get_username() if h.placed_by_id else "?"}
-        for h in holds)
+            "who": h.placed_by.get_username() if h.placed_by_id else "?",
+        }
+        for h in holds
+    )
     return _("Refused: %(holds)s. Release the hold first.") % {"holds": named}
 
 
@@ -87,22 +102,37 @@ def hold_prefixes(hold: LegalHold) -> list[tuple[Project, list[str]]]:
         return [(hold.project, [hold.project.prefix])]
     if hold.kind == LegalHold.Kind.FILE:
         file = hold.file
-        return [(file.project, [file.key, layout.history_prefix(file.project.prefix, file.pk)])] \
-            if file is not None else []
+        return (
+            [(file.project, [file.key, layout.history_prefix(file.project.prefix, file.pk)])]
+            if file is not None
+            else []
+        )
     if hold.kind == LegalHold.Kind.GLOB:
-        files = [f for f in MemoryFile.objects.filter(project=hold.project,
-                                                      scope=MemoryFile.Scope.WORKSPACE)
-                 if globs.source_matches(hold.glob, f.source_path)]
-        return [(hold.project, [p for f in files for p in
-                                (f.key, layout.history_prefix(hold.project.prefix, f.pk))])]
+        files = [
+            f
+            for f in MemoryFile.objects.filter(project=hold.project, scope=MemoryFile.Scope.WORKSPACE)
+            if globs.source_matches(hold.glob, f.source_path)
+        ]
+        return [
+            (
+                hold.project,
+                [p for f in files for p in (f.key, layout.history_prefix(hold.project.prefix, f.pk))],
+            )
+        ]
     out = []
-    for project in Project.objects.filter(Q(memberships__user=hold.user)
-                                          | Q(files__user=hold.user)).distinct():
+    for project in Project.objects.filter(
+        Q(memberships__user=hold.user) | Q(files__user=hold.user)
+    ).distinct():
         keys = [layout.user_prefix(project.prefix, hold.user_id)]
-        keys += [layout.history_prefix(project.prefix, f.pk) for f in MemoryFile.objects.filter(
-            project=project, scope=MemoryFile.Scope.USER, user=hold.user)]
-        shas = set(AgentSession.objects.filter(agent__project=project, user=hold.user)
-                   .exclude(prompt_sha256="").values_list("prompt_sha256", flat=True))
+        keys += [
+            layout.history_prefix(project.prefix, f.pk)
+            for f in MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.USER, user=hold.user)
+        ]
+        shas = set(
+            AgentSession.objects.filter(agent__project=project, user=hold.user)
+            .exclude(prompt_sha256="")
+            .values_list("prompt_sha256", flat=True)
+        )
         keys += [layout.prompt_key(project.prefix, sha) for sha in sorted(shas)]
         out.append((project, keys))
     return out

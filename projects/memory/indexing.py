@@ -12,8 +12,9 @@ def index_revision(file: MemoryFile, revision: Revision, text: str) -> None:
     """Make `revision` the file's searchable head; call inside the save's transaction."""
     SearchText.objects.filter(file=file, is_head=True).update(is_head=False)
     if not revision.is_deletion:
-        SearchText.objects.create(file=file, number=revision.number, text=text,
-                                  created_at=revision.created_at)
+        SearchText.objects.create(
+            file=file, number=revision.number, text=text, created_at=revision.created_at
+        )
 
 
 def index_head(file: MemoryFile, text: str) -> None:
@@ -21,8 +22,11 @@ def index_head(file: MemoryFile, text: str) -> None:
     for files saved before search existed."""
     with transaction.atomic():
         SearchText.objects.filter(file=file).update(is_head=False)
-        SearchText.objects.update_or_create(file=file, number=file.head.number, defaults={
-            "is_head": True, "text": text, "created_at": file.head.created_at})
+        SearchText.objects.update_or_create(
+            file=file,
+            number=file.head.number,
+            defaults={"is_head": True, "text": text, "created_at": file.head.created_at},
+        )
 
 
 def forget_revisions(file: MemoryFile, numbers: list[int]) -> None:

@@ -47,8 +47,7 @@ _FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 # spelled (a workspace/USER.md reads as the employee's profile; logs/tools.md, a log of tool
 # calls, does not) and Windows device names, which no sandbox folder on Windows can hold.
 _RESERVED_NAMES = {*AGENT_FILES, USER_FILE}
-_DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(10)),
-                 *(f"LPT{n}" for n in range(10))}
+_DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(10)), *(f"LPT{n}" for n in range(10))}
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _PREFIX_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*/\Z")
 _SNAPSHOT_RE = re.compile(r"\A(?P<number>[1-9][0-9]*)-(?P<sha>[0-9a-f]{64})\.md\Z")
@@ -90,8 +89,7 @@ def validate_workspace_path(path: object) -> str:
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         raise _invalid(_("The path must be relative, not absolute."), "path_absolute")
     for char in path:
-        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or \
-                lookalikes.is_default_ignorable(char):
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or lookalikes.is_default_ignorable(char):
             raise _invalid(
                 _("The path contains an invisible or control character (U+%(codepoint)s)."),
                 "path_control",
@@ -103,20 +101,28 @@ def validate_workspace_path(path: object) -> str:
             raise _invalid(_("The path may not contain tabs or other special spaces."), "path_space")
         if lookalikes.is_bracket_lookalike(char) or lookalikes.is_full_stop_lookalike(char):
             raise _invalid(
-                _("The path contains %(char)r (U+%(codepoint)s), which reads as another "
-                  "character (a bracket or a full stop); type it plainly."),
-                "path_lookalike", char=char, codepoint=f"{ord(char):04X}")
+                _(
+                    "The path contains %(char)r (U+%(codepoint)s), which reads as another "
+                    "character (a bracket or a full stop); type it plainly."
+                ),
+                "path_lookalike",
+                char=char,
+                codepoint=f"{ord(char):04X}",
+            )
     if _PERCENT_ESCAPE.search(path):
-        raise _invalid(_("The path contains a percent-encoded character (like %(example)s); "
-                         "type the character itself."), "path_percent", example="%2e")
+        raise _invalid(
+            _("The path contains a percent-encoded character (like %(example)s); type the character itself."),
+            "path_percent",
+            example="%2e",
+        )
     segments = path.split("/")
     if len(segments) > MAX_DEPTH:
-        raise _invalid(_("The path is nested too deep (at most %(max)s levels)."), "path_depth",
-                       max=MAX_DEPTH)
+        raise _invalid(
+            _("The path is nested too deep (at most %(max)s levels)."), "path_depth", max=MAX_DEPTH
+        )
     for segment in segments:
         if segment == "":
-            raise _invalid(_("The path has an empty folder name (// or a trailing /)."),
-                           "path_empty_segment")
+            raise _invalid(_("The path has an empty folder name (// or a trailing /)."), "path_empty_segment")
         if segment in {".", ".."}:
             raise _invalid(_("The path may not contain '.' or '..' segments."), "path_dots")
         if segment.startswith("."):
@@ -124,17 +130,29 @@ def validate_workspace_path(path: object) -> str:
         if segment != segment.strip():
             raise _invalid(_("Names may not start or end with a space."), "path_space")
         if len(segment) > MAX_SEGMENT_CHARS:
-            raise _invalid(_("A name in the path is longer than %(max)s characters."),
-                           "path_segment_length", max=MAX_SEGMENT_CHARS)
+            raise _invalid(
+                _("A name in the path is longer than %(max)s characters."),
+                "path_segment_length",
+                max=MAX_SEGMENT_CHARS,
+            )
         if segment.endswith("."):
             raise _invalid(_("Names may not end with a dot."), "path_trailing_dot")
         if lookalikes.reads_as(segment) in _RESERVED_NAMES:
-            raise _invalid(_("%(name)s is the name of an agent's or a person's own memory file; "
-                             "inside the workspace it would mislead a reader. Pick another "
-                             "name."), "path_reserved", name=segment)
+            raise _invalid(
+                _(
+                    "%(name)s is the name of an agent's or a person's own memory file; "
+                    "inside the workspace it would mislead a reader. Pick another "
+                    "name."
+                ),
+                "path_reserved",
+                name=segment,
+            )
         if segment.split(".", 1)[0].upper() in _DEVICE_NAMES:
-            raise _invalid(_("%(name)s is a device name on Windows; a sandbox folder there "
-                             "could not hold it."), "path_reserved", name=segment)
+            raise _invalid(
+                _("%(name)s is a device name on Windows; a sandbox folder there could not hold it."),
+                "path_reserved",
+                name=segment,
+            )
     if not path.endswith(".md") or len(segments[-1]) <= len(".md"):
         raise _invalid(_("Memory files are Markdown: the name must end with .md."), "path_extension")
     return path
@@ -153,8 +171,13 @@ def project_prefix(project_id: uuid.UUID, override: str = "") -> str:
             )
         if override.startswith(DEFAULT_PREFIX_ROOT):
             # projects/<id>/ is where every project without its own prefix lives.
-            raise _invalid(_("Prefixes under projects/ belong to the console's default layout "
-                             "(projects/<id>/); pick another folder."), "prefix_reserved")
+            raise _invalid(
+                _(
+                    "Prefixes under projects/ belong to the console's default layout "
+                    "(projects/<id>/); pick another folder."
+                ),
+                "prefix_reserved",
+            )
         return override
     return f"{DEFAULT_PREFIX_ROOT}{_uuid(project_id)}/"
 
@@ -166,8 +189,9 @@ def prefixes_overlap(a: str, b: str) -> bool:
 
 def agent_file_key(prefix: str, agent_id: uuid.UUID, name: str) -> str:
     if name not in AGENT_FILES:
-        raise _invalid(_("An agent's memory files are %(names)s."), "agent_file",
-                       names=", ".join(AGENT_FILES))
+        raise _invalid(
+            _("An agent's memory files are %(names)s."), "agent_file", names=", ".join(AGENT_FILES)
+        )
     return f"{prefix}agents/{_uuid(agent_id)}/{name}"
 
 
@@ -282,7 +306,7 @@ def parse_key(prefix: str, key: str) -> ParsedKey:
     outside = ParsedKey(kind=None, path=key)
     if not key.startswith(prefix):
         return outside
-    rest = key[len(prefix):]
+    rest = key[len(prefix) :]
     head, _, tail = rest.partition("/")
     try:
         if head == "agents":
@@ -301,8 +325,9 @@ def parse_key(prefix: str, key: str) -> ParsedKey:
             first, _, rest = tail.partition("/")
             second, _, deeper = rest.partition("/")
             try:
-                return ParsedKey(kind="session", agent_id=uuid.UUID(first),
-                                 session_id=uuid.UUID(second), path=deeper)
+                return ParsedKey(
+                    kind="session", agent_id=uuid.UUID(first), session_id=uuid.UUID(second), path=deeper
+                )
             except ValueError:
                 return ParsedKey(kind="session", session_id=uuid.UUID(first), path=rest)
         elif head == "_prompts":
@@ -313,8 +338,12 @@ def parse_key(prefix: str, key: str) -> ParsedKey:
             file_part, _, name = tail.partition("/")
             match = _SNAPSHOT_RE.match(name)
             if match:
-                return ParsedKey(kind="history", file_id=uuid.UUID(file_part),
-                                 number=int(match["number"]), sha256=match["sha"])
+                return ParsedKey(
+                    kind="history",
+                    file_id=uuid.UUID(file_part),
+                    number=int(match["number"]),
+                    sha256=match["sha"],
+                )
     except (ValueError, ValidationError):
         return outside
     return outside

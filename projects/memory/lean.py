@@ -52,8 +52,7 @@ def etags(storage, prefix: str) -> dict[str, str]:
         except ET.ParseError as exc:
             raise _failed(exc) from exc
         for item in root.iter(f"{_S3_NS}Contents"):
-            found[unquote_str(item.findtext(f"{_S3_NS}Key", ""))] = \
-                item.findtext(f"{_S3_NS}ETag", "")
+            found[unquote_str(item.findtext(f"{_S3_NS}Key", ""))] = item.findtext(f"{_S3_NS}ETag", "")
         token = root.findtext(f"{_S3_NS}NextContinuationToken", "")
         if root.findtext(f"{_S3_NS}IsTruncated", "false") != "true" or not token:
             return found
@@ -63,8 +62,12 @@ def _virtual(storage) -> bool:
     """Whether the bucket goes in the host name, as botocore decides it: asked for, and
     possible (a bucket a host name can carry, an endpoint that is a name, not an IP address)."""
     url = storage.endpoint_url
-    return (storage.addressing_style == "virtual" and check_dns_name(storage.bucket_name)
-            and not is_valid_ipv4_endpoint_url(url) and not is_valid_ipv6_endpoint_url(url))
+    return (
+        storage.addressing_style == "virtual"
+        and check_dns_name(storage.bucket_name)
+        and not is_valid_ipv4_endpoint_url(url)
+        and not is_valid_ipv6_endpoint_url(url)
+    )
 
 
 def signed_get(storage, key: str, params: dict[str, str]) -> bytes | None:
@@ -85,9 +88,14 @@ def signed_get(storage, key: str, params: dict[str, str]) -> bytes | None:
         prepared = request.prepare()
         try:
             response = _http(storage.verify).request(
-                "GET", prepared.url, headers=dict(prepared.headers.items()), retries=False,
-                timeout=urllib3.Timeout(connect=settings.MGC_S3_CONNECT_TIMEOUT,
-                                        read=settings.MGC_S3_READ_TIMEOUT))
+                "GET",
+                prepared.url,
+                headers=dict(prepared.headers.items()),
+                retries=False,
+                timeout=urllib3.Timeout(
+                    connect=settings.MGC_S3_CONNECT_TIMEOUT, read=settings.MGC_S3_READ_TIMEOUT
+                ),
+            )
         except urllib3.exceptions.HTTPError as exc:
             error = exc
             continue
@@ -116,8 +124,11 @@ def _http(verify) -> urllib3.PoolManager:
         if verify is False:
             pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_NONE")
         else:
-            bundle = verify if isinstance(verify, str) else (
-                os.environ.get("AWS_CA_BUNDLE") or get_cert_path(True))
+            bundle = (
+                verify
+                if isinstance(verify, str)
+                else (os.environ.get("AWS_CA_BUNDLE") or get_cert_path(True))
+            )
             pool = urllib3.PoolManager(maxsize=16, cert_reqs="CERT_REQUIRED", ca_certs=bundle)
         pool = _pools.setdefault(verify, pool)
     return pool

@@ -43,8 +43,7 @@ from projects.system_text import Message
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mgc-hold")
 
 
-def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None
-                ) -> Revision | None:
+def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None) -> Revision | None:
     """Expire a file under a retention rule: a final `expired` revision naming the rule and the
     date, then its head, snapshots and stored versions go (a deleted file's too: its texts are
     still in history). None if it is already expired (an unfinished expiry is finished). Held
@@ -62,11 +61,19 @@ def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None
         if standing:
             raise Held(holds.refusal(standing))
         revision = record_revision(
-            locked, number=head.number + 1, sha=sha256(b""), size=0,
-            actor=Actor.system("retention"), snapshot_key="", etag=locked.head_etag,
+            locked,
+            number=head.number + 1,
+            sha=sha256(b""),
+            size=0,
+            actor=Actor.system("retention"),
+            snapshot_key="",
+            etag=locked.head_etag,
             message=Message("expired", {"rule": rule, "date": when.date().isoformat()}),
-            is_deletion=True, action="file.expire", expired_rule=rule,
-            details={"rule": rule, "last_change": head.created_at.isoformat()})
+            is_deletion=True,
+            action="file.expire",
+            expired_rule=rule,
+            details={"rule": rule, "last_change": head.created_at.isoformat()},
+        )
     with transaction.atomic():
         finish_expiry(storage, lock_file(file))
     return revision
@@ -75,11 +82,13 @@ def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None
 def expiry_unfinished(project: Project) -> list[MemoryFile]:
     """Files whose expiry was stopped before its deletions ended: the old head's ETag is still
     kept, or (a file deleted before it expired has no head object) texts are not yet purged."""
-    unpurged = Revision.objects.filter(file=OuterRef("pk"), is_deletion=False,
-                                       purged_at__isnull=True)
-    return list(MemoryFile.objects.filter(project=project, head__is_deletion=True)
-                .exclude(head__expired_rule="").filter(~Q(head_etag="") | Exists(unpurged))
-                .select_related("head", "project"))
+    unpurged = Revision.objects.filter(file=OuterRef("pk"), is_deletion=False, purged_at__isnull=True)
+    return list(
+        MemoryFile.objects.filter(project=project, head__is_deletion=True)
+        .exclude(head__expired_rule="")
+        .filter(~Q(head_etag="") | Exists(unpurged))
+        .select_related("head", "project")
+    )
 
 
 def expiry_finish(file: MemoryFile) -> int:
@@ -100,11 +109,12 @@ def revisions_purge(*, file: MemoryFile, numbers: list[int]) -> int:
         standing = holds_over(locked)
         if standing:
             raise Held(holds.refusal(standing))
-        doomed = list(Revision.objects.filter(file=locked, number__in=numbers, is_deletion=False,
-                                              purged_at__isnull=True)
-                      .exclude(pk=locked.head_id))
-        Revision.objects.filter(pk__in=[r.pk for r in doomed]).update(
-            purged_at=timezone.now(), findings=[])
+        doomed = list(
+            Revision.objects.filter(
+                file=locked, number__in=numbers, is_deletion=False, purged_at__isnull=True
+            ).exclude(pk=locked.head_id)
+        )
+        Revision.objects.filter(pk__in=[r.pk for r in doomed]).update(purged_at=timezone.now(), findings=[])
         indexing.forget_revisions(locked, [r.number for r in doomed])
     forget_cached(doomed)
     snapshots_delete(file.project, [r for r in doomed if r.snapshot_key])
@@ -124,8 +134,11 @@ def snapshots_delete(project: Project, revisions: list[Revision]) -> int:
 
 def purged_leftovers(project: Project) -> list[Revision]:
     """Purged revisions whose snapshots a stopped run did not delete yet."""
-    return list(Revision.objects.filter(file__project=project, purged_at__isnull=False)
-                .exclude(snapshot_key="").only("pk", "snapshot_key"))
+    return list(
+        Revision.objects.filter(file__project=project, purged_at__isnull=False)
+        .exclude(snapshot_key="")
+        .only("pk", "snapshot_key")
+    )
 
 
 def prompts_purge(*, project: Project, sha256s: list[str], removed: dict) -> int:
@@ -134,11 +147,11 @@ def prompts_purge(*, project: Project, sha256s: list[str], removed: dict) -> int
     "erased", not as a receipt that fails its check."""
     if not sha256s:
         return 0
-    count = purge(project, [], keys=[layout.prompt_key(project.prefix, sha)
-                                     for sha in sha256s])
+    count = purge(project, [], keys=[layout.prompt_key(project.prefix, sha) for sha in sha256s])
     receipts.prompt_forget(project=project, sha256s=sha256s)
     AgentSession.objects.filter(agent__project=project, prompt_sha256__in=sha256s).update(
-        prompt_stored=False, prompt_removed=removed)
+        prompt_stored=False, prompt_removed=removed
+    )
     return count
 
 
@@ -172,4 +185,3 @@ def _rewrite_held(storage, key: str) -> None:
         return
     storage.write(key, found.body, metadata=found.metadata, legal_hold=True)
     storage.remove(key, "null")
-

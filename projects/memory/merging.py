@@ -41,8 +41,15 @@ class Merge:
         return not self.hunks
 
 
-def merge(base: str, theirs: str, yours: str, *, choices: dict[int, str] | None = None,
-          theirs_label: str = "theirs", yours_label: str = "yours") -> Merge:
+def merge(
+    base: str,
+    theirs: str,
+    yours: str,
+    *,
+    choices: dict[int, str] | None = None,
+    theirs_label: str = "theirs",
+    yours_label: str = "yours",
+) -> Merge:
     """Merge `yours` and `theirs` over `base`; `choices` settles hunks by index."""
     choices = choices or {}
     groups = merge3.Merge3(_lines(base), _lines(theirs), _lines(yours)).merge_groups()

@@ -15,9 +15,13 @@ from projects.models import Agent, MemoryFile, Revision
 from projects.system_text import Message
 
 
-def write_metadata(actor: Actor, message: str | Message, base: int | None,
-                   restored_from: int | None, renamed_from: MemoryFile | None = None
-                   ) -> dict[str, str]:
+def write_metadata(
+    actor: Actor,
+    message: str | Message,
+    base: int | None,
+    restored_from: int | None,
+    renamed_from: MemoryFile | None = None,
+) -> dict[str, str]:
     """Who wrote a revision and on which base, on its snapshot and its head object, so a
     half-done save can be finished faithfully and a retry can recognise its own write."""
     meta = {
@@ -41,8 +45,15 @@ def write_metadata(actor: Actor, message: str | Message, base: int | None,
     return meta
 
 
-_SAME_SAVE = ("mgc-author-kind", "mgc-author-user", "mgc-author-agent", "mgc-session",
-              "mgc-base", "mgc-restored-from", "mgc-renamed-from")
+_SAME_SAVE = (
+    "mgc-author-kind",
+    "mgc-author-user",
+    "mgc-author-agent",
+    "mgc-session",
+    "mgc-base",
+    "mgc-restored-from",
+    "mgc-renamed-from",
+)
 
 
 def same_save(found: dict[str, str], ours: dict[str, str]) -> bool:
@@ -85,7 +96,8 @@ def actor_from_metadata(meta: dict[str, str]) -> Actor:
 def file_named(project_id, value: str) -> MemoryFile | None:
     """The project's file a metadata value names (a rename's source), None for anything else."""
     try:
-        return MemoryFile.objects.filter(pk=uuid.UUID(value), project_id=project_id).first() \
-            if value else None
+        return (
+            MemoryFile.objects.filter(pk=uuid.UUID(value), project_id=project_id).first() if value else None
+        )
     except ValueError:
         return None

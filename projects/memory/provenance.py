@@ -40,12 +40,21 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def verified_writer(*, project_id, key: str, metadata: dict[str, str], data: bytes | None = None,
-                    body_sha256: str | None = None) -> Claim | None:
+def verified_writer(
+    *,
+    project_id,
+    key: str,
+    metadata: dict[str, str],
+    data: bytes | None = None,
+    body_sha256: str | None = None,
+) -> Claim | None:
     """The agent (and session) that provably wrote `data` (or the body with `body_sha256`) at
     `key`, or None."""
-    agent_id, session, given = (metadata.get(META_AGENT, ""), metadata.get(META_SESSION, ""),
-                                metadata.get(META_PROOF, ""))
+    agent_id, session, given = (
+        metadata.get(META_AGENT, ""),
+        metadata.get(META_SESSION, ""),
+        metadata.get(META_PROOF, ""),
+    )
     if not (agent_id and given):
         return None
     try:
@@ -61,9 +70,11 @@ def verified_writer(*, project_id, key: str, metadata: dict[str, str], data: byt
         return None
     body_sha = body_sha256 if body_sha256 is not None else sha256_hex(data or b"")
     now = timezone.now()
-    live = (AgentToken.objects.filter(agent=agent, revoked_at__isnull=True)
-            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-            .values_list("token_hash", flat=True))
+    live = (
+        AgentToken.objects.filter(agent=agent, revoked_at__isnull=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .values_list("token_hash", flat=True)
+    )
     for token_sha in live:
         if hmac.compare_digest(proof(token_sha, key, body_sha, session), given):
             return Claim(agent=agent, session=session)

@@ -42,21 +42,25 @@ def file_read(file: MemoryFile) -> FileContent:
     # What the key holds is not the recorded head (a direct write not adopted yet, or one the
     # console refused: then `file.refused_etag` says so and the page shows it as refused).
     data = read_snapshot(storage, head)
-    return FileContent(file=file, revision=head, text=decode(data),
-                       drifted=not file.refused_etag)
+    return FileContent(file=file, revision=head, text=decode(data), drifted=not file.refused_etag)
 
 
 def read_snapshot(storage: MemoryStorage, revision: Revision) -> bytes:
     if revision.purged_at is not None:
         raise RevisionExpired(
-            _("The text of revision %(number)s was deleted on %(date)s under a retention rule; "
-              "its record stays.") % {"number": revision.number,
-                                      "date": revision.purged_at.date().isoformat()})
+            _(
+                "The text of revision %(number)s was deleted on %(date)s under a retention rule; "
+                "its record stays."
+            )
+            % {"number": revision.number, "date": revision.purged_at.date().isoformat()}
+        )
     found = storage.body(revision.snapshot_key)
     if found is None:
         raise StorageUnavailable(
-            _("The stored copy of revision %(number)s is missing from storage (%(key)s). "
-              "Run `manage.py reconcile` and check the bucket.")
+            _(
+                "The stored copy of revision %(number)s is missing from storage (%(key)s). "
+                "Run `manage.py reconcile` and check the bucket."
+            )
             % {"number": revision.number, "key": revision.snapshot_key}
         )
     return found

@@ -31,10 +31,13 @@ def prompt_keep(*, project, prompt: str, sha256: str, user=None) -> bool:
     if cache.get(known):
         return True  # stored before: no request at all on the warm path
     try:
-        storage_for(project).write(layout.prompt_key(project.prefix, sha256),
-                                   prompt.encode("utf-8"), if_none_match=True,
-                                   ambiguous="unknown",
-                                   legal_hold=holds.prompt_held(project, user))
+        storage_for(project).write(
+            layout.prompt_key(project.prefix, sha256),
+            prompt.encode("utf-8"),
+            if_none_match=True,
+            ambiguous="unknown",
+            legal_hold=holds.prompt_held(project, user),
+        )
     except PreconditionFailed:
         pass  # already there; its name is its content
     except StorageUnavailable:

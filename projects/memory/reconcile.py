@@ -50,22 +50,26 @@ class Repair:
     detail: str = ""
 
 
-def classify(project: Project, objects: list[dict], *, now: dt.datetime | None = None
-             ) -> list[KeyStatus]:
+def classify(project: Project, objects: list[dict], *, now: dt.datetime | None = None) -> list[KeyStatus]:
     """The status of each object (dicts with Key and LastModified) under the project's prefix."""
     now = now or timezone.now()
     prefix = project.prefix
     files = set(MemoryFile.objects.filter(project=project).values_list("key", flat=True))
-    file_ids = {str(pk) for pk in MemoryFile.objects.filter(project=project)
-                .values_list("pk", flat=True)}
-    snapshots = set(Revision.objects.filter(file__project=project).exclude(snapshot_key="")
-                    .values_list("snapshot_key", flat=True))
+    file_ids = {str(pk) for pk in MemoryFile.objects.filter(project=project).values_list("pk", flat=True)}
+    snapshots = set(
+        Revision.objects.filter(file__project=project)
+        .exclude(snapshot_key="")
+        .values_list("snapshot_key", flat=True)
+    )
     agents = set(Agent.objects.filter(project=project).values_list("pk", flat=True))
     members = set(project.memberships.values_list("user_id", flat=True))
-    sessions = {str(pk): str(agent_id) for pk, agent_id in
-                AgentSession.objects.filter(agent__project=project).values_list("pk", "agent_id")}
-    prompts = set(AgentSession.objects.filter(agent__project=project)
-                  .values_list("prompt_sha256", flat=True).distinct())
+    sessions = {
+        str(pk): str(agent_id)
+        for pk, agent_id in AgentSession.objects.filter(agent__project=project).values_list("pk", "agent_id")
+    }
+    prompts = set(
+        AgentSession.objects.filter(agent__project=project).values_list("prompt_sha256", flat=True).distinct()
+    )
     refused = refusals.present_keys(project)
     out = []
     for obj in objects:
@@ -79,28 +83,40 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
             return KeyStatus(key, kind, severity, detail, parsed, age)  # noqa: B023
 
         if (key, obj.get("ETag", "")) in refused:
-            out.append(status("refused", WARNING, "a write the console refused to adopt: "
-                                                  "admins delete it on the workspace page"))
+            out.append(
+                status(
+                    "refused",
+                    WARNING,
+                    "a write the console refused to adopt: admins delete it on the workspace page",
+                )
+            )
         elif parsed.kind is None:
-            out.append(status("outside_layout", ERROR, f"in {project.slug}'s prefix, not a "
-                                                       f"layout key"))
+            out.append(status("outside_layout", ERROR, f"in {project.slug}'s prefix, not a layout key"))
         elif parsed.kind == "history":
             if str(parsed.file_id) not in file_ids:
-                out.append(status("foreign", ERROR, f"history of a file {project.slug} does "
-                                                    f"not have"))
+                out.append(status("foreign", ERROR, f"history of a file {project.slug} does not have"))
             elif key in snapshots:
                 out.append(status("snapshot", OK))
             else:
-                out.append(status("orphan_snapshot", WARNING,
-                                  "no revision points to it yet: a save that failed or is "
-                                  "still running; reconcile deletes it after its grace period"))
+                out.append(
+                    status(
+                        "orphan_snapshot",
+                        WARNING,
+                        "no revision points to it yet: a save that failed or is "
+                        "still running; reconcile deletes it after its grace period",
+                    )
+                )
         elif parsed.kind == "prompt":
             if parsed.sha256 in prompts:
                 out.append(status("prompt", OK))
             else:
-                out.append(status("orphan_prompt", WARNING,
-                                  "a stored prompt no session names: its pre hook did not "
-                                  "commit; harmless, kept"))
+                out.append(
+                    status(
+                        "orphan_prompt",
+                        WARNING,
+                        "a stored prompt no session names: its pre hook did not commit; harmless, kept",
+                    )
+                )
         elif parsed.kind == "session":
             if _session_scratch(parsed, sessions):
                 out.append(status("session", OK))
@@ -111,11 +127,13 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
         elif parsed.kind == layout.SCOPE_AGENT and parsed.agent_id not in agents:
             out.append(status("foreign", ERROR, f"agent not in {project.slug}"))
         elif parsed.kind == layout.SCOPE_USER and parsed.user_id not in members:
-            out.append(status("foreign", ERROR, f"user {parsed.user_id} is not a member of "
-                                                f"{project.slug}"))
+            out.append(status("foreign", ERROR, f"user {parsed.user_id} is not a member of {project.slug}"))
         else:
-            out.append(status("untracked", WARNING, "no record owns it yet: reconcile (or the "
-                                                    "next pre hook) adopts it"))
+            out.append(
+                status(
+                    "untracked", WARNING, "no record owns it yet: reconcile (or the next pre hook) adopts it"
+                )
+            )
     return out
 
 
@@ -144,21 +162,22 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repa
     for file in MemoryFile.objects.filter(project=project).select_related("head", "project"):
         revision = adoption.adopt(file)
         if revision is not None:
-            repairs.append(Repair("adopted", file.key,
-                                    f"revision {revision.number} by {revision.author_label}"))
+            repairs.append(
+                Repair("adopted", file.key, f"revision {revision.number} by {revision.author_label}")
+            )
     for item in classify(project, storage.listing(project.prefix)):
         if item.kind == "orphan_snapshot":
             if item.age_seconds >= orphan_grace_seconds and _still_orphan(item.key):
                 storage.remove(item.key)
-                repairs.append(Repair("orphan_snapshot", item.key,
-                                        "deleted: no revision uses it"))
+                repairs.append(Repair("orphan_snapshot", item.key, "deleted: no revision uses it"))
             else:
                 repairs.append(Repair("orphan_snapshot", item.key, "recent, left for now"))
         elif item.kind == "untracked":
             parsed = item.parsed
             repairs.append(Repair("untracked_adopted", item.key, "new file written to storage"))
             record = records.file_ensure(
-                project=project, scope=parsed.kind,
+                project=project,
+                scope=parsed.kind,
                 agent=Agent.objects.get(pk=parsed.agent_id) if parsed.agent_id else None,
                 user=get_user_model().objects.get(pk=parsed.user_id) if parsed.user_id else None,
                 path=parsed.path,
@@ -166,8 +185,9 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repa
             adoption.adopt(record)
         elif item.kind == "outside_layout" and refusals.name_refused(project.prefix, item.key):
             if adoption.refuse_name(project, item.key) is not None:
-                repairs.append(Repair("refused", item.key, "a name the console refuses: "
-                                                           "recorded as a refused write"))
+                repairs.append(
+                    Repair("refused", item.key, "a name the console refuses: recorded as a refused write")
+                )
         elif item.severity == ERROR:
             repairs.append(Repair(item.kind, item.key, item.detail))
     return repairs

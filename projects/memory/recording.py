@@ -33,12 +33,25 @@ def refresh_head(file: MemoryFile, locked: MemoryFile) -> None:
     file.head_etag = locked.head_etag
 
 
-def record_revision(locked: MemoryFile, *, number: int, sha: str, size: int, actor: Actor,
-                    message: str | Message, snapshot_key: str, etag: str, action: str,
-                    is_deletion: bool = False, restored_from: int | None = None,
-                    details: dict | None = None, data: bytes = b"", expired_rule: str = "",
-                    renamed_from: MemoryFile | None = None,
-                    renamed_to: MemoryFile | None = None) -> Revision:
+def record_revision(
+    locked: MemoryFile,
+    *,
+    number: int,
+    sha: str,
+    size: int,
+    actor: Actor,
+    message: str | Message,
+    snapshot_key: str,
+    etag: str,
+    action: str,
+    is_deletion: bool = False,
+    restored_from: int | None = None,
+    details: dict | None = None,
+    data: bytes = b"",
+    expired_rule: str = "",
+    renamed_from: MemoryFile | None = None,
+    renamed_to: MemoryFile | None = None,
+) -> Revision:
     """The Revision row, the head moved to it (with the ETag the key now holds), its findings,
     search copy, cached text and audit event. Under the row lock, in its transaction."""
     findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
@@ -47,12 +60,25 @@ def record_revision(locked: MemoryFile, *, number: int, sha: str, size: int, act
     code, params = (message.code, message.params) if isinstance(message, Message) else ("", {})
     message = str(message)
     revision = Revision.objects.create(
-        file=locked, number=number, sha256=sha, size=size, author_kind=actor.kind,
-        author_user=actor.user, author_agent=actor.agent, author_label=actor.label[:200],
-        session_ref=actor.session_ref, message=message[:500], snapshot_key=snapshot_key,
-        is_deletion=is_deletion, restored_from=restored_from, findings=findings,
-        message_code=code, message_params=params, expired_rule=expired_rule[:300],
-        renamed_from=renamed_from, renamed_to=renamed_to,
+        file=locked,
+        number=number,
+        sha256=sha,
+        size=size,
+        author_kind=actor.kind,
+        author_user=actor.user,
+        author_agent=actor.agent,
+        author_label=actor.label[:200],
+        session_ref=actor.session_ref,
+        message=message[:500],
+        snapshot_key=snapshot_key,
+        is_deletion=is_deletion,
+        restored_from=restored_from,
+        findings=findings,
+        message_code=code,
+        message_params=params,
+        expired_rule=expired_rule[:300],
+        renamed_from=renamed_from,
+        renamed_to=renamed_to,
     )
     locked.head = revision
     locked.head_etag = etag
@@ -64,10 +90,20 @@ def record_revision(locked: MemoryFile, *, number: int, sha: str, size: int, act
         # The next append, pre hook or page reads this text: it is known, keep it warm. (If the
         # transaction rolls back the key names a revision that never was; nothing asks for it.)
         cache.set(cache_key(revision), text, timeout=None)
-    audit_record(actor=actor, action=action, project=locked.project, obj=locked,
-                 details={"revision": number, "sha256": sha, "size": size,
-                          "message": message[:500], **(details or {})},
-                 text=text if not is_deletion else None)
+    audit_record(
+        actor=actor,
+        action=action,
+        project=locked.project,
+        obj=locked,
+        details={
+            "revision": number,
+            "sha256": sha,
+            "size": size,
+            "message": message[:500],
+            **(details or {}),
+        },
+        text=text if not is_deletion else None,
+    )
     return revision
 
 
@@ -89,13 +125,13 @@ def finish_expiry(storage: MemoryStorage, locked: MemoryFile) -> int:
     them; then the texts' records (search copies, findings, proposals), and the ETag goes. Under
     the row lock; safe to repeat. Returns how many objects and versions went."""
     project = locked.project
-    removed = purge(project, [layout.history_prefix(project.prefix, locked.pk)],
-                    keys=[locked.key])
+    removed = purge(project, [layout.history_prefix(project.prefix, locked.pk)], keys=[locked.key])
     now = timezone.now()
     revisions = list(Revision.objects.filter(file=locked, is_deletion=False))
     forget_cached(revisions)
     Revision.objects.filter(pk__in=[r.pk for r in revisions], purged_at__isnull=True).update(
-        purged_at=now, findings=[])
+        purged_at=now, findings=[]
+    )
     Revision.objects.filter(pk__in=[r.pk for r in revisions]).update(snapshot_key="")
     indexing.forget_file(locked)
     locked.proposals.all().delete()

@@ -11,16 +11,26 @@ from projects.memory import layout, lookalikes
 from projects.models import Agent, Lock, MemoryFile, Project
 
 
-def file_lookup(*, project: Project, scope: str, agent: Agent | None = None, user=None,
-                path: str) -> MemoryFile | None:
-    key = layout.file_key(project.prefix, scope, agent_id=agent.pk if agent else None,
-                          user_id=user.pk if user else None, path=path)
-    return (MemoryFile.objects.select_related("head", "project", "agent", "user")
-            .filter(project=project, key=key).first())
+def file_lookup(
+    *, project: Project, scope: str, agent: Agent | None = None, user=None, path: str
+) -> MemoryFile | None:
+    key = layout.file_key(
+        project.prefix,
+        scope,
+        agent_id=agent.pk if agent else None,
+        user_id=user.pk if user else None,
+        path=path,
+    )
+    return (
+        MemoryFile.objects.select_related("head", "project", "agent", "user")
+        .filter(project=project, key=key)
+        .first()
+    )
 
 
-def file_ensure(*, project: Project, scope: str, agent: Agent | None = None, user=None,
-                path: str) -> MemoryFile:
+def file_ensure(
+    *, project: Project, scope: str, agent: Agent | None = None, user=None, path: str
+) -> MemoryFile:
     """The record of a memory file, created (without content) if it does not exist yet.
 
     The record is committed on its own, before any content is written, so that a half-done
@@ -30,11 +40,17 @@ def file_ensure(*, project: Project, scope: str, agent: Agent | None = None, use
         path = layout.validate_workspace_path(path)
     if agent is not None and agent.project_id != project.pk:
         raise ValidationError(_("The agent belongs to another project."), code="agent_project")
-    key = layout.file_key(project.prefix, scope, agent_id=agent.pk if agent else None,
-                          user_id=user.pk if user else None, path=path)
+    key = layout.file_key(
+        project.prefix,
+        scope,
+        agent_id=agent.pk if agent else None,
+        user_id=user.pk if user else None,
+        path=path,
+    )
     with transaction.atomic():
         record, _created = MemoryFile.objects.get_or_create(
-            project=project, key=key,
+            project=project,
+            key=key,
             defaults={"scope": scope, "agent": agent, "user": user, "path": path},
         )
     return MemoryFile.objects.select_related("head", "project", "agent", "user").get(pk=record.pk)
@@ -64,5 +80,7 @@ def workspace_name_free(*, project: Project, path: str) -> None:
     for other in paths.values_list("path", flat=True).iterator():
         if other != path and lookalikes.name_key(other) == wanted:
             raise ValidationError(
-                _("%(path)s reads the same as the existing %(other)s; use that file or pick "
-                  "another name."), code="path_lookalike", params={"path": path, "other": other})
+                _("%(path)s reads the same as the existing %(other)s; use that file or pick another name."),
+                code="path_lookalike",
+                params={"path": path, "other": other},
+            )

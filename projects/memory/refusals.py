@@ -46,9 +46,16 @@ def refusal_of(found: StoredObject) -> tuple[str, dict] | None:
     return None
 
 
-def record(storage: MemoryStorage, *, project: Project, key: str, found: StoredObject,
-           reason: str, detail: dict | None = None, file: MemoryFile | None = None
-           ) -> RefusedWrite:
+def record(
+    storage: MemoryStorage,
+    *,
+    project: Project,
+    key: str,
+    found: StoredObject,
+    reason: str,
+    detail: dict | None = None,
+    file: MemoryFile | None = None,
+) -> RefusedWrite:
     """Record a refused object once (per key and ETag), with who wrote it, and audit it. When
     `file` is given, the caller holds its row lock: it keeps the object's ETag as its
     `refused_etag`, so reads, saves and catch-ups know what is at its key."""
@@ -58,16 +65,29 @@ def record(storage: MemoryStorage, *, project: Project, key: str, found: StoredO
         actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
         with transaction.atomic():
             existing, created = RefusedWrite.objects.get_or_create(
-                project=project, key=key, etag=found.etag, defaults={
-                    "file": file, "version_id": found.version_id, "size": found.size,
-                    "reason": reason, "detail": detail or {}, "writer_agent": actor.agent,
-                    "writer_session": actor.session_ref, "writer_label": actor.label[:200]})
+                project=project,
+                key=key,
+                etag=found.etag,
+                defaults={
+                    "file": file,
+                    "version_id": found.version_id,
+                    "size": found.size,
+                    "reason": reason,
+                    "detail": detail or {},
+                    "writer_agent": actor.agent,
+                    "writer_session": actor.session_ref,
+                    "writer_label": actor.label[:200],
+                },
+            )
             if created:
                 _others_replaced(project, key, found.etag)
-                audit_record(actor=actor, action="file.external_refused", project=project,
-                             obj=file if file is not None else existing,
-                             details={"key": key, "reason": reason, "size": found.size,
-                                      **(detail or {})})
+                audit_record(
+                    actor=actor,
+                    action="file.external_refused",
+                    project=project,
+                    obj=file if file is not None else existing,
+                    details={"key": key, "reason": reason, "size": found.size, **(detail or {})},
+                )
     if file is not None and file.refused_etag != found.etag:
         file.refused_etag = found.etag
         file.save(update_fields=["refused_etag"])
@@ -84,14 +104,15 @@ def _writer(storage: MemoryStorage, project: Project, key: str, found: StoredObj
         body_sha = storage.sha256_of(key, found.etag, PROOF_MAX_BYTES)
         if body_sha is None:
             return None
-    return provenance.verified_writer(project_id=project.pk, key=key, body_sha256=body_sha,
-                                      metadata=found.metadata)
+    return provenance.verified_writer(
+        project_id=project.pk, key=key, body_sha256=body_sha, metadata=found.metadata
+    )
 
 
 def _others_replaced(project: Project, key: str, etag: str) -> None:
-    RefusedWrite.objects.filter(project=project, key=key,
-                                state=RefusedWrite.State.PRESENT).exclude(etag=etag).update(
-        state=RefusedWrite.State.REPLACED, resolved_at=timezone.now())
+    RefusedWrite.objects.filter(project=project, key=key, state=RefusedWrite.State.PRESENT).exclude(
+        etag=etag
+    ).update(state=RefusedWrite.State.REPLACED, resolved_at=timezone.now())
 
 
 def replaced(file: MemoryFile) -> None:
@@ -104,14 +125,20 @@ def replaced(file: MemoryFile) -> None:
 
 def present_keys(project: Project) -> set[tuple[str, str]]:
     """(key, ETag) of the project's refused writes still in storage."""
-    return set(RefusedWrite.objects.filter(project=project, state=RefusedWrite.State.PRESENT)
-               .values_list("key", "etag"))
+    return set(
+        RefusedWrite.objects.filter(project=project, state=RefusedWrite.State.PRESENT).values_list(
+            "key", "etag"
+        )
+    )
 
 
 def present(project: Project) -> list[RefusedWrite]:
     """The project's refused writes still in storage, newest first."""
-    return list(RefusedWrite.objects.filter(project=project, state=RefusedWrite.State.PRESENT)
-                .select_related("file", "file__agent", "file__user", "writer_agent"))
+    return list(
+        RefusedWrite.objects.filter(project=project, state=RefusedWrite.State.PRESENT).select_related(
+            "file", "file__agent", "file__user", "writer_agent"
+        )
+    )
 
 
 def name_refused(prefix: str, key: str) -> bool:
@@ -119,7 +146,7 @@ def name_refused(prefix: str, key: str) -> bool:
     not take as a memory file: a name the console refuses."""
     if layout.parse_key(prefix, key).kind is not None:
         return False
-    rest = key[len(prefix):] if key.startswith(prefix) else ""
+    rest = key[len(prefix) :] if key.startswith(prefix) else ""
     return rest.startswith(("agents/", "users/", "workspace/"))
 
 
@@ -129,19 +156,21 @@ def explain(refused: RefusedWrite) -> str:
     if refused.reason == RefusedWrite.Reason.TOO_LARGE:
         return _("%(size)s bytes, over the limit of %(limit)s bytes for a memory file.") % {
             "size": number_format(refused.size, force_grouping=True),
-            "limit": number_format(detail.get("limit", settings.MGC_MAX_FILE_BYTES),
-                                   force_grouping=True)}
+            "limit": number_format(detail.get("limit", settings.MGC_MAX_FILE_BYTES), force_grouping=True),
+        }
     if refused.reason == RefusedWrite.Reason.NOT_TEXT:
         return _("Not UTF-8 text (an invalid byte at position %(position)s).") % {
-            "position": detail.get("position", "?")}
+            "position": detail.get("position", "?")
+        }
     if refused.reason == RefusedWrite.Reason.BINARY:
         return _("Holds a NUL byte (at position %(position)s): a binary file, not Markdown.") % {
-            "position": detail.get("position", "?")}
+            "position": detail.get("position", "?")
+        }
     return _("The name: %(why)s") % {"why": _name_problem(refused.project.prefix, refused.key)}
 
 
 def _name_problem(prefix: str, key: str) -> str:
-    rest = key[len(prefix):] if key.startswith(prefix) else key
+    rest = key[len(prefix) :] if key.startswith(prefix) else key
     folder, _slash, tail = rest.partition("/")
     if folder == "workspace":
         try:

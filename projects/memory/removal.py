@@ -25,8 +25,9 @@ from projects.models import MemoryFile, Revision
 from projects.system_text import Message
 
 
-def file_delete(*, file: MemoryFile, actor: Actor, message: str | Message = "",
-                base_revision: int | None) -> Revision:
+def file_delete(
+    *, file: MemoryFile, actor: Actor, message: str | Message = "", base_revision: int | None
+) -> Revision:
     """Delete the head object and record a tombstone revision; history stays."""
     storage = storage_for(file.project)
     conflict_reason = ""
@@ -44,17 +45,27 @@ def file_delete(*, file: MemoryFile, actor: Actor, message: str | Message = "",
             conflict_reason = "external_change"
         else:
             _remove_settled(storage, locked)
-            revision = record_revision(locked, number=head.number + 1, sha=sha256(b""), size=0,
-                                       actor=actor, message=message, snapshot_key="", etag="",
-                                       is_deletion=True, action="file.delete")
+            revision = record_revision(
+                locked,
+                number=head.number + 1,
+                sha=sha256(b""),
+                size=0,
+                actor=actor,
+                message=message,
+                snapshot_key="",
+                etag="",
+                is_deletion=True,
+                action="file.delete",
+            )
     if conflict_reason:
         raise save_conflict(storage, file, conflict_reason, b"", base_revision)
     refresh_head(file, locked)
     return revision
 
 
-def file_rename(*, file: MemoryFile, target: MemoryFile, actor: Actor, message: str = "",
-                base_revision: int | None) -> tuple[Revision, Revision]:
+def file_rename(
+    *, file: MemoryFile, target: MemoryFile, actor: Actor, message: str = "", base_revision: int | None
+) -> tuple[Revision, Revision]:
     """Move a file's head to another path: a new revision at `target` that names where it came
     from (`renamed_from`), then a tombstone at the old path that names where it went
     (`renamed_to`). Both histories stay; restoring the old path's last revision (or renaming
@@ -87,12 +98,24 @@ def file_rename(*, file: MemoryFile, target: MemoryFile, actor: Actor, message: 
         else:
             adopt_s3_state(storage, dest)  # a direct write at the target counts as a file there
             dest_head = dest.head
-            copied = (dest_head is not None and not dest_head.is_deletion
-                      and dest_head.renamed_from_id == locked.pk and dest_head.sha256 == head.sha256
-                      and (dest_head.author_kind, dest_head.author_user_id,
-                           dest_head.author_agent_id, dest_head.session_ref)
-                      == (actor.kind, actor.user.pk if actor.user else None,
-                          actor.agent.pk if actor.agent else None, actor.session_ref))
+            copied = (
+                dest_head is not None
+                and not dest_head.is_deletion
+                and dest_head.renamed_from_id == locked.pk
+                and dest_head.sha256 == head.sha256
+                and (
+                    dest_head.author_kind,
+                    dest_head.author_user_id,
+                    dest_head.author_agent_id,
+                    dest_head.session_ref,
+                )
+                == (
+                    actor.kind,
+                    actor.user.pk if actor.user else None,
+                    actor.agent.pk if actor.agent else None,
+                    actor.session_ref,
+                )
+            )
             moved = dest_head if copied else None  # an earlier attempt's copy, recovered
             if dest_head is not None and not dest_head.is_deletion and not copied:
                 conflict_reason = "target_exists"
@@ -101,8 +124,15 @@ def file_rename(*, file: MemoryFile, target: MemoryFile, actor: Actor, message: 
                 if sha256(data) != head.sha256:  # never copy anything but the head's bytes
                     data = read_snapshot(storage, head)
                 try:
-                    moved = write_revision(storage, dest, data, actor=actor, message=message,
-                                           restored_from=None, renamed_from=locked)
+                    moved = write_revision(
+                        storage,
+                        dest,
+                        data,
+                        actor=actor,
+                        message=message,
+                        restored_from=None,
+                        renamed_from=locked,
+                    )
                 except HeadChanged:
                     adopt_s3_state(storage, dest)
                     conflict_reason = "target_exists"
@@ -113,13 +143,25 @@ def file_rename(*, file: MemoryFile, target: MemoryFile, actor: Actor, message: 
                     # The copy at the target landed: "nothing was changed" would be untrue.
                     # The same rename again adopts that copy as its own and finishes.
                     raise StorageUnavailable.outcome_unknown() from None
-                tombstone = record_revision(locked, number=head.number + 1, sha=sha256(b""), size=0,
-                                            actor=actor, message=message, snapshot_key="", etag="",
-                                            is_deletion=True, action="file.rename", renamed_to=dest,
-                                            details={"renamed_to": dest.source_path})
+                tombstone = record_revision(
+                    locked,
+                    number=head.number + 1,
+                    sha=sha256(b""),
+                    size=0,
+                    actor=actor,
+                    message=message,
+                    snapshot_key="",
+                    etag="",
+                    is_deletion=True,
+                    action="file.rename",
+                    renamed_to=dest,
+                    details={"renamed_to": dest.source_path},
+                )
     if conflict_reason == "target_exists":  # after the commit: what was adopted stays recorded
-        raise TargetExists(_("%(path)s exists already; nothing was renamed. Delete it first or "
-                             "choose another name.") % {"path": target.source_path})
+        raise TargetExists(
+            _("%(path)s exists already; nothing was renamed. Delete it first or choose another name.")
+            % {"path": target.source_path}
+        )
     if conflict_reason:
         raise save_conflict(storage, file, conflict_reason, b"", base_revision)
     refresh_head(file, locked)

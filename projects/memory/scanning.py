@@ -44,20 +44,22 @@ LABELS = {
 COUNTED = {
     EMAIL: ngettext_lazy("%(count)d e-mail address", "%(count)d e-mail addresses", "count"),
     PHONE: ngettext_lazy("%(count)d phone number", "%(count)d phone numbers", "count"),
-    CARD: ngettext_lazy("%(count)d payment card number", "%(count)d payment card numbers",
-                        "count"),
-    PASSPORT: ngettext_lazy("%(count)d passport-like number", "%(count)d passport-like numbers",
-                            "count"),
+    CARD: ngettext_lazy("%(count)d payment card number", "%(count)d payment card numbers", "count"),
+    PASSPORT: ngettext_lazy("%(count)d passport-like number", "%(count)d passport-like numbers", "count"),
     API_KEY: ngettext_lazy("%(count)d API key or token", "%(count)d API keys or tokens", "count"),
     PASSWORD: ngettext_lazy("%(count)d password", "%(count)d passwords", "count"),
 }
 
-_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*"
-                       r"\.[A-Za-z]{2,24}(?![\w-])")
+_EMAIL_RE = re.compile(
+    r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*"
+    r"\.[A-Za-z]{2,24}(?![\w-])"
+)
 # Number-shaped runs: digits or "(area)" groups, joined by at most one space, dot or dash,
 # optionally after "+" or "00"; not glued to a word, a decimal, a path or a range.
-_PHONE_RE = re.compile(r"(?<![\w+#/.,:-])(?:\+ ?)?(?:\(\d{1,5}\)|\d)"
-                       r"(?:[ .-]?(?:\(\d{1,5}\)|\d)){6,20}(?!\w|[.,:/-]\d)")
+_PHONE_RE = re.compile(
+    r"(?<![\w+#/.,:-])(?:\+ ?)?(?:\(\d{1,5}\)|\d)"
+    r"(?:[ .-]?(?:\(\d{1,5}\)|\d)){6,20}(?!\w|[.,:/-]\d)"
+)
 # National forms are ambiguous, so each is tried only in the plans it is written for: the
 # Russian trunk prefix 8, the North American 3-3-4 shape, and Europe's trunk prefix 0.
 _TRUNK_8_REGIONS = ("RU", "KZ", "BY")
@@ -65,13 +67,16 @@ _NANP_REGIONS = ("US", "CA")
 _TRUNK_0_REGIONS = ("GB", "DE", "FR", "IT", "NL", "AT", "CH", "UA", "PL", "BE")
 _NANP_SHAPE_RE = re.compile(r"(?:1[ .-]?)?(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}")
 # Look-alikes that numbering plans would accept: dates and IPv4 addresses.
-_NOT_PHONE_RE = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}\b.*|\d{1,2}[-./]\d{1,2}[-./]\d{4}\b.*"
-                           r"|\d{1,3}(?:\.\d{1,3}){3}")
+_NOT_PHONE_RE = re.compile(
+    r"\d{4}[-./]\d{1,2}[-./]\d{1,2}\b.*|\d{1,2}[-./]\d{1,2}[-./]\d{4}\b.*"
+    r"|\d{1,3}(?:\.\d{1,3}){3}"
+)
 # No card number starts with 0 (ISO/IEC 7812), which keeps "0049 ..." phones out.
 _CARD_RE = re.compile(r"(?<![\d+-])[1-9](?:[ -]?\d){12,18}(?![\d-])")
 _PASSPORT_KEYWORD_RE = re.compile(
     r"(?i)(?:passport|паспорт)[^\n\d]{0,30}?(?P<value>\d{2}\s?\d{2}\s?(?:№\s?)?\d{6}"
-    r"|[A-Z]{1,2}\s?\d{6,8}|\d{9})(?!\d)")
+    r"|[A-Z]{1,2}\s?\d{6,8}|\d{9})(?!\d)"
+)
 # Russian internal passport written as series and number: "45 08 123456".
 _PASSPORT_RU_RE = re.compile(r"(?<![\d+-])\d{2} \d{2} \d{6}(?![\d-])")
 _API_KEY_RES = [
@@ -84,11 +89,14 @@ _API_KEY_RES = [
     re.compile(r"\bmgc_[A-Za-z0-9_-]{20,}\b"),  # this console's runner tokens
     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWT
     re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
-    re.compile(r"(?i)\b(?:api[_ -]?key|access[_ -]?key|secret(?:[_ -]?key)?|auth[_ -]?token|"
-               r"bearer|token)\b[\"']?\s*[:=]?\s*[\"']?(?P<value>[A-Za-z0-9_\-./+=]{16,})"),
+    re.compile(
+        r"(?i)\b(?:api[_ -]?key|access[_ -]?key|secret(?:[_ -]?key)?|auth[_ -]?token|"
+        r"bearer|token)\b[\"']?\s*[:=]?\s*[\"']?(?P<value>[A-Za-z0-9_\-./+=]{16,})"
+    ),
 ]
 _PASSWORD_RE = re.compile(
-    r"(?i)\b(?:password|passwd|pwd|пароль)\b\s*(?:[:=]|\bis\b|—|-)\s*[\"']?(?P<value>[^\s\"']{4,})")
+    r"(?i)\b(?:password|passwd|pwd|пароль)\b\s*(?:[:=]|\bis\b|—|-)\s*[\"']?(?P<value>[^\s\"']{4,})"
+)
 _SECRET_VALUE_HAS_DIGIT = re.compile(r"\d")
 
 
@@ -231,5 +239,7 @@ def summary(findings: list[dict] | list[Detection], language: str | None = None)
     for finding in findings:
         kind = finding["kind"] if isinstance(finding, dict) else finding.kind
         counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join(str(COUNTED[kind] % {"count": count}) if kind in COUNTED
-                     else f"{count} {kind}" for kind, count in counts.items())
+    return ", ".join(
+        str(COUNTED[kind] % {"count": count}) if kind in COUNTED else f"{count} {kind}"
+        for kind, count in counts.items()
+    )

@@ -40,8 +40,11 @@ def search_memory(*, project: Project, query: str, history: bool = False) -> Que
         # SQLite's LIKE folds only ASCII case, so "мария" would miss "Мария": compare in
         # Python. A full pass over the project's texts: fine for the embedded default.
         folded = [fold(t) for t in terms]
-        matching = [pk for pk, text in texts.values_list("pk", "text").iterator(chunk_size=500)
-                    if all(t in fold(text) for t in folded)]
+        matching = [
+            pk
+            for pk, text in texts.values_list("pk", "text").iterator(chunk_size=500)
+            if all(t in fold(text) for t in folded)
+        ]
         texts = texts.filter(pk__in=matching).order_by("-is_head", "-created_at")
     return texts.select_related("file", "file__agent", "file__user", "file__head")
 
@@ -53,27 +56,27 @@ def fulltext_match(texts: QuerySet, terms: list[str]) -> QuerySet:
     from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
     from django.db.models import F, Func
 
-    folded = Func(F("text"), function="translate",
-                  template="translate(%(expressions)s, 'Ёё', 'Ее')")
+    folded = Func(F("text"), function="translate", template="translate(%(expressions)s, 'Ёё', 'Ее')")
     vector = SearchVector(folded, config="simple")
-    wanted = SearchQuery(" ".join(t.translate(_YO) for t in terms), config="simple",
-                         search_type="plain")
-    return texts.annotate(vector=vector).filter(vector=wanted).annotate(
-        rank=SearchRank(vector, wanted))
+    wanted = SearchQuery(" ".join(t.translate(_YO) for t in terms), config="simple", search_type="plain")
+    return texts.annotate(vector=vector).filter(vector=wanted).annotate(rank=SearchRank(vector, wanted))
 
 
 def excerpt(text: str, terms: list[str], width: int = 220) -> list[tuple[str, bool]]:
     """The part of `text` around the first match, as (piece, is_match) segments; an ellipsis
     marks text cut at either end. Plain text: rendering.highlighted makes it HTML."""
-    pattern = re.compile("|".join(_either_e(t) for t in sorted(terms, key=len, reverse=True)),
-                         re.IGNORECASE) if terms else None
+    pattern = (
+        re.compile("|".join(_either_e(t) for t in sorted(terms, key=len, reverse=True)), re.IGNORECASE)
+        if terms
+        else None
+    )
     found = pattern.search(text) if pattern else None
     first = found.start() if found else 0
     start = max(0, first - width // 3)
-    window = text[start:start + width]
+    window = text[start : start + width]
     pieces, last = [("…", False)] if start else [], 0
     for match in pattern.finditer(window) if pattern else []:
-        pieces += [(window[last:match.start()], False), (match.group(), True)]
+        pieces += [(window[last : match.start()], False), (match.group(), True)]
         last = match.end()
     pieces.append((window[last:], False))
     if start + width < len(text):

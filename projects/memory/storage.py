@@ -67,7 +67,9 @@ def _status(exc: ClientError) -> int:
 
 def _is_precondition_failed(exc: ClientError) -> bool:
     return _status(exc) in (409, 412) or error_code(exc) in {
-        "PreconditionFailed", "ConditionalRequestConflict"}
+        "PreconditionFailed",
+        "ConditionalRequestConflict",
+    }
 
 
 def _is_missing(exc: ClientError) -> bool:
@@ -107,8 +109,7 @@ class MemoryStorage(S3Storage):
 
     # --- Objects ---------------------------------------------------------------------------
 
-    def read(self, key: str, if_match: str = "", max_bytes: int | None = None
-             ) -> StoredObject | None:
+    def read(self, key: str, if_match: str = "", max_bytes: int | None = None) -> StoredObject | None:
         """The object, or None if it is missing (or no longer has ETag `if_match`). With
         `max_bytes`, at most that many bytes and one more are fetched (a Range request): an
         object anyone could have written is never read whole into memory; `size` says how
@@ -124,8 +125,13 @@ class MemoryStorage(S3Storage):
             size = len(body)
             if "ContentRange" in response:  # "bytes 0-262144/20971520"
                 size = int(response["ContentRange"].rpartition("/")[2])
-            return StoredObject(body, response["ETag"], response.get("Metadata", {}), size,
-                                response.get("VersionId", "") or "")
+            return StoredObject(
+                body,
+                response["ETag"],
+                response.get("Metadata", {}),
+                size,
+                response.get("VersionId", "") or "",
+            )
         except ClientError as exc:
             if _is_missing(exc) or (if_match and _is_precondition_failed(exc)):
                 return None
@@ -164,9 +170,13 @@ class MemoryStorage(S3Storage):
             raise _failed(exc) from exc
         except BotoCoreError as exc:
             raise _failed(exc) from exc
-        return StoredObject(b"", response["ETag"], response.get("Metadata", {}),
-                            int(response.get("ContentLength", 0)),
-                            response.get("VersionId", "") or "")
+        return StoredObject(
+            b"",
+            response["ETag"],
+            response.get("Metadata", {}),
+            int(response.get("ContentLength", 0)),
+            response.get("VersionId", "") or "",
+        )
 
     def metadata(self, key: str) -> dict[str, str] | None:
         """An object's user metadata (HEAD), None if it is missing."""
@@ -179,15 +189,22 @@ class MemoryStorage(S3Storage):
         except BotoCoreError as exc:
             raise _failed(exc) from exc
 
-    def write(self, key: str, data: bytes, *, metadata: dict | None = None, if_match: str = "",
-              if_none_match: bool = False, ambiguous: str = "not_applied",
-              legal_hold: bool = False) -> str:
+    def write(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        metadata: dict | None = None,
+        if_match: str = "",
+        if_none_match: bool = False,
+        ambiguous: str = "not_applied",
+        legal_hold: bool = False,
+    ) -> str:
         """Write an object and return its new ETag; PreconditionFailed if the condition does
         not hold. `ambiguous="unknown"` says a lost answer may hide a done write (the error
         then says the outcome is unknown). `legal_hold`: the new version carries an S3 Object
         Lock legal hold from the moment it exists (the bucket needs Object Lock)."""
-        params = {"Bucket": self.bucket_name, "Key": key, "Body": data,
-                  "ContentType": MARKDOWN_CONTENT_TYPE}
+        params = {"Bucket": self.bucket_name, "Key": key, "Body": data, "ContentType": MARKDOWN_CONTENT_TYPE}
         if metadata:
             params["Metadata"] = metadata
         if legal_hold:
@@ -201,8 +218,7 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if (if_match or if_none_match) and _is_precondition_failed(exc):
                 raise PreconditionFailed(key) from exc
-            raise _failed(exc, outcome=ambiguous if _status(exc) >= 500 else "not_applied") \
-                from exc
+            raise _failed(exc, outcome=ambiguous if _status(exc) >= 500 else "not_applied") from exc
         except BotoCoreError as exc:
             raise _failed(exc, outcome=ambiguous) from exc
 
@@ -228,11 +244,17 @@ class MemoryStorage(S3Storage):
         bucket has no Object Lock (the store cannot hold anything there)."""
         try:
             self.client.put_object_legal_hold(
-                Bucket=self.bucket_name, Key=key, VersionId=version_id,
-                LegalHold={"Status": "ON" if on else "OFF"})
+                Bucket=self.bucket_name,
+                Key=key,
+                VersionId=version_id,
+                LegalHold={"Status": "ON" if on else "OFF"},
+            )
         except ClientError as exc:
-            if error_code(exc) in {"InvalidRequest", "ObjectLockConfigurationNotFoundError",
-                                   "InvalidBucketState"}:
+            if error_code(exc) in {
+                "InvalidRequest",
+                "ObjectLockConfigurationNotFoundError",
+                "InvalidBucketState",
+            }:
                 raise LegalHoldUnsupported(self.bucket_name) from exc
             if _is_missing(exc):
                 return  # the version is gone: nothing to hold
@@ -243,8 +265,9 @@ class MemoryStorage(S3Storage):
     def legal_hold(self, key: str, version_id: str) -> bool:
         """Whether the store holds this version (GetObjectLegalHold)."""
         try:
-            response = self.client.get_object_legal_hold(Bucket=self.bucket_name, Key=key,
-                                                         VersionId=version_id)
+            response = self.client.get_object_legal_hold(
+                Bucket=self.bucket_name, Key=key, VersionId=version_id
+            )
         except ClientError as exc:
             if error_code(exc) in {"NoSuchObjectLegalHold", "InvalidRequest"} or _is_missing(exc):
                 return False
@@ -267,7 +290,8 @@ class MemoryStorage(S3Storage):
         objects: list[dict] = []
         try:
             for page in self.client.get_paginator("list_objects_v2").paginate(
-                    Bucket=self.bucket_name, Prefix=prefix):
+                Bucket=self.bucket_name, Prefix=prefix
+            ):
                 objects.extend(page.get("Contents", []))
         except (ClientError, BotoCoreError) as exc:
             raise _failed(exc) from exc
@@ -293,7 +317,8 @@ class MemoryStorage(S3Storage):
         found: list[dict] = []
         try:
             for page in self.client.get_paginator("list_object_versions").paginate(
-                    Bucket=self.bucket_name, Prefix=prefix):
+                Bucket=self.bucket_name, Prefix=prefix
+            ):
                 found.extend(page.get("Versions", []) + page.get("DeleteMarkers", []))
         except (ClientError, BotoCoreError) as exc:
             raise _failed(exc) from exc
@@ -326,11 +351,14 @@ def iam_client():
     serve IAM on the S3 endpoint; AWS at its global endpoint when both URLs are empty)."""
     options = settings.STORAGES["memory"]["OPTIONS"]
     return boto3.client(
-        "iam", endpoint_url=settings.MGC_S3_IAM_ENDPOINT_URL or options.get("endpoint_url") or None,
+        "iam",
+        endpoint_url=settings.MGC_S3_IAM_ENDPOINT_URL or options.get("endpoint_url") or None,
         region_name=options.get("region_name") or "us-east-1",
         aws_access_key_id=options.get("access_key"),
         aws_secret_access_key=options.get("secret_key"),
-        config=Config(connect_timeout=settings.MGC_S3_CONNECT_TIMEOUT,
-                      read_timeout=settings.MGC_S3_READ_TIMEOUT,
-                      retries={"total_max_attempts": settings.MGC_S3_MAX_ATTEMPTS,
-                               "mode": "standard"}))
+        config=Config(
+            connect_timeout=settings.MGC_S3_CONNECT_TIMEOUT,
+            read_timeout=settings.MGC_S3_READ_TIMEOUT,
+            retries={"total_max_attempts": settings.MGC_S3_MAX_ATTEMPTS, "mode": "standard"},
+        ),
+    )

@@ -61,17 +61,32 @@ class HeadChanged(Exception):
 _APPEND_ROUNDS = 5  # direct writes landing between our read and our write, in a row
 
 
-def file_create(*, project: Project, scope: str, agent: Agent | None = None, user=None,
-                path: str, content: str | bytes, actor: Actor, message: str = "") -> Revision:
+def file_create(
+    *,
+    project: Project,
+    scope: str,
+    agent: Agent | None = None,
+    user=None,
+    path: str,
+    content: str | bytes,
+    actor: Actor,
+    message: str = "",
+) -> Revision:
     """Create a file with its first revision (or revive a deleted one)."""
     record = file_ensure(project=project, scope=scope, agent=agent, user=user, path=path)
     base = record.head.number if record.head is not None and record.head.is_deletion else None
-    return file_save(file=record, content=content, actor=actor, message=message,
-                     base_revision=base)
+    return file_save(file=record, content=content, actor=actor, message=message, base_revision=base)
 
 
-def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: str | Message = "",
-              base_revision: int | None, restored_from: int | None = None) -> Revision:
+def file_save(
+    *,
+    file: MemoryFile,
+    content: str | bytes,
+    actor: Actor,
+    message: str | Message = "",
+    base_revision: int | None,
+    restored_from: int | None = None,
+) -> Revision:
     """Save new content on top of base_revision; SaveConflict if the file moved on.
 
     Content identical to the head's makes no revision: the head is returned (its number is
@@ -87,8 +102,12 @@ def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: 
         head_number = head.number if head else None
         if base_revision != head_number:
             conflict_reason = "stale_base"
-        elif (restored_from is None and head is not None and not head.is_deletion
-              and sha256(data) == head.sha256):
+        elif (
+            restored_from is None
+            and head is not None
+            and not head.is_deletion
+            and sha256(data) == head.sha256
+        ):
             if adopt_s3_state(storage, locked) is None:
                 if locked.refused_etag:  # a refused write sits at the key: put the head back
                     put_head_back(storage, locked)
@@ -97,8 +116,9 @@ def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: 
                 conflict_reason = "external_change"
         else:
             try:
-                revision = write_revision(storage, locked, data, actor=actor, message=message,
-                                          restored_from=restored_from)
+                revision = write_revision(
+                    storage, locked, data, actor=actor, message=message, restored_from=restored_from
+                )
             except HeadChanged:
                 adopt_s3_state(storage, locked)
                 conflict_reason = "external_change"
@@ -108,8 +128,7 @@ def file_save(*, file: MemoryFile, content: str | bytes, actor: Actor, message: 
     return revision
 
 
-def file_append(*, file: MemoryFile, addition: str, actor: Actor,
-                message: str | Message = "") -> Revision:
+def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str | Message = "") -> Revision:
     """Add `addition` at the end of whatever the head is now, under the file's row lock: an
     append commutes with every other write, so concurrent appenders all succeed and none is
     asked to retry. A direct write to the bucket found on the way is recorded first (as
@@ -121,72 +140,96 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor,
             return locked.head  # nothing to add: no revision (as a save of the head's text)
         for _round in range(_APPEND_ROUNDS):
             head = locked.head
-            text = ("" if head is None or head.is_deletion
-                    else revision_texts(locked.project, [head])[head.pk])
+            text = "" if head is None or head.is_deletion else revision_texts(locked.project, [head])[head.pk]
             data = encode(appended(text, addition))
             try:
-                revision = write_revision(storage, locked, data, actor=actor, message=message,
-                                          restored_from=None)
+                revision = write_revision(
+                    storage, locked, data, actor=actor, message=message, restored_from=None
+                )
                 break
             except HeadChanged:
                 adopt_s3_state(storage, locked)  # moves locked.head to what S3 holds
         else:
-            raise StorageUnavailable(_("The file kept changing in storage while appending; "
-                                       "nothing was appended. Try again."))
+            raise StorageUnavailable(
+                _("The file kept changing in storage while appending; nothing was appended. Try again.")
+            )
     refresh_head(file, locked)
     return revision
 
 
-def file_restore(*, file: MemoryFile, number: int, actor: Actor, message: str | Message = "",
-                 base_revision: int | None) -> Revision:
+def file_restore(
+    *, file: MemoryFile, number: int, actor: Actor, message: str | Message = "", base_revision: int | None
+) -> Revision:
     """Write an old revision's content as a new revision; history only grows."""
     old = Revision.objects.filter(file=file, number=number).first()
     if old is None:
-        raise ValidationError(_("Revision %(number)s does not exist."), code="no_revision",
-                              params={"number": number})
+        raise ValidationError(
+            _("Revision %(number)s does not exist."), code="no_revision", params={"number": number}
+        )
     if old.is_deletion:
-        raise ValidationError(_("Revision %(number)s is a deletion; pick one with content."),
-                              code="restore_deletion", params={"number": number})
+        raise ValidationError(
+            _("Revision %(number)s is a deletion; pick one with content."),
+            code="restore_deletion",
+            params={"number": number},
+        )
     data = read_snapshot(storage_for(file.project), old)
-    return file_save(file=file, content=data, actor=actor,
-                     message=message or system_message("restore", number=number),
-                     base_revision=base_revision, restored_from=number)
+    return file_save(
+        file=file,
+        content=data,
+        actor=actor,
+        message=message or system_message("restore", number=number),
+        base_revision=base_revision,
+        restored_from=number,
+    )
 
 
-def save_conflict(storage: MemoryStorage, file: MemoryFile, reason: str, data: bytes,
-                  base_revision: int | None) -> SaveConflict:
+def save_conflict(
+    storage: MemoryStorage, file: MemoryFile, reason: str, data: bytes, base_revision: int | None
+) -> SaveConflict:
     current = MemoryFile.objects.select_related("head", "project").get(pk=file.pk)
     refresh_head(file, current)
     head = current.head
-    head_text = "" if head is None or head.is_deletion else decode(
-        read_snapshot(storage, head))
-    return SaveConflict(reason=reason, head=head, head_text=head_text,
-                        your_text=decode(data), base_revision=base_revision)
+    head_text = "" if head is None or head.is_deletion else decode(read_snapshot(storage, head))
+    return SaveConflict(
+        reason=reason, head=head, head_text=head_text, your_text=decode(data), base_revision=base_revision
+    )
 
 
-def write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, actor: Actor,
-                   message: str | Message, restored_from: int | None,
-                   renamed_from: MemoryFile | None = None) -> Revision:
+def write_revision(
+    storage: MemoryStorage,
+    locked: MemoryFile,
+    data: bytes,
+    *,
+    actor: Actor,
+    message: str | Message,
+    restored_from: int | None,
+    renamed_from: MemoryFile | None = None,
+) -> Revision:
     """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head."""
     head = locked.head
     number = head.number + 1 if head else 1
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
-    metadata = write_metadata(actor, message, head.number if head else None, restored_from,
-                              renamed_from)
+    metadata = write_metadata(actor, message, head.number if head else None, restored_from, renamed_from)
     if expiry_pending(locked):
         finish_expiry(storage, locked)
     held = holds_over(locked)  # new versions of what a legal hold covers are held from birth
     try:  # a failure here changed nothing visible
-        storage.write(snap, data, metadata=metadata, if_none_match=True,
-                      legal_hold=bool(held))
+        storage.write(snap, data, metadata=metadata, if_none_match=True, legal_hold=bool(held))
     except PreconditionFailed:
         pass  # an earlier attempt's snapshot of the same bytes: it may be needed to finish
         #       that attempt (its metadata names its author), so it is kept as it is
     expected = expected_etag(locked)
     try:
-        etag = storage.write(locked.key, data, metadata=metadata, if_none_match=not expected,
-                             if_match=expected, ambiguous="unknown", legal_hold=bool(held))
+        etag = storage.write(
+            locked.key,
+            data,
+            metadata=metadata,
+            if_none_match=not expected,
+            if_match=expected,
+            ambiguous="unknown",
+            legal_hold=bool(held),
+        )
     except PreconditionFailed:
         # A 412: someone else's write, or this very save's (an answer lost, then retried).
         found = storage.read(locked.key, max_bytes=settings.MGC_MAX_FILE_BYTES)
@@ -204,14 +247,31 @@ def write_revision(storage: MemoryStorage, locked: MemoryFile, data: bytes, *, a
         action, details = "file.rename_in", {"renamed_from": renamed_from.source_path}
     else:
         action, details = ("file.restore" if restored_from else "file.save"), None
-    return record_revision(locked, number=number, sha=sha, size=len(data), actor=actor,
-                           message=message, snapshot_key=snap, etag=etag,
-                           restored_from=restored_from, action=action, data=data,
-                           renamed_from=renamed_from, details=details)
+    return record_revision(
+        locked,
+        number=number,
+        sha=sha,
+        size=len(data),
+        actor=actor,
+        message=message,
+        snapshot_key=snap,
+        etag=etag,
+        restored_from=restored_from,
+        action=action,
+        data=data,
+        renamed_from=renamed_from,
+        details=details,
+    )
 
 
-def _settle(storage: MemoryStorage, locked: MemoryFile, data: bytes, metadata: dict[str, str],
-            lost: StorageUnavailable, snap: str) -> str:
+def _settle(
+    storage: MemoryStorage,
+    locked: MemoryFile,
+    data: bytes,
+    metadata: dict[str, str],
+    lost: StorageUnavailable,
+    snap: str,
+) -> str:
     """The head PUT got no answer: read the head to learn what happened. Our bytes: success.
     The head we knew: nothing was written. Someone else's: HeadChanged. No answer: unknown."""
     try:

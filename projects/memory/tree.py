@@ -19,7 +19,7 @@ class Folder:
     def crumbs(self) -> list[tuple[str, str]]:
         """(path, name) of each folder from the root down to this one."""
         parts = self.path.split("/") if self.path else []
-        return [("/".join(parts[:n + 1]), part) for n, part in enumerate(parts)]
+        return [("/".join(parts[: n + 1]), part) for n, part in enumerate(parts)]
 
 
 def workspace_folder(project: Project, folder: str) -> Folder:
@@ -28,11 +28,12 @@ def workspace_folder(project: Project, folder: str) -> Folder:
     # A record without a revision has no content to show (a first save cut short before
     # reconcile completes it, or an editor opened and left before the console stopped
     # creating records ahead of the first save).
-    paths = MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.WORKSPACE,
-                                      path__startswith=prefix, head__isnull=False)
+    paths = MemoryFile.objects.filter(
+        project=project, scope=MemoryFile.Scope.WORKSPACE, path__startswith=prefix, head__isnull=False
+    )
     subfolders, file_ids = set(), []
     for pk, path in paths.values_list("pk", "path").order_by("path"):
-        rest = path[len(prefix):]
+        rest = path[len(prefix) :]
         if "/" in rest:
             subfolders.add(rest.split("/", 1)[0])
         else:

@@ -14,35 +14,51 @@ class AuditEvent(models.Model):
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True, help_text="When.")
     actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+", help_text="The person who acted.",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The person who acted.",
     )
     actor_agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The agent that acted.",
     )
     actor_label = models.CharField(max_length=200, help_text="Actor as shown (kept if deleted).")
     action = models.CharField(max_length=50, db_index=True, help_text="What was done, e.g. file.save.")
     project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        Project,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="Project the object belongs to.",
     )
     object_type = models.CharField(max_length=50, blank=True, help_text="Kind of object.")
     object_id = models.CharField(max_length=64, blank=True, help_text="Id of the object.")
     object_repr = models.CharField(max_length=300, blank=True, help_text="Object as shown.")
     repr_code = models.CharField(
-        max_length=50, blank=True,
+        max_length=50,
+        blank=True,
         help_text="Set when the object's label is the console's words (system_text.LABELS): "
-                  "shown in the reader's language; object_repr keeps its English text.")
-    repr_params = models.JSONField(default=dict, blank=True,
-                                   help_text="The parameters of repr_code.")
+        "shown in the reader's language; object_repr keeps its English text.",
+    )
+    repr_params = models.JSONField(default=dict, blank=True, help_text="The parameters of repr_code.")
     details = models.JSONField(default=dict, blank=True, help_text="Revision numbers, reasons.")
     seq = models.PositiveBigIntegerField(
-        unique=True, null=True, help_text="Position in the hash chain: 1, 2, 3... with no gaps.")
-    prev_hash = models.CharField(max_length=64, blank=True,
-                                 help_text="hash of the event before (empty for the first).")
-    hash = models.CharField(max_length=64, blank=True,
-                            help_text="sha256 over prev_hash and this event's fields.")
+        unique=True, null=True, help_text="Position in the hash chain: 1, 2, 3... with no gaps."
+    )
+    prev_hash = models.CharField(
+        max_length=64, blank=True, help_text="hash of the event before (empty for the first)."
+    )
+    hash = models.CharField(
+        max_length=64, blank=True, help_text="sha256 over prev_hash and this event's fields."
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -54,8 +70,7 @@ class AuditEvent(models.Model):
     def object_shown(self) -> str:
         if not self.repr_code:
             return self.object_repr
-        return system_text.render(system_text.LABELS, self.repr_code, self.repr_params,
-                                  self.object_repr)
+        return system_text.render(system_text.LABELS, self.repr_code, self.repr_params, self.object_repr)
 
     @property
     def actor_shown(self) -> str:

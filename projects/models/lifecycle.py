@@ -20,20 +20,34 @@ class RetentionRule(models.Model):
         PROMPTS = "prompts", _("Stored prompts")
         IDEMPOTENCY = "idempotency", _("Idempotency records")
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="retention_rules",
-                                help_text="The project whose memory it governs.")
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.CASCADE,
+        related_name="retention_rules",
+        help_text="The project whose memory it governs.",
+    )
     kind = models.CharField(max_length=20, choices=Kind.choices, help_text="What it expires.")
-    glob = models.CharField(max_length=300, blank=True,
-                            help_text="Files and history: which files (USER.md, AGENTS.md, "
-                                      "workspace/logs/**.md, ...).")
-    days = models.PositiveIntegerField(null=True, blank=True,
-                                       help_text="Kept this many days (files: since their last "
-                                                 "change; the rest: since made).")
+    glob = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Files and history: which files (USER.md, AGENTS.md, workspace/logs/**.md, ...).",
+    )
+    days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Kept this many days (files: since their last change; the rest: since made).",
+    )
     keep_revisions = models.PositiveIntegerField(
-        null=True, blank=True, help_text="History: the newest this many revisions are kept.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+",
-                                   help_text="Who made the rule.")
+        null=True, blank=True, help_text="History: the newest this many revisions are kept."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who made the rule.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When.")
 
     class Meta:
@@ -64,32 +78,59 @@ class LegalHold(models.Model):
         FILE = "file", _("File")
         GLOB = "glob", _("Workspace files")
 
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="legal_holds",
-                                help_text="Where it was placed (a person's hold covers every "
-                                          "project).")
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.PROTECT,
+        related_name="legal_holds",
+        help_text="Where it was placed (a person's hold covers every project).",
+    )
     kind = models.CharField(max_length=10, choices=Kind.choices, help_text="What it covers.")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                             on_delete=models.SET_NULL, related_name="legal_holds",
-                             help_text="The person, for a person's hold.")
-    file = models.ForeignKey(MemoryFile, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="legal_holds", help_text="The file, for a file's hold.")
-    target = models.CharField(max_length=400, help_text="What it covers, as placed (kept if "
-                                                        "the person or file goes later).")
-    glob = models.CharField(max_length=300, blank=True,
-                            help_text="workspace/<glob>.md, for workspace files.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="legal_holds",
+        help_text="The person, for a person's hold.",
+    )
+    file = models.ForeignKey(
+        MemoryFile,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="legal_holds",
+        help_text="The file, for a file's hold.",
+    )
+    target = models.CharField(
+        max_length=400, help_text="What it covers, as placed (kept if the person or file goes later)."
+    )
+    glob = models.CharField(max_length=300, blank=True, help_text="workspace/<glob>.md, for workspace files.")
     reason = models.CharField(max_length=500, help_text="Why it is held.")
-    case_reference = models.CharField(max_length=200, blank=True,
-                                      help_text="The case or matter it is held for.")
-    placed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
-                                  related_name="+", help_text="Who placed it.")
+    case_reference = models.CharField(
+        max_length=200, blank=True, help_text="The case or matter it is held for."
+    )
+    placed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who placed it.",
+    )
     placed_at = models.DateTimeField(default=timezone.now, help_text="When.")
     storage_enforced = models.BooleanField(
-        default=False, help_text="Every version it covers carries an S3 legal hold.")
-    released_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                    on_delete=models.SET_NULL, related_name="+",
-                                    help_text="Who released it.")
-    released_at = models.DateTimeField(null=True, blank=True, db_index=True,
-                                       help_text="When it was released; empty while it stands.")
+        default=False, help_text="Every version it covers carries an S3 legal hold."
+    )
+    released_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who released it.",
+    )
+    released_at = models.DateTimeField(
+        null=True, blank=True, db_index=True, help_text="When it was released; empty while it stands."
+    )
 
     class Meta:
         ordering = ["-placed_at"]

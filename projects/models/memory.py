@@ -19,20 +19,33 @@ class MemoryFile(models.Model):
         WORKSPACE = layout.SCOPE_WORKSPACE, _("Workspace")
 
     id = models.UUIDField(
-        primary_key=True, default=uuid.uuid4, editable=False,
+        primary_key=True,
+        default=uuid.uuid4,
+        editable=False,
         help_text="Immutable id; names the file's history folder in S3.",
     )
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="files", help_text="Owning project.",
+        Project,
+        on_delete=models.CASCADE,
+        related_name="files",
+        help_text="Owning project.",
     )
     scope = models.CharField(max_length=20, choices=Scope.choices, help_text="Whose memory it is.")
     agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="files",
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="files",
         help_text="The agent, for SOUL.md / AGENTS.md / TOOLS.md.",
     )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-        related_name="memory_files", help_text="The employee, for USER.md.",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="memory_files",
+        help_text="The employee, for USER.md.",
     )
     path = models.CharField(
         max_length=layout.MAX_PATH_CHARS,
@@ -40,18 +53,24 @@ class MemoryFile(models.Model):
     )
     key = models.CharField(max_length=1024, help_text="S3 key of the head object.")
     head = models.ForeignKey(
-        "Revision", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        "Revision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="Latest revision (one query to the head).",
     )
     head_etag = models.CharField(
-        max_length=100, blank=True,
+        max_length=100,
+        blank=True,
         help_text="ETag of the head object as the console wrote it; a different one in S3 "
-                  "means someone wrote to the bucket directly.",
+        "means someone wrote to the bucket directly.",
     )
     refused_etag = models.CharField(
-        max_length=100, blank=True,
+        max_length=100,
+        blank=True,
         help_text="ETag of an object at the file's key that the console refused to adopt (see "
-                  "RefusedWrite); the head stays the recorded revision until it is replaced.",
+        "RefusedWrite); the head stays the recorded revision until it is replaced.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the file was created.")
 
@@ -95,59 +114,93 @@ class Revision(models.Model):
         SYSTEM = "system", _("System")
 
     file = models.ForeignKey(
-        MemoryFile, on_delete=models.CASCADE, related_name="revisions",
+        MemoryFile,
+        on_delete=models.CASCADE,
+        related_name="revisions",
         help_text="The file this revision belongs to.",
     )
     number = models.PositiveIntegerField(help_text="1..n per file, no gaps.")
     sha256 = models.CharField(max_length=64, help_text="sha256 of the UTF-8 content.")
     size = models.PositiveIntegerField(help_text="Content size in bytes.")
     author_kind = models.CharField(
-        max_length=20, choices=AuthorKind.choices, help_text="Who wrote it: person, agent, external.",
+        max_length=20,
+        choices=AuthorKind.choices,
+        help_text="Who wrote it: person, agent, external.",
     )
     author_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+", help_text="The person, when a person wrote it.",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The person, when a person wrote it.",
     )
     author_agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The agent, when an agent wrote it.",
     )
     author_label = models.CharField(
-        max_length=200, blank=True, help_text="Author as shown, kept if the account goes away.",
+        max_length=200,
+        blank=True,
+        help_text="Author as shown, kept if the account goes away.",
     )
     session_ref = models.CharField(
-        max_length=64, blank=True, help_text="Agent session id when an agent's hook wrote it.",
+        max_length=64,
+        blank=True,
+        help_text="Agent session id when an agent's hook wrote it.",
     )
     message = models.CharField(max_length=500, blank=True, help_text="Why the change was made.")
     message_code = models.CharField(
-        max_length=50, blank=True,
+        max_length=50,
+        blank=True,
         help_text="Set when the console wrote the message (system_text.MESSAGES): shown in the "
-                  "reader's language; `message` keeps its English text.")
-    message_params = models.JSONField(default=dict, blank=True,
-                                      help_text="The parameters of message_code.")
+        "reader's language; `message` keeps its English text.",
+    )
+    message_params = models.JSONField(default=dict, blank=True, help_text="The parameters of message_code.")
     snapshot_key = models.CharField(
-        max_length=1024, blank=True, help_text="S3 key of the immutable copy; empty for a deletion.",
+        max_length=1024,
+        blank=True,
+        help_text="S3 key of the immutable copy; empty for a deletion.",
     )
     is_deletion = models.BooleanField(default=False, help_text="A tombstone: the file was deleted.")
     expired_rule = models.CharField(
-        max_length=300, blank=True,
-        help_text="On the tombstone a retention rule wrote when the file expired: the rule.")
+        max_length=300,
+        blank=True,
+        help_text="On the tombstone a retention rule wrote when the file expired: the rule.",
+    )
     purged_at = models.DateTimeField(
-        null=True, blank=True,
-        help_text="When this revision's stored text was deleted (retention); the row stays.")
+        null=True,
+        blank=True,
+        help_text="When this revision's stored text was deleted (retention); the row stays.",
+    )
     restored_from = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Number of the revision this one restores.",
+        null=True,
+        blank=True,
+        help_text="Number of the revision this one restores.",
     )
     renamed_from = models.ForeignKey(
-        MemoryFile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        MemoryFile,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="On a renamed file's first revision at its new path: the file it was.",
     )
     renamed_to = models.ForeignKey(
-        MemoryFile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        MemoryFile,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="On the tombstone a rename leaves at the old path: the file it became.",
     )
     findings = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text="Likely personal data and secrets the scanner saw (kind, place, masked excerpt).",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was recorded.")
@@ -166,8 +219,7 @@ class Revision(models.Model):
         """The message in the reader's language when the console wrote it, else as stored."""
         if not self.message_code:
             return self.message
-        return system_text.render(system_text.MESSAGES, self.message_code, self.message_params,
-                                  self.message)
+        return system_text.render(system_text.MESSAGES, self.message_code, self.message_params, self.message)
 
     @property
     def author_shown(self) -> str:
@@ -190,39 +242,63 @@ class RefusedWrite(models.Model):
         REPLACED = "replaced", _("replaced by a later write")
         DELETED = "deleted", _("deleted")
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="refused_writes",
-                                help_text="The project whose prefix holds it.")
-    file = models.ForeignKey(MemoryFile, null=True, blank=True, on_delete=models.CASCADE,
-                             related_name="refused_writes",
-                             help_text="The file whose key it is at; empty for a refused name.")
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.CASCADE,
+        related_name="refused_writes",
+        help_text="The project whose prefix holds it.",
+    )
+    file = models.ForeignKey(
+        MemoryFile,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="refused_writes",
+        help_text="The file whose key it is at; empty for a refused name.",
+    )
     key = models.CharField(max_length=1024, help_text="Its S3 key.")
     etag = models.CharField(max_length=100, help_text="Its ETag when found.")
-    version_id = models.CharField(max_length=200, blank=True,
-                                  help_text="Its version, when the bucket keeps versions.")
+    version_id = models.CharField(
+        max_length=200, blank=True, help_text="Its version, when the bucket keeps versions."
+    )
     size = models.BigIntegerField(help_text="Its size in bytes.")
-    reason = models.CharField(max_length=20, choices=Reason.choices,
-                              help_text="Which rule it breaks.")
-    detail = models.JSONField(default=dict, blank=True,
-                              help_text="The rule's figures: limit, position of a bad byte.")
+    reason = models.CharField(max_length=20, choices=Reason.choices, help_text="Which rule it breaks.")
+    detail = models.JSONField(
+        default=dict, blank=True, help_text="The rule's figures: limit, position of a bad byte."
+    )
     writer_agent = models.ForeignKey(
-        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-        help_text="The agent whose runner provably wrote it (signed metadata), if any.")
-    writer_session = models.CharField(max_length=64, blank=True,
-                                      help_text="The session its signed metadata names.")
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The agent whose runner provably wrote it (signed metadata), if any.",
+    )
+    writer_session = models.CharField(
+        max_length=64, blank=True, help_text="The session its signed metadata names."
+    )
     writer_label = models.CharField(max_length=200, help_text="Who wrote it, as shown.")
     found_at = models.DateTimeField(auto_now_add=True, help_text="When the console found it.")
-    state = models.CharField(max_length=10, choices=State.choices, default=State.PRESENT,
-                             db_index=True, help_text="Whether it is still in storage.")
-    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                    on_delete=models.SET_NULL, related_name="+",
-                                    help_text="The admin who deleted it.")
-    resolved_at = models.DateTimeField(null=True, blank=True,
-                                       help_text="When it was deleted or replaced.")
+    state = models.CharField(
+        max_length=10,
+        choices=State.choices,
+        default=State.PRESENT,
+        db_index=True,
+        help_text="Whether it is still in storage.",
+    )
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The admin who deleted it.",
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True, help_text="When it was deleted or replaced.")
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["project", "key", "etag"],
-                                    name="one_refusal_per_object"),
+            models.UniqueConstraint(fields=["project", "key", "etag"], name="one_refusal_per_object"),
         ]
         ordering = ["-found_at"]
 
@@ -239,8 +315,9 @@ class SearchText(models.Model):
     """A searchable copy of one revision's text (derived from S3; the bucket stays the source).
     The head of each live file has is_head set; older revisions stay for history search."""
 
-    file = models.ForeignKey(MemoryFile, on_delete=models.CASCADE, related_name="search_texts",
-                             help_text="The file.")
+    file = models.ForeignKey(
+        MemoryFile, on_delete=models.CASCADE, related_name="search_texts", help_text="The file."
+    )
     number = models.PositiveIntegerField(help_text="Revision number.")
     is_head = models.BooleanField(default=True, help_text="The file's current text.")
     text = models.TextField(help_text="The revision's text.")

@@ -22,8 +22,12 @@ def default_manifest() -> dict:
             {"tag": "user_profile", "source": "USER.md", "max_tokens": 1500},
             # The hook policy's tool and error logs (workspace/logs/) grow with every run: a
             # manifest that wants them gives them a row of their own with a small cap.
-            {"tag": "workspace_memory", "source": "workspace/**.md",
-             "exclude": ["workspace/logs/**.md"], "max_tokens": 6000},
+            {
+                "tag": "workspace_memory",
+                "source": "workspace/**.md",
+                "exclude": ["workspace/logs/**.md"],
+                "max_tokens": 6000,
+            },
         ],
         "total_tokens": 16000,
     }
@@ -44,32 +48,42 @@ def default_hook_policy() -> dict:
 
 class Project(models.Model):
     id = models.UUIDField(
-        primary_key=True, default=uuid.uuid4, editable=False,
+        primary_key=True,
+        default=uuid.uuid4,
+        editable=False,
         help_text="Immutable id; the project's S3 keys are built from it.",
     )
     slug = models.SlugField(unique=True, help_text="Short name used in URLs.")
     name = models.CharField(max_length=200, help_text="Name shown to people.")
     description = models.TextField(blank=True, help_text="What the project's agents are for.")
     bucket = models.CharField(
-        max_length=63, blank=True,
+        max_length=63,
+        blank=True,
         help_text="Own S3 bucket for this project; empty uses the console's bucket.",
     )
     key_prefix = models.CharField(
-        max_length=200, blank=True,
+        max_length=200,
+        blank=True,
         help_text="Own key prefix (ending with '/'); empty uses projects/<id>/.",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the project was created.")
     members_version = models.PositiveIntegerField(
-        default=0, help_text="Moves whenever a membership of the project changes: what the "
-                             "runner API caches about members is keyed by it.")
+        default=0,
+        help_text="Moves whenever a membership of the project changes: what the "
+        "runner API caches about members is keyed by it.",
+    )
     runner_writable = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Where live runner S3 credentials may write directly: {workspace: bool, agents: "
-                  "[agent ids]}; only these prefixes can change behind the console's back "
-                  "between two pre hooks (kept by runners.credentials).")
+        "[agent ids]}; only these prefixes can change behind the console's back "
+        "between two pre hooks (kept by runners.credentials).",
+    )
     archived_at = models.DateTimeField(
-        null=True, blank=True,
-        help_text="Archived: hidden from lists, its agents' pre hooks refused; reversible.")
+        null=True,
+        blank=True,
+        help_text="Archived: hidden from lists, its agents' pre hooks refused; reversible.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -106,15 +120,23 @@ class Project(models.Model):
         for other in Project.objects.exclude(pk=self.pk).only("id", "slug", "bucket", "key_prefix"):
             if other.bucket_name == bucket and layout.prefixes_overlap(prefix, other.prefix):
                 raise ValidationError(
-                    _("The key prefix %(prefix)s overlaps project %(other)s's (%(theirs)s) in "
-                      "bucket %(bucket)s: one project's keys would land among the other's."),
-                    code="prefix_overlap", params={"prefix": prefix, "other": other.slug,
-                                                   "theirs": other.prefix, "bucket": bucket})
+                    _(
+                        "The key prefix %(prefix)s overlaps project %(other)s's (%(theirs)s) in "
+                        "bucket %(bucket)s: one project's keys would land among the other's."
+                    ),
+                    code="prefix_overlap",
+                    params={"prefix": prefix, "other": other.slug, "theirs": other.prefix, "bucket": bucket},
+                )
         stored = Project.objects.filter(pk=self.pk).values("bucket", "key_prefix").first()
-        if stored and (stored["bucket"], stored["key_prefix"]) != (self.bucket, self.key_prefix) \
-                and self.files.exists():
-            raise ValidationError(_("This project has memory files: its bucket and key prefix "
-                                    "can no longer change."), code="prefix_fixed")
+        if (
+            stored
+            and (stored["bucket"], stored["key_prefix"]) != (self.bucket, self.key_prefix)
+            and self.files.exists()
+        ):
+            raise ValidationError(
+                _("This project has memory files: its bucket and key prefix can no longer change."),
+                code="prefix_fixed",
+            )
 
 
 class Membership(models.Model):
@@ -124,13 +146,18 @@ class Membership(models.Model):
         EMPLOYEE = "employee", _("Employee")
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships",
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="memberships",
         help_text="The person.",
     )
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="memberships",
+        Project,
+        on_delete=models.CASCADE,
+        related_name="memberships",
         help_text="The project the person works in.",
     )
+
     class Source(models.TextChoices):
         MANUAL = "manual", _("Granted by hand")
         GROUP = "group", _("From a provider group")
@@ -138,14 +165,20 @@ class Membership(models.Model):
     role = models.CharField(max_length=20, choices=Role.choices, help_text="What the person may do.")
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the membership was granted.")
     source = models.CharField(
-        max_length=10, choices=Source.choices, default=Source.MANUAL,
+        max_length=10,
+        choices=Source.choices,
+        default=Source.MANUAL,
         help_text="manual: an admin granted it and only an admin changes it; group: a group "
-                  "mapping granted it and it follows the person's groups at each sign-in.",
+        "mapping granted it and it follows the person's groups at each sign-in.",
     )
     mapping = models.ForeignKey(
-        "GroupMapping", null=True, blank=True, on_delete=models.SET_NULL, related_name="memberships",
+        "GroupMapping",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="memberships",
         help_text="The group mapping behind a group membership; empty once that mapping is deleted "
-                  "(the next sign-in then removes the membership).",
+        "(the next sign-in then removes the membership).",
     )
 
     class Meta:
@@ -158,8 +191,11 @@ class Membership(models.Model):
         return f"{self.user} in {self.project} as {self.role}"
 
     def audit_label(self) -> tuple[str, dict]:
-        return "membership", {"user": self.user.get_username(), "project": self.project.name,
-                              "role": self.role}
+        return "membership", {
+            "user": self.user.get_username(),
+            "project": self.project.name,
+            "role": self.role,
+        }
 
 
 class GroupMapping(models.Model):
@@ -170,18 +206,25 @@ class GroupMapping(models.Model):
     group = models.CharField(
         max_length=255,
         help_text="The group as the provider names it in the groups claim (Keycloak: the group "
-                  "name or path; Entra ID: the group's object id). Compared exactly.",
+        "name or path; Entra ID: the group's object id). Compared exactly.",
     )
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="group_mappings",
+        Project,
+        on_delete=models.CASCADE,
+        related_name="group_mappings",
         help_text="The project the group's members join.",
     )
-    role = models.CharField(max_length=20, choices=Membership.Role.choices,
-                            help_text="The role they get there.")
+    role = models.CharField(
+        max_length=20, choices=Membership.Role.choices, help_text="The role they get there."
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the mapping was made.")
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+", help_text="The admin who made it.",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The admin who made it.",
     )
 
     class Meta:
@@ -199,17 +242,21 @@ def _members_changed(sender, instance, **kwargs):
     """Whatever way a membership changes (services, admin, tests), the project's member
     version moves, so nothing keyed by the old one is used again (the runner API's cache of
     who may be served)."""
-    Project.objects.filter(pk=instance.project_id).update(
-        members_version=models.F("members_version") + 1)
+    Project.objects.filter(pk=instance.project_id).update(members_version=models.F("members_version") + 1)
 
 
 class Agent(models.Model):
     id = models.UUIDField(
-        primary_key=True, default=uuid.uuid4, editable=False,
+        primary_key=True,
+        default=uuid.uuid4,
+        editable=False,
         help_text="Immutable id; the agent's S3 keys are built from it.",
     )
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="agents", help_text="Owning project.",
+        Project,
+        on_delete=models.CASCADE,
+        related_name="agents",
+        help_text="Owning project.",
     )
     slug = models.SlugField(help_text="Short name, unique in the project.")
     name = models.CharField(max_length=200, help_text="Name shown to people.")
@@ -224,8 +271,8 @@ class Agent(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the agent was created.")
     archived_at = models.DateTimeField(
-        null=True, blank=True,
-        help_text="Archived: hidden from lists, its pre hook refused; reversible.")
+        null=True, blank=True, help_text="Archived: hidden from lists, its pre hook refused; reversible."
+    )
 
     class Meta:
         constraints = [

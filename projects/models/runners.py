@@ -12,14 +12,20 @@ from projects.models.projects import Agent
 class AgentToken(models.Model):
     """A runner's bearer token for one agent. Only its sha256 is stored; shown once."""
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens",
-                              help_text="The agent this token acts as.")
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="tokens", help_text="The agent this token acts as."
+    )
     name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'prod runner'.")
     prefix = models.CharField(max_length=16, help_text="First characters, to recognise it.")
     token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token.")
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+", help_text="Who created it.")
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who created it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was created.")
     expires_at = models.DateTimeField(null=True, blank=True, help_text="After this it is refused.")
     revoked_at = models.DateTimeField(null=True, blank=True, help_text="When it was revoked.")
@@ -36,26 +42,42 @@ class RunnerCredential(models.Model):
     """S3 credentials of one runner token: an IAM user whose policy confines it to the agent's
     project prefix (runners.credentials.runner_policy). The secret is shown once and never stored."""
 
-    token = models.ForeignKey(AgentToken, on_delete=models.CASCADE, related_name="credentials",
-                              help_text="The runner token these credentials belong to.")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="credentials",
-                              help_text="The agent whose runner uses them.")
-    iam_user = models.CharField(max_length=64,
-                                help_text="Name of the IAM user in the object store.")
+    token = models.ForeignKey(
+        AgentToken,
+        on_delete=models.CASCADE,
+        related_name="credentials",
+        help_text="The runner token these credentials belong to.",
+    )
+    agent = models.ForeignKey(
+        Agent,
+        on_delete=models.CASCADE,
+        related_name="credentials",
+        help_text="The agent whose runner uses them.",
+    )
+    iam_user = models.CharField(max_length=64, help_text="Name of the IAM user in the object store.")
     access_key_id = models.CharField(max_length=128, help_text="The access key id (not secret).")
     policy = models.JSONField(default=dict, help_text="The policy attached when last written.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+",
-                                   help_text="Who issued them.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who issued them.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When they were issued.")
-    revoked_at = models.DateTimeField(null=True, blank=True,
-                                      help_text="When the access key (or the user) was deleted.")
+    revoked_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the access key (or the user) was deleted."
+    )
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["token"], condition=models.Q(revoked_at__isnull=True),
-                                    name="one_live_credential_per_token"),
+            models.UniqueConstraint(
+                fields=["token"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="one_live_credential_per_token",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -68,47 +90,69 @@ class RunnerCredential(models.Model):
 class AgentSession(models.Model):
     """One run of an agent for a user: what the pre hook injected, then what happened."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False,
-                          help_text="Session id the runner sends back to post/tool/error.")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions",
-                              help_text="The agent that ran.")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                             on_delete=models.SET_NULL, related_name="agent_sessions",
-                             help_text="The employee the agent worked for.")
-    external_ref = models.CharField(max_length=200, blank=True,
-                                    help_text="The runner's own session id, if it sent one.")
+    id = models.UUIDField(
+        primary_key=True,
+        default=uuid.uuid4,
+        editable=False,
+        help_text="Session id the runner sends back to post/tool/error.",
+    )
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="sessions", help_text="The agent that ran."
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="agent_sessions",
+        help_text="The employee the agent worked for.",
+    )
+    external_ref = models.CharField(
+        max_length=200, blank=True, help_text="The runner's own session id, if it sent one."
+    )
     prompt_sha256 = models.CharField(max_length=64, help_text="sha256 of the injected prompt.")
     total_tokens = models.PositiveIntegerField(default=0, help_text="Tokens of the prompt.")
     tokenizer = models.CharField(max_length=60, blank=True, help_text="Encoding that counted.")
     receipt = models.JSONField(default=list, help_text="Per section: files and revisions injected.")
     prompt_stored = models.BooleanField(
-        default=False, help_text="The exact prompt is kept in S3 under its sha256 (_prompts/).")
-    budget = models.PositiveIntegerField(null=True, blank=True,
-                                         help_text="The manifest's total token budget then.")
-    truncated = models.BooleanField(default=False,
-                                    help_text="A section was cut to its cap or to the budget.")
-    over_budget = models.BooleanField(default=False,
-                                      help_text="Before any cut to the budget, the prompt was over it.")
+        default=False, help_text="The exact prompt is kept in S3 under its sha256 (_prompts/)."
+    )
+    budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The manifest's total token budget then."
+    )
+    truncated = models.BooleanField(default=False, help_text="A section was cut to its cap or to the budget.")
+    over_budget = models.BooleanField(
+        default=False, help_text="Before any cut to the budget, the prompt was over it."
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, help_text="Pre hook time.")
     ended_at = models.DateTimeField(null=True, blank=True, help_text="When the post hook came.")
     bucket_checked = models.BooleanField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="The pre hook looked at what runners may have written to the bucket (false: "
-                  "storage could not be listed; empty: a session from before this was kept).")
+        "storage could not be listed; empty: a session from before this was kept).",
+    )
     prompt_removed = models.JSONField(
-        null=True, blank=True,
-        help_text="Why the kept prompt is gone: {how: erased|expired, at, by, reason or rule}.")
+        null=True,
+        blank=True,
+        help_text="Why the kept prompt is gone: {how: erased|expired, at, by, reason or rule}.",
+    )
     request_key = models.CharField(
-        max_length=200, blank=True, default="",
+        max_length=200,
+        blank=True,
+        default="",
         help_text="The pre hook's Idempotency-Key, if the runner sent one: the same key again "
-                  "(a retry after a lost answer) gets this session, not a second one.")
+        "(a retry after a lost answer) gets this session, not a second one.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["agent", "request_key"],
-                                    condition=~models.Q(request_key=""),
-                                    name="session_request_key_once"),
+            models.UniqueConstraint(
+                fields=["agent", "request_key"],
+                condition=~models.Q(request_key=""),
+                name="session_request_key_once",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -128,19 +172,27 @@ class IdempotencyRecord(models.Model):
         RUNNING = "running", "running"
         DONE = "done", "done"
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+",
-                              help_text="The agent whose token sent the request.")
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="+", help_text="The agent whose token sent the request."
+    )
     key = models.CharField(max_length=200, help_text="The Idempotency-Key header.")
     endpoint = models.CharField(max_length=50, help_text="Which endpoint, e.g. hooks/post.")
     request_sha256 = models.CharField(max_length=64, help_text="sha256 of endpoint and body.")
-    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING,
-                             help_text="running until the answer is stored.")
-    lease_until = models.DateTimeField(help_text="A worker is on it until then; after that a "
-                                                 "retry may take over.")
-    partial = models.JSONField(default=dict, blank=True,
-                               help_text="Results of the writes committed so far, by index.")
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True,
-                                                   help_text="HTTP status of the answer.")
+    state = models.CharField(
+        max_length=10,
+        choices=State.choices,
+        default=State.RUNNING,
+        help_text="running until the answer is stored.",
+    )
+    lease_until = models.DateTimeField(
+        help_text="A worker is on it until then; after that a retry may take over."
+    )
+    partial = models.JSONField(
+        default=dict, blank=True, help_text="Results of the writes committed so far, by index."
+    )
+    status_code = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="HTTP status of the answer."
+    )
     response = models.JSONField(null=True, blank=True, help_text="The answer, replayed as is.")
     created_at = models.DateTimeField(auto_now_add=True, help_text="First seen.")
     expires_at = models.DateTimeField(db_index=True, help_text="Forgotten after this.")
@@ -161,8 +213,9 @@ class SessionEvent(models.Model):
         TOOL = "tool", "tool"
         ERROR = "error", "error"
 
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events",
-                                help_text="The session.")
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="events", help_text="The session."
+    )
     kind = models.CharField(max_length=10, choices=Kind.choices, help_text="Which hook.")
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was recorded.")
     payload = models.JSONField(default=dict, help_text="What the runner sent, and the outcome.")

@@ -10,8 +10,9 @@ from projects.models import Agent
 from projects.runners import schemas
 
 
-def agent_settings_update(*, agent: Agent, by, manifest: dict | None = None,
-                          policy: dict | None = None) -> None:
+def agent_settings_update(
+    *, agent: Agent, by, manifest: dict | None = None, policy: dict | None = None
+) -> None:
     """Save either setting or both; ValidationError (the schema's) says what is wrong, and
     nothing is saved."""
     with transaction.atomic():
@@ -23,5 +24,10 @@ def agent_settings_update(*, agent: Agent, by, manifest: dict | None = None,
             agent.hook_policy = schemas.policy(policy).stored()
             fields.append("hook_policy")
         agent.save(update_fields=fields)
-        audit_record(actor=Actor.person(by), action="agent.settings", project=agent.project,
-                     obj=agent, details={"changed": fields})
+        audit_record(
+            actor=Actor.person(by),
+            action="agent.settings",
+            project=agent.project,
+            obj=agent,
+            details={"changed": fields},
+        )

@@ -65,8 +65,14 @@ class _Parser(Parser):
 API_ROOT = "api/"
 API_V1 = f"{API_ROOT}v1/"
 
-api = NinjaAPI(title="Memory Governance Console runner API", version="1.0.0",
-               urls_namespace="api", docs_url=None, auth=RunnerAuth(), parser=_Parser())
+api = NinjaAPI(
+    title="Memory Governance Console runner API",
+    version="1.0.0",
+    urls_namespace="api",
+    docs_url=None,
+    auth=RunnerAuth(),
+    parser=_Parser(),
+)
 
 
 def _error(request, status: int, code: str, message: str, **extra):
@@ -78,8 +84,9 @@ def _invalid(request, exc):
     # Well-formed JSON that breaks the schema (a wrong type, a number out of range, an unknown
     # field): 422. JSON that cannot be parsed at all is a 400 (malformed_json, below).
     details = [{"loc": _location(e.get("loc", [])), "msg": e.get("msg", "")} for e in exc.errors]
-    return _error(request, 422, "invalid_request",
-                  "The request body does not match the schema.", details=details)
+    return _error(
+        request, 422, "invalid_request", "The request body does not match the schema.", details=details
+    )
 
 
 def _location(loc) -> list[str]:
@@ -90,15 +97,16 @@ def _location(loc) -> list[str]:
     parts = [str(part) for part in loc]
     if parts[:2] == ["body", "body"]:
         parts = parts[:1] + parts[2:]
-    return [part for index, part in enumerate(parts)
-            if not (index and parts[index - 1].isdigit() and part in schemas.MODES
-                    and index + 1 < len(parts))]
+    return [
+        part
+        for index, part in enumerate(parts)
+        if not (index and parts[index - 1].isdigit() and part in schemas.MODES and index + 1 < len(parts))
+    ]
 
 
 @api.exception_handler(AuthenticationError)
 def _unauthorized(request, exc):
-    return _error(request, 401, "unauthorized",
-                  "A valid, unrevoked bearer token for an agent is required.")
+    return _error(request, 401, "unauthorized", "A valid, unrevoked bearer token for an agent is required.")
 
 
 @api.exception_handler(HttpError)
@@ -113,11 +121,16 @@ def _not_found(request, exc):
 
 
 # How each refusal answers: the one table from domain errors to HTTP statuses.
-_STATUS_BY_CODE = {"policy_denied": 403, "not_pending": 409, "iam_unavailable": 503,
-                   "profile_erased": 409, "manifest_invalid": 409, "agent_archived": 409,
-                   "project_archived": 409}
-_STATUS_BY_CLASS = ((errors.StorageUnavailable, 503), (errors.StoreError, 409),
-                    (HookError, 400))
+_STATUS_BY_CODE = {
+    "policy_denied": 403,
+    "not_pending": 409,
+    "iam_unavailable": 503,
+    "profile_erased": 409,
+    "manifest_invalid": 409,
+    "agent_archived": 409,
+    "project_archived": 409,
+}
+_STATUS_BY_CLASS = ((errors.StorageUnavailable, 503), (errors.StoreError, 409), (HookError, 400))
 
 
 def status_of(exc: Refusal) -> int:
@@ -139,16 +152,22 @@ def _refused(request, exc):
 
 @api.exception_handler(idempotency.KeyReused)
 def _key_reused(request, exc):
-    return _error(request, 422, "idempotency_key_reused",
-                  "This Idempotency-Key was used with another request body; use a new key for a "
-                  "new request.")
+    return _error(
+        request,
+        422,
+        "idempotency_key_reused",
+        "This Idempotency-Key was used with another request body; use a new key for a new request.",
+    )
 
 
 @api.exception_handler(idempotency.InProgress)
 def _in_progress(request, exc):
-    response = _error(request, 409, "idempotency_in_progress",
-                      "A request with this Idempotency-Key is still being processed; retry "
-                      "after the time in Retry-After.")
+    response = _error(
+        request,
+        409,
+        "idempotency_in_progress",
+        "A request with this Idempotency-Key is still being processed; retry after the time in Retry-After.",
+    )
     response["Retry-After"] = str(exc.retry_after)
     return response
 
@@ -158,15 +177,26 @@ _ANSWERS = {"hooks/post": PostOut, "hooks/tool": EventOut, "hooks/error": EventO
 
 # --- Endpoints -------------------------------------------------------------------------------------
 
-ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut,
-          413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
-IDEMPOTENT = ("Send an Idempotency-Key header (any visible ASCII, up to 200 characters, new "
-              "for each request) to make retries safe: the same key and body again returns "
-              "the first answer and writes nothing; the same key with another body is a 422.")
+ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    422: ErrorOut,
+    503: ErrorOut,
+}
+IDEMPOTENT = (
+    "Send an Idempotency-Key header (any visible ASCII, up to 200 characters, new "
+    "for each request) to make retries safe: the same key and body again returns "
+    "the first answer and writes nothing; the same key with another body is a 422."
+)
 
 
 def _release_on_failure(view):
     """A request that fails before answering lets a retry with its key take over at once."""
+
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         try:
@@ -174,6 +204,7 @@ def _release_on_failure(view):
         except BaseException:
             idempotency.release(getattr(request, "idempotency_record", None))
             raise
+
     return wrapper
 
 
@@ -185,8 +216,9 @@ def _idempotent(request, endpoint: str):
         return None, None
     if not idempotency.valid_key(key):
         raise HttpError(400, "Idempotency-Key must be 1 to 200 visible ASCII characters.")
-    record, replay = idempotency.begin(agent=request.auth.agent, key=key, endpoint=endpoint,
-                                       body=request.body)
+    record, replay = idempotency.begin(
+        agent=request.auth.agent, key=key, endpoint=endpoint, body=request.body
+    )
     if replay:  # the stored answer, serialized by the same schema as the first time
         body = _ANSWERS[endpoint].model_validate(record.response).model_dump(mode="json")
         response = api.create_response(request, body, status=record.status_code)
@@ -198,45 +230,64 @@ def _idempotent(request, endpoint: str):
 
 def _session(request, session_id: uuid.UUID) -> AgentSession:
     agent = request.auth.agent
-    session = (AgentSession.objects.select_related("agent", "agent__project", "user")
-               .filter(pk=session_id, agent=agent).first())
+    session = (
+        AgentSession.objects.select_related("agent", "agent__project", "user")
+        .filter(pk=session_id, agent=agent)
+        .first()
+    )
     if session is None:  # another agent's or another project's session: not there for you
         raise Http404("No such session for this agent.")
     return session
 
 
-@api.post("/hooks/pre", response={200: PreOut, **ERRORS}, summary="Assemble the prompt",
-          description="An Idempotency-Key header (optional, 1 to 200 visible ASCII characters, "
-                      "new for each run) makes a retry safe: the same key again gets the same "
-                      "session and prompt (Idempotent-Replayed: true), not a second session; "
-                      "409 answer_lost when that prompt can no longer be read back.")
+@api.post(
+    "/hooks/pre",
+    response={200: PreOut, **ERRORS},
+    summary="Assemble the prompt",
+    description="An Idempotency-Key header (optional, 1 to 200 visible ASCII characters, "
+    "new for each run) makes a retry safe: the same key again gets the same "
+    "session and prompt (Idempotent-Replayed: true), not a second session; "
+    "409 answer_lost when that prompt can no longer be read back.",
+)
 def pre(request, body: PreIn):
     agent = request.auth.agent
     user = _member(agent.project, body.user) if body.user else None
     key = request.headers.get("Idempotency-Key") or ""
     if key and not idempotency.valid_key(key):
         raise HttpError(400, "Idempotency-Key must be 1 to 200 visible ASCII characters.")
-    session, assembly = prehook.hook_pre(agent=agent, user=user, external_ref=body.session or "",
-                                         request_key=key)
+    session, assembly = prehook.hook_pre(
+        agent=agent, user=user, external_ref=body.session or "", request_key=key
+    )
     if assembly is None:  # a retry of a pre hook whose answer was lost: the same session
         return _recorded_answer(request, session)
     sections = []
     for section in assembly.sections:
         single = section.files[0] if len(section.files) == 1 else None
-        sections.append({
-            "tag": section.tag, "source": section.source,
-            "path": single.path if single else None,
-            "revision": single.revision if single else None,
-            "files": [{"path": f.path, "revision": f.revision} for f in section.files],
-            "tokens": section.tokens, "truncated": section.truncated,
-        })
+        sections.append(
+            {
+                "tag": section.tag,
+                "source": section.source,
+                "path": single.path if single else None,
+                "revision": single.revision if single else None,
+                "files": [{"path": f.path, "revision": f.revision} for f in section.files],
+                "tokens": section.tokens,
+                "truncated": section.truncated,
+            }
+        )
     # Built here, from values the server made: sent as they are (PreOut documents them; they
     # are not validated again on the way out, which cost about a millisecond a hook).
-    return JsonResponse({"session": str(session.pk), "prompt": assembly.prompt,
-                         "prompt_sha256": assembly.sha256, "sections": sections,
-                         "total_tokens": assembly.total_tokens, "budget": assembly.budget,
-                         "tokenizer": assembly.tokenizer,
-                         "bucket_checked": bool(assembly.bucket_checked)})
+    return JsonResponse(
+        {
+            "session": str(session.pk),
+            "prompt": assembly.prompt,
+            "prompt_sha256": assembly.sha256,
+            "sections": sections,
+            "total_tokens": assembly.total_tokens,
+            "budget": assembly.budget,
+            "tokenizer": assembly.tokenizer,
+            "bucket_checked": bool(assembly.bucket_checked),
+        }
+    )
 
 
 def _recorded_answer(request, session: AgentSession):
@@ -246,27 +297,41 @@ def _recorded_answer(request, session: AgentSession):
     prompt = None
     if session.prompt_stored and not session.prompt_removed:
         try:
-            prompt = receipts.prompt_read(project=session.agent.project,
-                                          sha256=session.prompt_sha256)
+            prompt = receipts.prompt_read(project=session.agent.project, sha256=session.prompt_sha256)
         except errors.StorageUnavailable:
             prompt = None
     if prompt is None:
-        return _error(request, 409, "answer_lost",
-                      "This pre hook was answered before (session %s), and its prompt cannot be "
-                      "read back now; call the pre hook again with a new Idempotency-Key."
-                      % session.pk)
-    sections = [{
-        "tag": s["tag"], "source": s["source"],
-        "path": s["files"][0]["path"] if len(s["files"]) == 1 else None,
-        "revision": s["files"][0]["revision"] if len(s["files"]) == 1 else None,
-        "files": [{"path": f["path"], "revision": f["revision"]} for f in s["files"]],
-        "tokens": s["tokens"], "truncated": s["truncated"],
-    } for s in session.receipt]
-    response = JsonResponse({"session": str(session.pk), "prompt": prompt,
-                             "prompt_sha256": session.prompt_sha256, "sections": sections,
-                             "total_tokens": session.total_tokens, "budget": session.budget,
-                             "tokenizer": session.tokenizer,
-                             "bucket_checked": bool(session.bucket_checked)})
+        return _error(
+            request,
+            409,
+            "answer_lost",
+            "This pre hook was answered before (session %s), and its prompt cannot be "
+            "read back now; call the pre hook again with a new Idempotency-Key." % session.pk,
+        )
+    sections = [
+        {
+            "tag": s["tag"],
+            "source": s["source"],
+            "path": s["files"][0]["path"] if len(s["files"]) == 1 else None,
+            "revision": s["files"][0]["revision"] if len(s["files"]) == 1 else None,
+            "files": [{"path": f["path"], "revision": f["revision"]} for f in s["files"]],
+            "tokens": s["tokens"],
+            "truncated": s["truncated"],
+        }
+        for s in session.receipt
+    ]
+    response = JsonResponse(
+        {
+            "session": str(session.pk),
+            "prompt": prompt,
+            "prompt_sha256": session.prompt_sha256,
+            "sections": sections,
+            "total_tokens": session.total_tokens,
+            "budget": session.budget,
+            "tokenizer": session.tokenizer,
+            "bucket_checked": bool(session.bucket_checked),
+        }
+    )
     response["Idempotent-Replayed"] = "true"
     return response
 
@@ -278,8 +343,7 @@ def _member(project, username: str):
     key = f"mgc:member:{project.pk}:{project.members_version}:{username}"
     found = cache.get(key)
     if found is None:
-        user = get_user_model().objects.filter(username=username,
-                                               memberships__project=project).first()
+        user = get_user_model().objects.filter(username=username, memberships__project=project).first()
         if user is None:
             raise Http404("No such user in this agent's project.")
         found = user.pk
@@ -289,31 +353,40 @@ def _member(project, username: str):
     return user
 
 
-@api.post("/hooks/post", response={200: PostOut, **ERRORS}, summary="Write results back",
-          description=IDEMPOTENT)
+@api.post(
+    "/hooks/post", response={200: PostOut, **ERRORS}, summary="Write results back", description=IDEMPOTENT
+)
 @_release_on_failure
 def post(request, body: PostIn):
     session = _session(request, body.session)
     record, replay = _idempotent(request, "hooks/post")
     if replay is not None:
         return replay
-    writes = [hooks.WriteRequest(w.path, w.mode, getattr(w, "content", ""), w.base_revision,
-                                 getattr(w, "new_path", None)) for w in body.writes]
-    results = hooks.hook_post(session=session, writes=writes, summary=body.summary or "",
-                              record=record, end=body.end)
+    writes = [
+        hooks.WriteRequest(
+            w.path, w.mode, getattr(w, "content", ""), w.base_revision, getattr(w, "new_path", None)
+        )
+        for w in body.writes
+    ]
+    results = hooks.hook_post(
+        session=session, writes=writes, summary=body.summary or "", record=record, end=body.end
+    )
     return Status(200, {"session": session.pk, "results": results})
 
 
-@api.post("/hooks/tool", response={200: EventOut, **ERRORS}, summary="Record a tool call",
-          description=IDEMPOTENT)
+@api.post(
+    "/hooks/tool", response={200: EventOut, **ERRORS}, summary="Record a tool call", description=IDEMPOTENT
+)
 @_release_on_failure
 def tool(request, body: ToolIn):
-    return _event(request, body.session, "tool", {"name": body.name,
-                                                  "summary": body.summary or ""}, body.details)
+    return _event(
+        request, body.session, "tool", {"name": body.name, "summary": body.summary or ""}, body.details
+    )
 
 
-@api.post("/hooks/error", response={200: EventOut, **ERRORS}, summary="Record an error",
-          description=IDEMPOTENT)
+@api.post(
+    "/hooks/error", response={200: EventOut, **ERRORS}, summary="Record an error", description=IDEMPOTENT
+)
 @_release_on_failure
 def error(request, body: ErrorIn):
     return _event(request, body.session, "error", {"message": body.message}, body.details)
@@ -324,34 +397,42 @@ def _event(request, session_id: uuid.UUID, kind: str, payload: dict, details: di
     record, replay = _idempotent(request, f"hooks/{kind}")
     if replay is not None:
         return replay
-    outcome = hooks.hook_event(session=session, kind=kind, record=record,
-                               payload={**payload, "details": storable(details or {})})
+    outcome = hooks.hook_event(
+        session=session, kind=kind, record=record, payload={**payload, "details": storable(details or {})}
+    )
     return Status(200, outcome)
 
 
-@api.post("/sandbox/files", response={200: SandboxOut, **ERRORS},
-          summary="Files of a session, for a sandbox folder")
+@api.post(
+    "/sandbox/files", response={200: SandboxOut, **ERRORS}, summary="Files of a session, for a sandbox folder"
+)
 def sandbox_files(request, body: SandboxIn):
     session = _session(request, body.session)
     files = reads.sandbox_files(session=session)
     project = session.agent.project
-    return Status(200, {"session": session.pk, "agent": session.agent_id, "files": files,
-                        "storage": {"bucket": project.bucket_name, "prefix": project.prefix,
-                                    "workspace_prefix": layout.workspace_prefix(project.prefix)}})
+    return Status(
+        200,
+        {
+            "session": session.pk,
+            "agent": session.agent_id,
+            "files": files,
+            "storage": {
+                "bucket": project.bucket_name,
+                "prefix": project.prefix,
+                "workspace_prefix": layout.workspace_prefix(project.prefix),
+            },
+        },
+    )
 
 
-@api.post("/files/list", response={200: FilesOut, **ERRORS},
-          summary="The memory files a session may read")
+@api.post("/files/list", response={200: FilesOut, **ERRORS}, summary="The memory files a session may read")
 def files_list(request, body: FilesIn):
     session = _session(request, body.session)
     files, truncated = reads.files_list(session=session)
     return Status(200, {"session": session.pk, "files": files, "truncated": truncated})
 
 
-@api.post("/files/read", response={200: ReadOut, **ERRORS},
-          summary="One memory file as it stands now")
+@api.post("/files/read", response={200: ReadOut, **ERRORS}, summary="One memory file as it stands now")
 def files_read(request, body: ReadIn):
     session = _session(request, body.session)
-    return Status(200, {"session": session.pk, **reads.file_current(session=session,
-                                                                    path=body.path)})
-
+    return Status(200, {"session": session.pk, **reads.file_current(session=session, path=body.path)})

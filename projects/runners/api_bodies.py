@@ -30,8 +30,7 @@ def _storable_text(text: str) -> str:
 # it cannot hold per write, with its own message.
 # The schema says so too (a pattern with no NUL), so clients generated from it, and fuzzers
 # reading it, send what is accepted.
-Text = Annotated[str, AfterValidator(_storable_text),
-                 Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})]
+Text = Annotated[str, AfterValidator(_storable_text), Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})]
 
 
 def storable(value: Any) -> Any:
@@ -90,16 +89,22 @@ class PreOut(Schema):
     total_tokens: int
     budget: int | None
     tokenizer: str
-    bucket_checked: bool = Field(description="False when S3 could not be listed, so direct "
-                                             "writes to the bucket may not be in the prompt.")
+    bucket_checked: bool = Field(
+        description="False when S3 could not be listed, so direct "
+        "writes to the bucket may not be in the prompt."
+    )
 
 
 class _Write(Strict):
     path: Text = Field(min_length=1, max_length=400)
-    base_revision: int | None = Field(None, ge=0, le=MAX_REVISION,
-                                      description="The revision a replace, delete or rename "
-                                                  "starts from (default: the one the session "
-                                                  "was shown).")
+    base_revision: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_REVISION,
+        description="The revision a replace, delete or rename "
+        "starts from (default: the one the session "
+        "was shown).",
+    )
 
 
 # Characters, at most as many as the bytes a file may hold; the store checks the bytes.
@@ -122,8 +127,9 @@ class DeleteIn(_Write):
 
 class RenameIn(_Write):
     mode: Literal["rename"]
-    new_path: Text = Field(min_length=1, max_length=400,
-                           description="The new workspace/<path>.md; it must not hold a file.")
+    new_path: Text = Field(
+        min_length=1, max_length=400, description="The new workspace/<path>.md; it must not hold a file."
+    )
 
 
 # One schema per mode (the OpenAPI description says which fields go with which); the agent's
@@ -135,28 +141,37 @@ class PostIn(Strict):
     session: uuid.UUID
     writes: list[WriteIn] = Field(default_factory=list, max_length=50)
     summary: Text | None = Field(None, max_length=2000)
-    end: bool = Field(True, description="Whether this post ends the session (the default). "
-                                        "Runtimes that write as they go send false, then a "
-                                        "last post (writes may be empty) when the run ends.")
+    end: bool = Field(
+        True,
+        description="Whether this post ends the session (the default). "
+        "Runtimes that write as they go send false, then a "
+        "last post (writes may be empty) when the run ends.",
+    )
 
 
 class WriteResult(Schema):
     path: str
     mode: str
     status: Literal["written", "proposed", "rejected", "conflict"]
-    revision: int | None = Field(None, description="The revision of `path` this write made "
-                                                   "(a delete's or a rename's is a tombstone).")
+    revision: int | None = Field(
+        None, description="The revision of `path` this write made (a delete's or a rename's is a tombstone)."
+    )
     new_path: str | None = None
-    new_revision: int | None = Field(None, description="A rename: the revision at new_path, "
-                                                       "which names the file it came from.")
-    unchanged: bool | None = Field(None, description="A replace with the head's own text, or an "
-                                                     "empty append: no revision was made; "
-                                                     "`revision` is the head.")
+    new_revision: int | None = Field(
+        None, description="A rename: the revision at new_path, which names the file it came from."
+    )
+    unchanged: bool | None = Field(
+        None,
+        description="A replace with the head's own text, or an "
+        "empty append: no revision was made; "
+        "`revision` is the head.",
+    )
     proposal: int | None = None
     head_revision: int | None = Field(None, description="On a conflict: the current revision.")
-    head_text: str | None = Field(None, description="On a conflict: the current text, to merge "
-                                                    "and send again as a replace on "
-                                                    "head_revision.")
+    head_text: str | None = Field(
+        None,
+        description="On a conflict: the current text, to merge and send again as a replace on head_revision.",
+    )
     code: str | None = None
     message: str | None = None
 
@@ -195,8 +210,7 @@ class SandboxIn(Strict):
 class FilePolicy(Schema):
     writable: bool = Field(description="The policy lets the agent append or replace it.")
     modes: list[str] = Field(description="Of append and replace, what the policy allows.")
-    approval: bool = Field(description="Appends and replaces become proposals a person "
-                                       "approves.")
+    approval: bool = Field(description="Appends and replaces become proposals a person approves.")
     delete: How = Field(description="How a delete goes: directly, as a proposal, or never.")
     rename: How = Field(description="How a rename goes: directly, as a proposal, or never.")
 
@@ -241,8 +255,7 @@ class ReadOut(FilePolicy):
 class SandboxStorage(Schema):
     bucket: str
     prefix: str
-    workspace_prefix: str = Field(description="Where new workspace files go (key = this + "
-                                              "relative path).")
+    workspace_prefix: str = Field(description="Where new workspace files go (key = this + relative path).")
 
 
 class SandboxOut(Schema):

@@ -24,16 +24,27 @@ def token_hash(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def token_create(*, agent: Agent, name: str, created_by, expires_at: dt.datetime | None = None
-                 ) -> tuple[AgentToken, str]:
+def token_create(
+    *, agent: Agent, name: str, created_by, expires_at: dt.datetime | None = None
+) -> tuple[AgentToken, str]:
     """A new bearer token; the raw value is returned once and never stored."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
-        token = AgentToken.objects.create(agent=agent, name=name[:100], prefix=raw[:SHOWN_CHARS],
-                                          token_hash=token_hash(raw), created_by=created_by,
-                                          expires_at=expires_at)
-        audit_record(actor=Actor.person(created_by), action="token.create", project=agent.project,
-                     obj=token, details={"agent": agent.slug, "name": token.name})
+        token = AgentToken.objects.create(
+            agent=agent,
+            name=name[:100],
+            prefix=raw[:SHOWN_CHARS],
+            token_hash=token_hash(raw),
+            created_by=created_by,
+            expires_at=expires_at,
+        )
+        audit_record(
+            actor=Actor.person(created_by),
+            action="token.create",
+            project=agent.project,
+            obj=token,
+            details={"agent": agent.slug, "name": token.name},
+        )
     return token, raw
 
 
@@ -45,19 +56,30 @@ def token_revoke(*, token: AgentToken, by) -> None:
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
-            audit_record(actor=Actor.person(by), action="token.revoke",
-                         project=token.agent.project, obj=token, details={"agent": token.agent.slug})
+            audit_record(
+                actor=Actor.person(by),
+                action="token.revoke",
+                project=token.agent.project,
+                obj=token,
+                details={"agent": token.agent.slug},
+            )
     credentials.credentials_revoke(token=token, by=by)
 
 
 def token_authenticate(raw: str) -> AgentToken | None:
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
-    token = (AgentToken.objects.select_related("agent", "agent__project")
-             .filter(token_hash=token_hash(raw)).first())
+    token = (
+        AgentToken.objects.select_related("agent", "agent__project")
+        .filter(token_hash=token_hash(raw))
+        .first()
+    )
     now = timezone.now()
-    if token is None or token.revoked_at is not None or (
-            token.expires_at is not None and token.expires_at <= now):
+    if (
+        token is None
+        or token.revoked_at is not None
+        or (token.expires_at is not None and token.expires_at <= now)
+    ):
         return None
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute

@@ -25,26 +25,39 @@ def _revision_at(files: list[MemoryFile], at: dt.datetime | None) -> dict:
     if at is None:
         return {f.pk: f.head for f in files if f.head is not None}
     found: dict = {}
-    for revision in (Revision.objects.filter(file__in=files, created_at__lte=at)
-                     .select_related("file").order_by("file_id", "-number")):
+    for revision in (
+        Revision.objects.filter(file__in=files, created_at__lte=at)
+        .select_related("file")
+        .order_by("file_id", "-number")
+    ):
         found.setdefault(revision.file_id, revision)
     return found
 
 
-def context_files(*, agent: Agent, user, manifest: injection.Manifest,
-                  at: dt.datetime | None = None, records: list[MemoryFile] | None = None
-                  ) -> tuple[dict[str, list[injection.SourceFile]], list[dict]]:
+def context_files(
+    *,
+    agent: Agent,
+    user,
+    manifest: injection.Manifest,
+    at: dt.datetime | None = None,
+    records: list[MemoryFile] | None = None,
+) -> tuple[dict[str, list[injection.SourceFile]], list[dict]]:
     """The files each section of `manifest` draws from, keyed by tag, with their texts, and
     the overlaps (files two sections select: injected once, by the first; `injection.claim`).
     `records`: the agent's, the user's and the workspace's file records with their heads,
     when the caller has just read them (the pre hook's catch-up does)."""
-    by_source, overlaps = _chosen(agent=agent, user=user, manifest=manifest, at=at,
-                                  records=records)
+    by_source, overlaps = _chosen(agent=agent, user=user, manifest=manifest, at=at, records=records)
     return _with_texts(agent, by_source), overlaps
 
 
-def _chosen(*, agent: Agent, user, manifest: injection.Manifest, at: dt.datetime | None,
-            records: list[MemoryFile] | None) -> tuple[dict, list[dict]]:
+def _chosen(
+    *,
+    agent: Agent,
+    user,
+    manifest: injection.Manifest,
+    at: dt.datetime | None,
+    records: list[MemoryFile] | None,
+) -> tuple[dict, list[dict]]:
     """tag -> [(file, revision)] each section injects, and the overlaps; no text read."""
     if records is None:
         wanted = Q(project=agent.project, agent=agent, scope=MemoryFile.Scope.AGENT)
@@ -54,9 +67,13 @@ def _chosen(*, agent: Agent, user, manifest: injection.Manifest, at: dt.datetime
             wanted |= Q(project=agent.project, scope=MemoryFile.Scope.WORKSPACE)
         records = list(MemoryFile.objects.filter(wanted).select_related("head", "project"))
     heads = _revision_at(records, at)
-    live = {f.source_path: (f, heads[f.pk]) for f in records
-            if f.pk in heads and not heads[f.pk].is_deletion
-            and (f.scope != MemoryFile.Scope.USER or f.path == injection.USER_SOURCE)}
+    live = {
+        f.source_path: (f, heads[f.pk])
+        for f in records
+        if f.pk in heads
+        and not heads[f.pk].is_deletion
+        and (f.scope != MemoryFile.Scope.USER or f.path == injection.USER_SOURCE)
+    }
     chosen, overlaps = injection.claim(manifest, list(live))
     return {tag: [live[path] for path in paths] for tag, paths in chosen.items()}, overlaps
 
@@ -67,8 +84,12 @@ def _with_texts(agent: Agent, by_source: dict) -> dict[str, list[injection.Sourc
     return {
         # A revision larger than a file may be (adopted before adoption refused them) is cut
         # to the limit first: the section's cap would cut it anyway, after counting it all.
-        tag: [injection.SourceFile(path=f.source_path, text=within_limit(texts[r.pk])[0],
-                                   revision=r.number, file_id=str(f.pk)) for f, r in pairs]
+        tag: [
+            injection.SourceFile(
+                path=f.source_path, text=within_limit(texts[r.pk])[0], revision=r.number, file_id=str(f.pk)
+            )
+            for f, r in pairs
+        ]
         for tag, pairs in by_source.items()
     }
 
@@ -79,26 +100,44 @@ def manifest_warnings(*, agent: Agent, manifest: dict | injection.Manifest) -> d
     tool or error logs under a large cap (`logs`)."""
     if not isinstance(manifest, injection.Manifest):
         manifest = injection.parse_manifest(manifest)
-    paths = [f"{injection.WORKSPACE_PREFIX}{p}" for p in MemoryFile.objects.filter(
-        project=agent.project, scope=MemoryFile.Scope.WORKSPACE, head__isnull=False,
-        head__is_deletion=False).values_list("path", flat=True)]
+    paths = [
+        f"{injection.WORKSPACE_PREFIX}{p}"
+        for p in MemoryFile.objects.filter(
+            project=agent.project,
+            scope=MemoryFile.Scope.WORKSPACE,
+            head__isnull=False,
+            head__is_deletion=False,
+        ).values_list("path", flat=True)
+    ]
     paths += [*injection.AGENT_SOURCES, injection.USER_SOURCE]  # as if each were there
     _chosen, overlaps = injection.claim(manifest, paths)
     policy = agent.hook_policy or {}
-    logs = [policy[kind]["log"] for kind in ("tool", "error")
-            if isinstance(policy.get(kind), dict) and policy[kind].get("log")]
+    logs = [
+        policy[kind]["log"]
+        for kind in ("tool", "error")
+        if isinstance(policy.get(kind), dict) and policy[kind].get("log")
+    ]
     return {"overlaps": overlaps, "logs": injection.log_warnings(manifest, logs)}
 
 
 # Moments as people type them: ISO (the English pages show 2026-12-04 11:45) and day first
 # with dots (the Russian pages show 04.12.2026 11:45). The separators tell them apart.
-MOMENT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
-                  "%Y-%m-%d", "%d.%m.%Y %H:%M", "%d.%m.%Y %H:%M:%S", "%d.%m.%Y"]
+MOMENT_FORMATS = [
+    "%Y-%m-%dT%H:%M",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d",
+    "%d.%m.%Y %H:%M",
+    "%d.%m.%Y %H:%M:%S",
+    "%d.%m.%Y",
+]
 
 
 def _bad_moment() -> ValidationError:
-    return ValidationError(_("Give the moment as 2026-12-04 11:45 or 04.12.2026 11:45 (UTC)."),
-                           code="bad_time")
+    return ValidationError(
+        _("Give the moment as 2026-12-04 11:45 or 04.12.2026 11:45 (UTC)."), code="bad_time"
+    )
 
 
 def parse_moment(raw: str) -> dt.datetime | None:
@@ -127,17 +166,22 @@ def parse_moment(raw: str) -> dt.datetime | None:
         raise _bad_moment() from None
 
 
-def build_context(*, agent: Agent, user, at: dt.datetime | None = None, tokenizer=None,
-                  manifest: dict | injection.Manifest | None = None,
-                  records: list[MemoryFile] | None = None) -> injection.Assembly:
+def build_context(
+    *,
+    agent: Agent,
+    user,
+    at: dt.datetime | None = None,
+    tokenizer=None,
+    manifest: dict | injection.Manifest | None = None,
+    records: list[MemoryFile] | None = None,
+) -> injection.Assembly:
     """The one path from records to a prompt: simulate view, pre hook and command all use it.
     `manifest` replaces the agent's own for a preview of an unsaved edit (or is the agent's
     own, already parsed, so the pre hook parses it once); `records` as in `context_files`."""
     if not isinstance(manifest, injection.Manifest):
         manifest = injection.parse_manifest(agent.manifest if manifest is None else manifest)
     tokenizer = tokenizer or get_tokenizer()
-    by_source, overlaps = _chosen(agent=agent, user=user, manifest=manifest, at=at,
-                                  records=records)
+    by_source, overlaps = _chosen(agent=agent, user=user, manifest=manifest, at=at, records=records)
     # The same manifest over the same revisions (each named by its sha256) assembles the same
     # prompt: kept by those, it is not assembled again (texts read, tokens counted and cut)
     # while nothing it draws from changed.
@@ -160,6 +204,5 @@ def _assembly_key(manifest: injection.Manifest, by_source: dict, tokenizer) -> s
     for tag, pairs in by_source.items():
         parts.append(tag)
         parts += [f"{f.pk}:{f.source_path}:{r.number}:{r.sha256}" for f, r in pairs]
-    digest = hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"),
-                             digest_size=20).hexdigest()
+    digest = hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
     return f"mgc:assembly:{digest}"

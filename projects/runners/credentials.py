@@ -47,9 +47,13 @@ def iam_user_name(token: AgentToken) -> str:
 
 def _failed(exc: Exception) -> CredentialsUnavailable:
     logger.warning("IAM request failed: %s", exc)
-    return CredentialsUnavailable(_(
-        "The object store's IAM API did not answer properly (%(error)s). Nothing is live that "
-        "you were not shown; try again in a moment.") % {"error": error_code(exc) or "no answer"})
+    return CredentialsUnavailable(
+        _(
+            "The object store's IAM API did not answer properly (%(error)s). Nothing is live that "
+            "you were not shown; try again in a moment."
+        )
+        % {"error": error_code(exc) or "no answer"}
+    )
 
 
 def _gone(exc: Exception) -> bool:
@@ -60,8 +64,7 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
     """Give a runner token S3 credentials of its own; returns the record and the secret key,
     which is shown once and never stored. Issuing again rotates the key."""
     if token.revoked_at is not None:
-        raise ValidationError(_("This token is revoked; create a new one first."),
-                              code="token_revoked")
+        raise ValidationError(_("This token is revoked; create a new one first."), code="token_revoked")
     agent = token.agent
     name = iam_user_name(token)
     iam = iam_client()
@@ -79,15 +82,29 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
         raise _failed(exc) from exc
     with transaction.atomic():
         RunnerCredential.objects.filter(token=token, revoked_at__isnull=True).update(
-            revoked_at=timezone.now())
+            revoked_at=timezone.now()
+        )
         credential = RunnerCredential.objects.create(
-            token=token, agent=agent, iam_user=name, access_key_id=key["AccessKeyId"],
-            policy=policy, created_by=by)
+            token=token,
+            agent=agent,
+            iam_user=name,
+            access_key_id=key["AccessKeyId"],
+            policy=policy,
+            created_by=by,
+        )
         _note_writable(agent.project)
-        audit_record(actor=Actor.person(by), action="credentials.issue", project=agent.project,
-                     obj=credential, details={"agent": agent.slug, "token": token.name,
-                                              "access_key_id": key["AccessKeyId"],
-                                              "iam_user": name})
+        audit_record(
+            actor=Actor.person(by),
+            action="credentials.issue",
+            project=agent.project,
+            obj=credential,
+            details={
+                "agent": agent.slug,
+                "token": token.name,
+                "access_key_id": key["AccessKeyId"],
+                "iam_user": name,
+            },
+        )
     return credential, key["SecretAccessKey"]
 
 
@@ -109,10 +126,13 @@ def credentials_revoke(*, token: AgentToken, by) -> int:
         for credential in live:
             credential.revoked_at = now
             credential.save(update_fields=["revoked_at"])
-            audit_record(actor=Actor.person(by), action="credentials.revoke",
-                         project=credential.agent.project, obj=credential,
-                         details={"agent": credential.agent.slug,
-                                  "access_key_id": credential.access_key_id})
+            audit_record(
+                actor=Actor.person(by),
+                action="credentials.revoke",
+                project=credential.agent.project,
+                obj=credential,
+                details={"agent": credential.agent.slug, "access_key_id": credential.access_key_id},
+            )
         _note_writable(live[0].agent.project)
     return len(live)
 
@@ -132,8 +152,13 @@ def credentials_refresh(*, agent: Agent, by) -> int:
     with transaction.atomic():
         RunnerCredential.objects.filter(pk__in=[c.pk for c in live]).update(policy=policy)
         _note_writable(agent.project)
-        audit_record(actor=Actor.person(by), action="credentials.policy", project=agent.project,
-                     obj=agent, details={"credentials": [c.access_key_id for c in live]})
+        audit_record(
+            actor=Actor.person(by),
+            action="credentials.policy",
+            project=agent.project,
+            obj=agent,
+            details={"credentials": [c.access_key_id for c in live]},
+        )
     return len(live)
 
 
@@ -201,20 +226,25 @@ def runner_policy(agent: Agent, *, deny: bool = True) -> dict:
     ]
     writable = direct_write_patterns(agent)
     if writable:
-        statements.append({
-            "Sid": "WriteWhatTheHookPolicyAllows",
-            "Effect": "Allow",
-            "Action": ["s3:PutObject"],
-            "Resource": [iam.arn(bucket, pattern) for pattern in writable],
-        })
-        if deny and any(p.startswith(layout.workspace_prefix(prefix)) for p in writable):
-            statements.append({
-                "Sid": "DenyNamesTheConsoleRefuses",
-                "Effect": "Deny",
+        statements.append(
+            {
+                "Sid": "WriteWhatTheHookPolicyAllows",
+                "Effect": "Allow",
                 "Action": ["s3:PutObject"],
-                "Resource": [iam.arn(bucket, pattern)
-                             for pattern in layout.refused_workspace_patterns(prefix)],
-            })
+                "Resource": [iam.arn(bucket, pattern) for pattern in writable],
+            }
+        )
+        if deny and any(p.startswith(layout.workspace_prefix(prefix)) for p in writable):
+            statements.append(
+                {
+                    "Sid": "DenyNamesTheConsoleRefuses",
+                    "Effect": "Deny",
+                    "Action": ["s3:PutObject"],
+                    "Resource": [
+                        iam.arn(bucket, pattern) for pattern in layout.refused_workspace_patterns(prefix)
+                    ],
+                }
+            )
     return {"Version": "2012-10-17", "Statement": statements}
 
 
@@ -230,13 +260,15 @@ class RunnerAccess:
 
 def runner_access(agent: Agent) -> RunnerAccess:
     prefix = agent.project.prefix
-    live = list(RunnerCredential.objects.filter(agent=agent, revoked_at__isnull=True)
-                .values_list("policy", flat=True))
+    live = list(
+        RunnerCredential.objects.filter(agent=agent, revoked_at__isnull=True).values_list("policy", flat=True)
+    )
     return RunnerAccess(
         reads=[layout.agent_prefix(prefix, agent.pk), layout.workspace_prefix(prefix)],
         scratch=layout.agent_sessions_prefix(prefix, agent.pk),
         rules=direct_write_rules(agent),
-        deny_taken=all(has_deny(p) for p in live) if live else None)
+        deny_taken=all(has_deny(p) for p in live) if live else None,
+    )
 
 
 def runner_writable(project) -> dict:
@@ -246,9 +278,9 @@ def runner_writable(project) -> dict:
     these need a look at the bucket (memory.freshness)."""
     workspace = layout.workspace_prefix(project.prefix)
     agents, anywhere = set(), False
-    for agent_id, policy in (RunnerCredential.objects.filter(agent__project=project,
-                                                             revoked_at__isnull=True)
-                             .values_list("agent_id", "policy")):
+    for agent_id, policy in RunnerCredential.objects.filter(
+        agent__project=project, revoked_at__isnull=True
+    ).values_list("agent_id", "policy"):
         for statement in (policy or {}).get("Statement", []):
             if statement.get("Sid") != "WriteWhatTheHookPolicyAllows":
                 continue
@@ -279,15 +311,13 @@ def _put_policy(client, user_name: str, agent: Agent) -> dict:
     'Allow' is possible") gets it without them. Returns the policy attached."""
     policy = runner_policy(agent)
     try:
-        client.put_user_policy(UserName=user_name, PolicyName=POLICY_NAME,
-                               PolicyDocument=json.dumps(policy))
+        client.put_user_policy(UserName=user_name, PolicyName=POLICY_NAME, PolicyDocument=json.dumps(policy))
         return policy
     except ClientError as exc:
         if not has_deny(policy) or error_code(exc) != "MalformedPolicyDocument":
             raise
     policy = runner_policy(agent, deny=False)
-    client.put_user_policy(UserName=user_name, PolicyName=POLICY_NAME,
-                           PolicyDocument=json.dumps(policy))
+    client.put_user_policy(UserName=user_name, PolicyName=POLICY_NAME, PolicyDocument=json.dumps(policy))
     return policy
 
 
@@ -296,8 +326,12 @@ def direct_write_allowed(target: str, rule: dict | None) -> bool:
     allows replace, with no approval (runner_policy grants PutObject on exactly these).
     Never USER.md: a profile is the session's person's, which one set of credentials for the
     agent cannot express (it would reach every member's profile); it goes through the hook."""
-    return (target != layout.USER_FILE and bool(rule) and "replace" in rule.get("modes", [])
-            and not rule.get("approval"))
+    return (
+        target != layout.USER_FILE
+        and bool(rule)
+        and "replace" in rule.get("modes", [])
+        and not rule.get("approval")
+    )
 
 
 @dataclass(frozen=True)
@@ -321,8 +355,11 @@ def direct_write_rules(agent: Agent) -> list[DirectRule]:
     instead; the settings page says so."""
     prefix = agent.project.prefix
     rules = (agent.hook_policy or {}).get("post", {})
-    stricter = [target for target, rule in rules.items()
-                if target.startswith("workspace/") and not direct_write_allowed(target, rule)]
+    stricter = [
+        target
+        for target, rule in rules.items()
+        if target.startswith("workspace/") and not direct_write_allowed(target, rule)
+    ]
     found = []
     for target, rule in sorted(rules.items()):
         if not direct_write_allowed(target, rule):

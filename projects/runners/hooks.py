@@ -34,17 +34,21 @@ class WriteRequest:
     new_path: str | None = None  # a rename's target
 
 
-def apply_write(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor,
-                message):
+def apply_write(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor, message):
     """An append or a replace, as the post hook and an approved proposal make them."""
     if mode == "append":  # commutes with any other write: on top of whatever the head is
         return store.file_append(file=file, addition=content, actor=actor, message=message)
-    return store.file_save(file=file, content=content, actor=actor, message=message,
-                           base_revision=base)
+    return store.file_save(file=file, content=content, actor=actor, message=message, base_revision=base)
 
 
-def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str = "",
-              record: IdempotencyRecord | None = None, end: bool = True) -> list[dict]:
+def hook_post(
+    *,
+    session: AgentSession,
+    writes: list[WriteRequest],
+    summary: str = "",
+    record: IdempotencyRecord | None = None,
+    end: bool = True,
+) -> list[dict]:
     """Apply each write per policy; one result per write, in order. Never raises for a single
     write's refusal: the runner learns what happened to each.
 
@@ -57,8 +61,7 @@ def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str
     actor = Actor.for_agent(agent, str(session.id))
     seen = receipt_revisions(session)
     results = []
-    message = summary[:500] if summary else system_message("post_hook",
-                                                            session=str(session.id)[:8])
+    message = summary[:500] if summary else system_message("post_hook", session=str(session.id)[:8])
     for index, write in enumerate(writes):
         done = idempotency.noted(record, index)
         if done is None:
@@ -67,32 +70,51 @@ def hook_post(*, session: AgentSession, writes: list[WriteRequest], summary: str
                 idempotency.note(record, index, done)
         results.append(done)
     with transaction.atomic():
-        SessionEvent.objects.create(session=session, kind=SessionEvent.Kind.POST,
-                                    payload={"summary": summary[:2000], "results": results,
-                                             "end": end})
+        SessionEvent.objects.create(
+            session=session,
+            kind=SessionEvent.Kind.POST,
+            payload={"summary": summary[:2000], "results": results, "end": end},
+        )
         idempotency.finish(record, 200, {"session": str(session.id), "results": results})
         if end:
             ended = timezone.now()
             AgentSession.objects.filter(pk=session.pk).update(ended_at=ended)
-            outbox.emit(outbox.SESSION_ENDED, project=agent.project, at=ended, data=lambda: {
-                "project": agent.project.slug, "session": str(session.id), "agent": agent.slug,
-                "user": session.user.get_username() if session.user_id else None,
-                "summary": summary[:2000],
-                "writes": [{key: result.get(key) for key in ("path", "mode", "status",
-                                                             "revision", "proposal", "code")
-                            if key in result} for result in results]})
+            outbox.emit(
+                outbox.SESSION_ENDED,
+                project=agent.project,
+                at=ended,
+                data=lambda: {
+                    "project": agent.project.slug,
+                    "session": str(session.id),
+                    "agent": agent.slug,
+                    "user": session.user.get_username() if session.user_id else None,
+                    "summary": summary[:2000],
+                    "writes": [
+                        {
+                            key: result.get(key)
+                            for key in ("path", "mode", "status", "revision", "proposal", "code")
+                            if key in result
+                        }
+                        for result in results
+                    ],
+                },
+            )
     return results
 
 
-def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: dict,
-              message) -> dict:
+def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: dict, message) -> dict:
     agent = session.agent
     result = {"path": write.path, "mode": write.mode}
     if write.new_path is not None:
         result["new_path"] = write.new_path
     # One spelling for the policy, the receipt and the store (which keeps paths as NFC).
-    write = WriteRequest(layout.nfc(write.path), write.mode, write.content, write.base_revision,
-                         layout.nfc(write.new_path) if write.new_path is not None else None)
+    write = WriteRequest(
+        layout.nfc(write.path),
+        write.mode,
+        write.content,
+        write.base_revision,
+        layout.nfc(write.new_path) if write.new_path is not None else None,
+    )
     try:
         if write.mode not in schemas.MODES:
             raise HookError("bad_mode", "mode is append, replace, delete or rename.")
@@ -101,13 +123,13 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
             _post_move(session, write, rule, actor, seen, message, result)
             return result
         if rule is None:
-            raise HookError("policy_denied", f"The hook policy does not let this agent write "
-                                             f"{write.path}.")
+            raise HookError("policy_denied", f"The hook policy does not let this agent write {write.path}.")
         if policy.rule_how(rule, write.mode) is None:
             modes = [m for m in schemas.MODES if policy.rule_how(rule, m)]
-            raise HookError("policy_denied", f"The hook policy allows only "
-                                             f"{', '.join(modes) or 'no'} "
-                                             f"writes to {write.path}.")
+            raise HookError(
+                "policy_denied",
+                f"The hook policy allows only {', '.join(modes) or 'no'} writes to {write.path}.",
+            )
         file = targets.file_to_write(session, write.path)
         base = write.base_revision
         if write.mode == "replace" and base is None:
@@ -126,9 +148,13 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
     except errors.SaveConflict as exc:
         # The current text and revision come along, so the runner can merge and send a
         # replace on top of them at once.
-        result.update(status="conflict", code="conflict", message=exc.summary,
-                      head_revision=exc.head.number if exc.head else None,
-                      head_text=exc.head_text)
+        result.update(
+            status="conflict",
+            code="conflict",
+            message=exc.summary,
+            head_revision=exc.head.number if exc.head else None,
+            head_text=exc.head_text,
+        )
     except (errors.ContentRejected, errors.FileDeleted, errors.TargetExists) as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
     return result
@@ -140,55 +166,72 @@ def _default_base(file: MemoryFile, path: str, seen: dict) -> int | None:
     overwrite or remove what it never read)."""
     base = seen.get(path)
     if base is None and file.head is not None and not file.is_deleted:
-        raise HookError("base_required", "This file existed before the session saw it: send "
-                                         "base_revision with a replace, delete or rename.")
+        raise HookError(
+            "base_required",
+            "This file existed before the session saw it: send "
+            "base_revision with a replace, delete or rename.",
+        )
     if base is None and file.head is not None:
         base = file.head.number
     return base
 
 
-def _propose(session: AgentSession, file: MemoryFile, actor: Actor, write: WriteRequest,
-             base: int | None, result: dict) -> None:
+def _propose(
+    session: AgentSession, file: MemoryFile, actor: Actor, write: WriteRequest, base: int | None, result: dict
+) -> None:
     agent = session.agent
     proposal = Proposal.objects.create(
-        project=agent.project, file=file, agent=agent, session=session, mode=write.mode,
-        content=write.content, base_revision=base, new_path=write.new_path or "")
+        project=agent.project,
+        file=file,
+        agent=agent,
+        session=session,
+        mode=write.mode,
+        content=write.content,
+        base_revision=base,
+        new_path=write.new_path or "",
+    )
     details = {"path": write.path, "mode": write.mode}
     if write.new_path:
         details["new_path"] = write.new_path
-    audit_record(actor=actor, action="proposal.create", project=agent.project, obj=proposal,
-                 details=details)
+    audit_record(actor=actor, action="proposal.create", project=agent.project, obj=proposal, details=details)
     result.update(status="proposed", proposal=proposal.pk)
 
 
-def _post_move(session: AgentSession, write: WriteRequest, rule: dict | None, actor: Actor,
-               seen: dict, message: str, result: dict) -> None:
+def _post_move(
+    session: AgentSession,
+    write: WriteRequest,
+    rule: dict | None,
+    actor: Actor,
+    seen: dict,
+    message: str,
+    result: dict,
+) -> None:
     """A delete or a rename, per the rule of the file's path (and, for a rename, the rule of
     the new path, which must let the agent write there: a rename is a write at the new path)."""
     how = policy.rule_how(rule, write.mode)
     verb = "delete" if write.mode == "delete" else "rename"
     if how is None:
-        raise HookError("policy_denied", f"The hook policy does not let this agent {verb} "
-                                         f"{write.path}.")
+        raise HookError("policy_denied", f"The hook policy does not let this agent {verb} {write.path}.")
     target = None
     if write.mode == "rename":
         if not write.new_path:
             raise HookError("new_path_required", "A rename needs new_path.")
-        if not (write.path.startswith(injection.WORKSPACE_PREFIX)
-                and write.new_path.startswith(injection.WORKSPACE_PREFIX)):
-            raise HookError("bad_path", "Only workspace files are renamed, within the "
-                                        "workspace.")
+        if not (
+            write.path.startswith(injection.WORKSPACE_PREFIX)
+            and write.new_path.startswith(injection.WORKSPACE_PREFIX)
+        ):
+            raise HookError("bad_path", "Only workspace files are renamed, within the workspace.")
         target_rule = policy.policy_rule(session.agent, write.new_path)
         if not any(policy.rule_how(target_rule, m) for m in schemas.CONTENT_MODES):
-            raise HookError("policy_denied", f"The hook policy does not let this agent write "
-                                             f"{write.new_path}.")
+            raise HookError(
+                "policy_denied", f"The hook policy does not let this agent write {write.new_path}."
+            )
         if target_rule.get("approval"):
             how = "proposal"
     file = targets.file_named(session, write.path)
     if file is None or file.head is None or file.is_deleted:
         raise HookError("not_found", f"{write.path} does not exist (or is deleted already).")
-    base = write.base_revision if write.base_revision is not None else _default_base(
-        file, write.path, seen)
+    base = write.base_revision if write.base_revision is not None else _default_base(file, write.path, seen)
     if write.mode == "rename":
         target = targets.file_to_write(session, write.new_path)
         if target.head is not None and not target.is_deleted:
@@ -199,8 +242,9 @@ def _post_move(session: AgentSession, write: WriteRequest, rule: dict | None, ac
         revision = removal.file_delete(file=file, actor=actor, message=message, base_revision=base)
         result.update(status="written", revision=revision.number)
     else:
-        tombstone, moved = removal.file_rename(file=file, target=target, actor=actor,
-                                             message=message, base_revision=base)
+        tombstone, moved = removal.file_rename(
+            file=file, target=target, actor=actor, message=message, base_revision=base
+        )
         result.update(status="written", revision=tombstone.number, new_revision=moved.number)
 
 
@@ -216,8 +260,9 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def hook_event(*, session: AgentSession, kind: str, payload: dict,
-               record: IdempotencyRecord | None = None) -> dict:
+def hook_event(
+    *, session: AgentSession, kind: str, payload: dict, record: IdempotencyRecord | None = None
+) -> dict:
     """Record a tool call or an error; append a line to the policy's workspace log if any.
     The event, the log line and the stored answer commit together."""
     with transaction.atomic():
@@ -229,14 +274,20 @@ def hook_event(*, session: AgentSession, kind: str, payload: dict,
             # summary (its input and output: paths, file contents) stays in the session's
             # event, and an error is its first line, cut short.
             when = timezone.now().strftime("%Y-%m-%d %H:%M:%SZ")
-            what = (f"tool `{_one_line(payload.get('name', ''), 80)}`" if kind == "tool"
-                    else f"error: {_one_line(_first_line(payload.get('message', '')), 160)}")
+            what = (
+                f"tool `{_one_line(payload.get('name', ''), 80)}`"
+                if kind == "tool"
+                else f"error: {_one_line(_first_line(payload.get('message', '')), 160)}"
+            )
             line = f"- {when} session {str(session.id)[:8]} {what}\n"
             try:
                 file = targets.file_to_write(session, log_path)
                 revision = store.file_append(
-                    file=file, addition=line, actor=Actor.for_agent(session.agent, str(session.id)),
-                    message=system_message(f"{kind}_hook"))
+                    file=file,
+                    addition=line,
+                    actor=Actor.for_agent(session.agent, str(session.id)),
+                    message=system_message(f"{kind}_hook"),
+                )
                 outcome.update(logged_to=log_path, revision=revision.number)
             except Refusal as exc:
                 outcome.update(log_error=exc.message)

@@ -42,23 +42,27 @@ def valid_key(key: str) -> bool:
     return bool(KEY_RE.match(key))
 
 
-def begin(*, agent: Agent, key: str, endpoint: str, body: bytes
-          ) -> tuple[IdempotencyRecord, bool]:
+def begin(*, agent: Agent, key: str, endpoint: str, body: bytes) -> tuple[IdempotencyRecord, bool]:
     """(record, replay): replay is True when the record holds the answer to send back."""
     digest = hashlib.sha256(endpoint.encode() + b"\n" + body).hexdigest()
     now = timezone.now()
     ttl = dt.timedelta(hours=settings.MGC_IDEMPOTENCY_TTL_HOURS)
     with transaction.atomic():
         record, created = IdempotencyRecord.objects.select_for_update().get_or_create(
-            agent=agent, key=key, defaults={
-                "endpoint": endpoint, "request_sha256": digest, "lease_until": now + LEASE,
-                "expires_at": now + ttl})
+            agent=agent,
+            key=key,
+            defaults={
+                "endpoint": endpoint,
+                "request_sha256": digest,
+                "lease_until": now + LEASE,
+                "expires_at": now + ttl,
+            },
+        )
         if created:
             return record, False
         if record.expires_at <= now:  # forgotten: a new request under an old key
             record.endpoint, record.request_sha256, record.partial = endpoint, digest, {}
-            record.state, record.response, record.status_code = (
-                IdempotencyRecord.State.RUNNING, None, None)
+            record.state, record.response, record.status_code = (IdempotencyRecord.State.RUNNING, None, None)
             record.lease_until, record.expires_at = now + LEASE, now + ttl
             record.save()
             return record, False
@@ -89,16 +93,16 @@ def finish(record: IdempotencyRecord | None, status: int, response: dict) -> Non
     """Store the answer; call inside the transaction of the request's last write."""
     if record is None:
         return
-    record.state, record.status_code, record.response = (
-        IdempotencyRecord.State.DONE, status, response)
+    record.state, record.status_code, record.response = (IdempotencyRecord.State.DONE, status, response)
     record.save(update_fields=["state", "status_code", "response"])
 
 
 def release(record: IdempotencyRecord | None) -> None:
     """The request failed before it could answer: let a retry take over at once."""
     if record is not None:
-        IdempotencyRecord.objects.filter(pk=record.pk, state=IdempotencyRecord.State.RUNNING
-                                         ).update(lease_until=timezone.now())
+        IdempotencyRecord.objects.filter(pk=record.pk, state=IdempotencyRecord.State.RUNNING).update(
+            lease_until=timezone.now()
+        )
 
 
 def forget_expired() -> int:

@@ -29,8 +29,7 @@ from projects.runners import schemas
 AGENT_SOURCES = layout.AGENT_FILES
 USER_SOURCE = layout.USER_FILE
 WORKSPACE_PREFIX = f"{layout.SCOPE_WORKSPACE}/"  # sources and paths an agent sees: workspace/<path>.md
-DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_profile",
-                "workspace_memory")
+DEFAULT_TAGS = ("agent_identity", "agent_rules", "tool_instructions", "user_profile", "workspace_memory")
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,10 @@ def parse_manifest(data: object, *, saving: bool = False) -> Manifest:
     (`schemas.manifest`, which says what `saving` changes); ValidationError says what is
     wrong. Sources are read as NFC, the form workspace paths are stored in."""
     checked = schemas.manifest(data, saving=saving)
-    return Manifest(tuple(SectionSpec(s.tag, s.source, s.max_tokens, tuple(s.exclude or ()))
-                          for s in checked.sections), checked.total_tokens)
+    return Manifest(
+        tuple(SectionSpec(s.tag, s.source, s.max_tokens, tuple(s.exclude or ())) for s in checked.sections),
+        checked.total_tokens,
+    )
 
 
 def section_matches(spec: SectionSpec, paths: list[str]) -> list[str]:
@@ -121,7 +122,7 @@ def claim(manifest: Manifest, paths: list[str]) -> tuple[dict[str, list[str]], l
     the first in the manifest's order; each such case is an overlap ({path, section, also}),
     which the settings page and the simulation show."""
     present = set(paths)
-    workspace = [p[len(WORKSPACE_PREFIX):] for p in paths if p.startswith(WORKSPACE_PREFIX)]
+    workspace = [p[len(WORKSPACE_PREFIX) :] for p in paths if p.startswith(WORKSPACE_PREFIX)]
     claimed: dict[str, str] = {}
     chosen: dict[str, list[str]] = {}
     overlaps: list[dict] = []
@@ -150,11 +151,12 @@ def log_warnings(manifest: Manifest, log_paths: list[str]) -> list[dict]:
     cap} each."""
     chosen, _overlaps = claim(manifest, list(dict.fromkeys(log_paths)))
     caps = {spec.tag: spec.max_tokens for spec in manifest.sections}
-    return [{"tag": tag, "log": log, "cap": caps[tag]}
-            for tag, logs in chosen.items() for log in logs
-            if caps[tag] is None or caps[tag] > LOG_SECTION_CAP]
-
-
+    return [
+        {"tag": tag, "log": log, "cap": caps[tag]}
+        for tag, logs in chosen.items()
+        for log in logs
+        if caps[tag] is None or caps[tag] > LOG_SECTION_CAP
+    ]
 
 
 # --- Neutralizing ----------------------------------------------------------------------------------
@@ -166,10 +168,13 @@ def _tag_regex(tags: tuple[str, ...]) -> re.Pattern:
     and `/`, one of the tag names (its words joined by `_`, `-` or spaces), then whatever
     follows on that line up to a `>`, however long. A tag left open (no `>` before the end
     of the line or the next `<`) counts too: a model may read it as a tag all the same."""
-    names = "|".join("[\\s_\\-]*".join(re.escape(word) for word in tag.split("_"))
-                     for tag in sorted(tags, key=len, reverse=True))
-    return re.compile(f"(?P<head><\\s*/?\\s*(?:{names}))(?![a-z0-9])(?P<rest>[^<>\\n]*)(?P<close>>?)",
-                      re.IGNORECASE)
+    names = "|".join(
+        "[\\s_\\-]*".join(re.escape(word) for word in tag.split("_"))
+        for tag in sorted(tags, key=len, reverse=True)
+    )
+    return re.compile(
+        f"(?P<head><\\s*/?\\s*(?:{names}))(?![a-z0-9])(?P<rest>[^<>\\n]*)(?P<close>>?)", re.IGNORECASE
+    )
 
 
 def neutralize(text: str, tags) -> tuple[str, int]:
@@ -234,8 +239,11 @@ def _truncate(text: str, cap: int, tokenizer) -> tuple[str, bool]:
             return (marker if tokenizer.count(marker) <= cap else ""), True
         head = room * 2 // 3
         tail = room - head
-        result = (tokenizer.decode(tokens[:head]) + _marker(len(tokens) - room)
-                  + (tokenizer.decode(tokens[-tail:]) if tail else ""))
+        result = (
+            tokenizer.decode(tokens[:head])
+            + _marker(len(tokens) - room)
+            + (tokenizer.decode(tokens[-tail:]) if tail else "")
+        )
         over = tokenizer.count(result) - cap
         if over <= 0:
             return result, True
@@ -247,8 +255,7 @@ def _file_parts(source: str, files: list[SourceFile]) -> list[str]:
     """Each file's part of a section's text, before neutralizing and cuts ('' if blank): what
     the receipt counts per file."""
     if source.startswith(WORKSPACE_PREFIX):
-        return [f"### file: {f.path}\n{f.text.rstrip()}" if f.text.strip() else ""
-                for f in files]
+        return [f"### file: {f.path}\n{f.text.rstrip()}" if f.text.strip() else "" for f in files]
     return [f.text.strip("\n") if f.text.strip() else "" for f in files]
 
 
@@ -278,8 +285,13 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
     for spec in manifest.sections:
         section_files = files.get(spec.tag, [])
         content, count = defused(_render_content(spec, section_files))
-        section = Section(tag=spec.tag, source=spec.source, files=section_files,
-                          max_tokens=spec.max_tokens, neutralized=count)
+        section = Section(
+            tag=spec.tag,
+            source=spec.source,
+            files=section_files,
+            max_tokens=spec.max_tokens,
+            neutralized=count,
+        )
         section.content_tokens_before = tokenizer.count(content) if content else 0
         if content and spec.max_tokens and section.content_tokens_before > spec.max_tokens:
             content, section.truncated = cut(content, spec.max_tokens), True
@@ -312,15 +324,33 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
             prompt = build()
             total = tokenizer.count(prompt)
     receipt = [
-        {"tag": s.tag, "source": s.source, "tokens": s.tokens, "truncated": s.truncated,
-         "max_tokens": s.max_tokens, "tokens_before": s.content_tokens_before,
-         "content_tokens": s.content_tokens,
-         "files": [{"path": f.path, "revision": f.revision, "file_id": f.file_id,
-                    "tokens": tokenizer.count(part) if part else 0}
-                   for f, part in zip(s.files, _file_parts(s.source, s.files), strict=True)]}
+        {
+            "tag": s.tag,
+            "source": s.source,
+            "tokens": s.tokens,
+            "truncated": s.truncated,
+            "max_tokens": s.max_tokens,
+            "tokens_before": s.content_tokens_before,
+            "content_tokens": s.content_tokens,
+            "files": [
+                {
+                    "path": f.path,
+                    "revision": f.revision,
+                    "file_id": f.file_id,
+                    "tokens": tokenizer.count(part) if part else 0,
+                }
+                for f, part in zip(s.files, _file_parts(s.source, s.files), strict=True)
+            ],
+        }
         for s in sections
     ]
-    return Assembly(prompt=prompt, sections=sections, total_tokens=total,
-                    budget=manifest.total_tokens, tokenizer=tokenizer.label,
-                    sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(), receipt=receipt,
-                    over_budget=over_budget)
+    return Assembly(
+        prompt=prompt,
+        sections=sections,
+        total_tokens=total,
+        budget=manifest.total_tokens,
+        tokenizer=tokenizer.label,
+        sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+        receipt=receipt,
+        over_budget=over_budget,
+    )

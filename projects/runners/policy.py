@@ -26,15 +26,20 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
     most characters that are not wildcards), whatever order the rules were saved in: a rule
     for `workspace/secret/*.md` is not undone by a `workspace/**.md` saved before it."""
     path = layout.nfc(path)
-    rules = {layout.nfc(key): rule  # keys saved before they were NFC
-             for key, rule in ((agent.hook_policy or {}).get("post", {})).items()}
+    rules = {
+        layout.nfc(key): rule  # keys saved before they were NFC
+        for key, rule in ((agent.hook_policy or {}).get("post", {})).items()
+    }
     if path in rules:
         return rules[path]
     if path.startswith(injection.WORKSPACE_PREFIX):
-        relative = path[len(injection.WORKSPACE_PREFIX):]
-        matching = [pattern for pattern in rules
-                    if pattern.startswith(injection.WORKSPACE_PREFIX)
-                    and injection.workspace_matches(pattern, [relative])]
+        relative = path[len(injection.WORKSPACE_PREFIX) :]
+        matching = [
+            pattern
+            for pattern in rules
+            if pattern.startswith(injection.WORKSPACE_PREFIX)
+            and injection.workspace_matches(pattern, [relative])
+        ]
         if matching:
             return rules[max(matching, key=_strictness(rules))]
     return None
@@ -43,8 +48,12 @@ def policy_rule(agent: Agent, path: str) -> dict | None:
 def _strictness(rules: dict):
     """The key ranking matching globs: the most characters that are not wildcards, then the
     fewest `**`, then the one asking approval (the name breaks what ties remain)."""
-    return lambda pattern: (len(injection.glob_sample(pattern, "")), -pattern.count("**"),
-                            bool(rules[pattern].get("approval")), pattern)
+    return lambda pattern: (
+        len(injection.glob_sample(pattern, "")),
+        -pattern.count("**"),
+        bool(rules[pattern].get("approval")),
+        pattern,
+    )
 
 
 def rule_how(rule: dict | None, mode: str) -> str | None:
@@ -64,6 +73,10 @@ def policy_summary(rule: dict | None) -> dict:
     """What a rule lets an agent do to a file, as runners are told: `writable` and `modes`
     (content writes), `approval`, and how `delete` and `rename` go (direct, proposal, never)."""
     modes = [m for m in schemas.CONTENT_MODES if rule_how(rule, m)]
-    return {"writable": bool(modes), "modes": modes, "approval": bool((rule or {}).get("approval")),
-            "delete": rule_how(rule, "delete") or "never",
-            "rename": rule_how(rule, "rename") or "never"}
+    return {
+        "writable": bool(modes),
+        "modes": modes,
+        "approval": bool((rule or {}).get("approval")),
+        "delete": rule_how(rule, "delete") or "never",
+        "rename": rule_how(rule, "rename") or "never",
+    }

@@ -35,33 +35,43 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
         if locked.mode != "replace" and file.is_deleted:
             # Appending would bring the file back holding only the addition, which nobody
             # proposed; a replace on a deleted file is refused by its stale base already.
-            raise HookError("file_deleted", _("The file was deleted after this was proposed: "
-                                              "restore it first, or reject the proposal."))
+            raise HookError(
+                "file_deleted",
+                _("The file was deleted after this was proposed: restore it first, or reject the proposal."),
+            )
         actor = Actor.for_agent(locked.agent, str(locked.session_id or ""))
-        message = (system_message("approved_note", user=by.get_username(), note=note) if note
-                   else system_message("approved", user=by.get_username()))
+        message = (
+            system_message("approved_note", user=by.get_username(), note=note)
+            if note
+            else system_message("approved", user=by.get_username())
+        )
         if locked.mode == "delete":
-            revision = removal.file_delete(file=file, actor=actor, message=message,
-                                         base_revision=locked.base_revision)
+            revision = removal.file_delete(
+                file=file, actor=actor, message=message, base_revision=locked.base_revision
+            )
         elif locked.mode == "rename":
             try:
                 target = records.workspace_file_new(
-                    project=file.project,
-                    path=locked.new_path.removeprefix(injection.WORKSPACE_PREFIX))
+                    project=file.project, path=locked.new_path.removeprefix(injection.WORKSPACE_PREFIX)
+                )
             except ValidationError as exc:
                 raise HookError("bad_path", " ".join(exc.messages)) from None
-            _tombstone, revision = removal.file_rename(file=file, target=target, actor=actor,
-                                                     message=message,
-                                                     base_revision=locked.base_revision)
+            _tombstone, revision = removal.file_rename(
+                file=file, target=target, actor=actor, message=message, base_revision=locked.base_revision
+            )
         else:
-            revision = apply_write(file, locked.mode, locked.content, locked.base_revision,
-                                   actor, message)
+            revision = apply_write(file, locked.mode, locked.content, locked.base_revision, actor, message)
         locked.status = Proposal.Status.APPROVED
         locked.decided_by, locked.decided_at = by, timezone.now()
         locked.decision_note, locked.revision = note[:500], revision
         locked.save()
-        audit_record(actor=Actor.person(by), action="proposal.approve", project=locked.project,
-                     obj=locked, details={"revision": revision.number, "note": note[:500]})
+        audit_record(
+            actor=Actor.person(by),
+            action="proposal.approve",
+            project=locked.project,
+            obj=locked,
+            details={"revision": revision.number, "note": note[:500]},
+        )
     proposal.refresh_from_db()
     return revision
 
@@ -77,6 +87,11 @@ def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:
         locked.decided_by, locked.decided_at = by, timezone.now()
         locked.decision_note = note[:500]
         locked.save()
-        audit_record(actor=Actor.person(by), action="proposal.reject", project=locked.project,
-                     obj=locked, details={"note": note[:500]})
+        audit_record(
+            actor=Actor.person(by),
+            action="proposal.reject",
+            project=locked.project,
+            obj=locked,
+            details={"note": note[:500]},
+        )
     proposal.refresh_from_db()

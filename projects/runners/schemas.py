@@ -46,8 +46,13 @@ MAX_EXCLUDES = 10  # globs one section leaves out
 MAX_RULES = 50  # write rules in one hook policy
 _TAG_RE = re.compile(r"\A[a-z][a-z0-9_]{0,49}\Z")
 
-_LIMITS = {"sections_max": MAX_SECTIONS, "exclude": MAX_EXCLUDES, "cap": MAX_TOKENS,
-           "total": MAX_TOKENS, "rules_max": MAX_RULES}
+_LIMITS = {
+    "sections_max": MAX_SECTIONS,
+    "exclude": MAX_EXCLUDES,
+    "cap": MAX_TOKENS,
+    "total": MAX_TOKENS,
+    "rules_max": MAX_RULES,
+}
 
 
 # --- One value at a time (the forms check each field with these) -----------------------------
@@ -68,7 +73,7 @@ def valid_source(source: str) -> bool:
     # letter it must be a valid workspace path (no '.' segments, hidden names, invisible or
     # look-alike characters, ...), or it would be saved and silently match nothing.
     try:
-        layout.validate_workspace_path(glob_sample(source[len(WORKSPACE_PREFIX):]))
+        layout.validate_workspace_path(glob_sample(source[len(WORKSPACE_PREFIX) :]))
     except ValidationError:
         return False
     return True
@@ -79,10 +84,16 @@ def _inside_workspace(source: str) -> bool:
     workspace glob that cannot leave the workspace."""
     if source in layout.AGENT_FILES or source == layout.USER_FILE:
         return True
-    pattern = source[len(WORKSPACE_PREFIX):]
-    return (source.startswith(WORKSPACE_PREFIX) and source.endswith(".md") and bool(pattern)
-            and ".." not in pattern.split("/") and not pattern.startswith("/")
-            and "\\" not in pattern and "\x00" not in pattern)
+    pattern = source[len(WORKSPACE_PREFIX) :]
+    return (
+        source.startswith(WORKSPACE_PREFIX)
+        and source.endswith(".md")
+        and bool(pattern)
+        and ".." not in pattern.split("/")
+        and not pattern.startswith("/")
+        and "\\" not in pattern
+        and "\x00" not in pattern
+    )
 
 
 def tag(value: str, *, saving: bool = True) -> str:
@@ -106,8 +117,9 @@ def exclude(globs: list[str], *, saving: bool = True) -> list[str]:
     """The workspace globs a section leaves out, NFC."""
     globs = [layout.nfc(glob) for glob in globs]
     if len(globs) > MAX_EXCLUDES or not all(
-            glob.startswith(WORKSPACE_PREFIX)
-            and (valid_source(glob) if saving else _inside_workspace(glob)) for glob in globs):
+        glob.startswith(WORKSPACE_PREFIX) and (valid_source(glob) if saving else _inside_workspace(glob))
+        for glob in globs
+    ):
         raise Invalid("exclude")
     return globs
 
@@ -132,7 +144,7 @@ def log(value: str) -> str:
     if not value.startswith(WORKSPACE_PREFIX):
         raise Invalid("log_prefix")
     try:
-        return WORKSPACE_PREFIX + layout.validate_workspace_path(value[len(WORKSPACE_PREFIX):])
+        return WORKSPACE_PREFIX + layout.validate_workspace_path(value[len(WORKSPACE_PREFIX) :])
     except ValidationError as exc:
         raise Invalid("log_path", error=exc) from None
 
@@ -144,8 +156,7 @@ def rule(path: str, data: dict) -> RuleSchema:
     try:
         return RuleSchema.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise next((found for error in exc.errors() if (found := invalid(error))),
-                   Invalid("rule")) from None
+        raise next((found for error in exc.errors() if (found := invalid(error))), Invalid("rule")) from None
     finally:
         _TARGET.reset(noted)
 
@@ -185,8 +196,11 @@ class SectionSchema(_Schema):
     def _exclude_needs_a_workspace_source(cls, data: Any) -> Any:
         # Read off the section as given: an exclude beside a source that is not a workspace
         # glob is the section's problem whatever else is wrong with the source.
-        if (isinstance(data, dict) and not set(data) - set(cls.model_fields)
-                and data.get("exclude") not in ([], None)):
+        if (
+            isinstance(data, dict)
+            and not set(data) - set(cls.model_fields)
+            and data.get("exclude") not in ([], None)
+        ):
             given = data.get("source")
             if not isinstance(given, str) or not given.startswith(WORKSPACE_PREFIX):
                 raise Invalid("exclude")
@@ -339,8 +353,7 @@ def _manifest_problem(error: dict, data: object) -> Problem:
     if not loc:
         return _problem((0, 0, 0), loc, "manifest_type")
     if loc[0] == "sections" and len(loc) == 1:
-        return _problem((0, 0, 2), loc,
-                        "sections_max" if error["type"] == "too_long" else "sections_empty")
+        return _problem((0, 0, 2), loc, "sections_max" if error["type"] == "too_long" else "sections_empty")
     if loc[0] == "sections":
         index = loc[1]
         if refused is not None:
@@ -350,8 +363,7 @@ def _manifest_problem(error: dict, data: object) -> Problem:
         else:
             key = _SECTION_FIELDS[loc[2]]
         rank = _SECTION_ORDER.index("tag" if key == "tag_twice" else key)
-        return _problem((1, index, rank), loc, key, n=index + 1,
-                        **(refused.params if refused else {}))
+        return _problem((1, index, rank), loc, key, n=index + 1, **(refused.params if refused else {}))
     if loc[0] == "total_tokens":
         return _problem((2, 0, 0), loc, "total")
     return _problem((0, 0, 1), loc, "keys")  # a key the manifest does not have

@@ -18,37 +18,54 @@ MESSAGES = {
     # The manifest
     "manifest_type": ("manifest_type", _("The manifest must be a JSON object.")),
     "keys": ("manifest_keys", _("Unknown manifest keys: %(keys)s.")),
-    "sections_empty": ("manifest_sections",
-                       _("The manifest needs a non-empty list of sections.")),
+    "sections_empty": ("manifest_sections", _("The manifest needs a non-empty list of sections.")),
     "sections_max": ("manifest_sections", _("At most %(max)s sections.")),
-    "section": ("manifest_section",
-                _("Section %(n)s must be an object with tag, source, max_tokens and (for a "
-                  "workspace glob) exclude.")),
-    "exclude": ("manifest_exclude",
-                _("Section %(n)s: exclude is a list of up to %(max)s workspace/<glob>.md, for a "
-                  "workspace source.")),
-    "tag": ("manifest_tag", _("Section %(n)s: the tag must be lower-case letters, digits and _ "
-                              "(like agent_rules).")),
+    "section": (
+        "manifest_section",
+        _("Section %(n)s must be an object with tag, source, max_tokens and (for a workspace glob) exclude."),
+    ),
+    "exclude": (
+        "manifest_exclude",
+        _("Section %(n)s: exclude is a list of up to %(max)s workspace/<glob>.md, for a workspace source."),
+    ),
+    "tag": (
+        "manifest_tag",
+        _("Section %(n)s: the tag must be lower-case letters, digits and _ (like agent_rules)."),
+    ),
     "tag_twice": ("manifest_tag", _("Section %(n)s: tag %(tag)s is used twice.")),
-    "source": ("manifest_source",
-               _("Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                 "workspace/<path or glob>.md.")),
-    "cap": ("manifest_cap",
-            _("Section %(n)s: max_tokens must be a whole number from 1 to %(max)s.")),
+    "source": (
+        "manifest_source",
+        _(
+            "Section %(n)s: the source must be SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
+            "workspace/<path or glob>.md."
+        ),
+    ),
+    "cap": ("manifest_cap", _("Section %(n)s: max_tokens must be a whole number from 1 to %(max)s.")),
     "total": ("manifest_total", _("total_tokens must be a whole number from 1 to %(max)s.")),
     # The hook policy
     "policy_shape": ("policy_shape", _("The policy is an object with post, tool and error.")),
     "post": ("policy_post", _("post maps file paths or workspace globs to rules.")),
     "rules_max": ("policy_post", _("At most %(max)s write rules.")),
-    "target": ("policy_target", _("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or "
-                                  "workspace/<path or glob>.md.")),
-    "rule": ("policy_rule", _('%(target)s: a rule is {"modes": ["append"|"replace", ...], '
-                              '"approval": true|false, "delete": "direct"|"proposal"|'
-                              '"never", "rename": "direct"|"proposal"|"never"}.')),
-    "rule_empty": ("policy_rule", _("%(target)s: the rule allows nothing; allow append, "
-                                    "replace, delete or rename.")),
-    "rule_rename": ("policy_rule", _("%(target)s: only workspace files can be renamed (an "
-                                     "agent's files and USER.md keep their names).")),
+    "target": (
+        "policy_target",
+        _("%(target)s: use SOUL.md, AGENTS.md, TOOLS.md, USER.md or workspace/<path or glob>.md."),
+    ),
+    "rule": (
+        "policy_rule",
+        _(
+            '%(target)s: a rule is {"modes": ["append"|"replace", ...], '
+            '"approval": true|false, "delete": "direct"|"proposal"|'
+            '"never", "rename": "direct"|"proposal"|"never"}.'
+        ),
+    ),
+    "rule_empty": (
+        "policy_rule",
+        _("%(target)s: the rule allows nothing; allow append, replace, delete or rename."),
+    ),
+    "rule_rename": (
+        "policy_rule",
+        _("%(target)s: only workspace files can be renamed (an agent's files and USER.md keep their names)."),
+    ),
     "log_shape": ("policy_log", _('%(kind)s is {"log": "workspace/<path>.md"} or {}.')),
     "log_prefix": ("policy_log", _("%(kind)s log must be a workspace/ path.")),
 }
@@ -89,14 +106,16 @@ def invalid(error: dict) -> Invalid | None:
     return found if isinstance(found, Invalid) else None
 
 
-def refusal(exc: pydantic.ValidationError, data: object,
-            place: Callable[[dict, object], Problem]) -> SettingError:
+def refusal(
+    exc: pydantic.ValidationError, data: object, place: Callable[[dict, object], Problem]
+) -> SettingError:
     """The first of the problems pydantic found, in the order the setting is read."""
     problems = [place(error, data) for error in exc.errors()]
     first = min(problems, key=lambda problem: problem.order)
     if first.error is not None:
-        return SettingError(first.error.message, code=first.error.code,
-                            params=first.error.params, loc=first.loc)
+        return SettingError(
+            first.error.message, code=first.error.code, params=first.error.params, loc=first.loc
+        )
     params = dict(first.params)
     if first.key == "keys":  # every key the setting should not have, in one message
         params["keys"] = ", ".join(sorted(str(p.loc[0]) for p in problems if p.key == "keys"))

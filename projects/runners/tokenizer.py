@@ -52,8 +52,7 @@ class Tokenizer:
     def count(self, text: str) -> int:
         if len(text) < _COUNT_CACHE_MIN_CHARS:
             return len(self.encode(text))
-        key = (self.name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
-                                          digest_size=16).digest())
+        key = (self.name, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
         with _COUNTS_LOCK:
             found = _COUNTS.get(key)
             if found is not None:

@@ -29,8 +29,10 @@ def explain(exc) -> tuple[str, str]:
             "again later. Administrators can use their break-glass password meanwhile."
         ) % {"provider": provider}
     if isinstance(exc, AuthConfigurationError):
-        return failed, _("Single sign-on is not set up correctly (%(code)s): the console's "
-                         "administrators find the details in its log.") % {"code": code}
+        return failed, _(
+            "Single sign-on is not set up correctly (%(code)s): the console's "
+            "administrators find the details in its log."
+        ) % {"code": code}
     if context.get("message"):
         return failed, context["message"]
     messages = {
@@ -38,42 +40,65 @@ def explain(exc) -> tuple[str, str]:
             "Your username at %(provider)s, %(name)s, is already used by another account in the "
             "console (or reads the same as one). No account was created and nothing was "
             "linked: ask an administrator to rename one of them."
-        ) % {"provider": provider, "name": context.get("username", "")},
-        "identity_in_use": _("This identity is linked to another account than the one "
-                             "signed in here. Nobody was signed in: log out and start again."),
-        "authentication_disallowed": _("Your account in the console is deactivated. Ask an "
-                                       "administrator if you need it back."),
-        "state_mismatch": _("This sign-in answer does not belong to the sign-in started in this "
-                            "browser (its state does not match). Nobody was signed in: start "
-                            "again from the login page."),
-        "session_context_missing": _("This sign-in answer matches no sign-in started in this "
-                                     "browser (its state is unknown here, or was used already). "
-                                     "Nobody was signed in: start again from the login page."),
-        "missing_parameter": _("The sign-in answer lacks a part it must carry (%(what)s). "
-                               "Nobody was signed in: start again from the login page.")
+        )
+        % {"provider": provider, "name": context.get("username", "")},
+        "identity_in_use": _(
+            "This identity is linked to another account than the one "
+            "signed in here. Nobody was signed in: log out and start again."
+        ),
+        "authentication_disallowed": _(
+            "Your account in the console is deactivated. Ask an administrator if you need it back."
+        ),
+        "state_mismatch": _(
+            "This sign-in answer does not belong to the sign-in started in this "
+            "browser (its state does not match). Nobody was signed in: start "
+            "again from the login page."
+        ),
+        "session_context_missing": _(
+            "This sign-in answer matches no sign-in started in this "
+            "browser (its state is unknown here, or was used already). "
+            "Nobody was signed in: start again from the login page."
+        ),
+        "missing_parameter": _(
+            "The sign-in answer lacks a part it must carry (%(what)s). "
+            "Nobody was signed in: start again from the login page."
+        )
         % {"what": exc.parameter or claim or "state"},
-        "authorization_code_rejected": _("%(provider)s refused the sign-in code: it was used "
-                                         "already or has expired. Nobody was signed in: start "
-                                         "again from the login page.") % {"provider": provider},
-        "invalid_signature": _("The ID token's signature matches none of %(provider)s's keys: "
-                               "it may be forged. Nobody was signed in.") % {"provider": provider},
-        "response_expired": _("The ID token has expired. Nobody was signed in: start again "
-                              "from the login page."),
-        "nonce_mismatch": _("The ID token was not issued for this sign-in (its nonce does not "
-                            "match). Nobody was signed in."),
-        "authorization_declined": _("The sign-in was cancelled at %(provider)s.")
+        "authorization_code_rejected": _(
+            "%(provider)s refused the sign-in code: it was used "
+            "already or has expired. Nobody was signed in: start "
+            "again from the login page."
+        )
         % {"provider": provider},
+        "invalid_signature": _(
+            "The ID token's signature matches none of %(provider)s's keys: "
+            "it may be forged. Nobody was signed in."
+        )
+        % {"provider": provider},
+        "response_expired": _(
+            "The ID token has expired. Nobody was signed in: start again from the login page."
+        ),
+        "nonce_mismatch": _(
+            "The ID token was not issued for this sign-in (its nonce does not match). Nobody was signed in."
+        ),
+        "authorization_declined": _("The sign-in was cancelled at %(provider)s.") % {"provider": provider},
     }
     if code == "invalid_claim" and claim == "aud":
-        return failed, _("The ID token was issued for another application (its audience is not "
-                         "this console). Nobody was signed in.")
+        return failed, _(
+            "The ID token was issued for another application (its audience is not "
+            "this console). Nobody was signed in."
+        )
     if code == "invalid_claim" and claim == "iss":
-        return failed, _("The ID token was issued by someone other than %(provider)s (its "
-                         "issuer does not match). Nobody was signed in.") % {"provider": provider}
+        return failed, _(
+            "The ID token was issued by someone other than %(provider)s (its "
+            "issuer does not match). Nobody was signed in."
+        ) % {"provider": provider}
     if code in messages:
         return failed, messages[code]
-    return failed, _("Signing in through %(provider)s did not work (%(code)s). Nobody was signed "
-                     "in: start again from the login page.") % {"provider": provider, "code": code}
+    return failed, _(
+        "Signing in through %(provider)s did not work (%(code)s). Nobody was signed "
+        "in: start again from the login page."
+    ) % {"provider": provider, "code": code}
 
 
 class SignInErrorMiddleware(SocialAuthExceptionMiddleware):
@@ -86,8 +111,11 @@ class SignInErrorMiddleware(SocialAuthExceptionMiddleware):
         status = self.get_error_status(request, exception)
         self._log_error(exception, status)
         title, message = explain(exception)
-        response = render(request, "registration/sso_error.html",
-                          {"title": title, "message": message, "code": exception.code},
-                          status=status)
+        response = render(
+            request,
+            "registration/sso_error.html",
+            {"title": title, "message": message, "code": exception.code},
+            status=status,
+        )
         add_never_cache_headers(response)
         return response

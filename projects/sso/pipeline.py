@@ -29,19 +29,33 @@ def account(backend, uid, details, social=None, *args, **kwargs):
     if social is not None:
         known = (social.extra_data or {}).get(CONTEXT, {}).get("iss")
         if known and known != claims.get("iss"):
-            raise AuthAssociationError(backend, code="identity_in_use", stage="pipeline", context={
-                "message": _("This identity's account was linked through another identity "
-                             "provider (%(issuer)s). Nobody was signed in.") % {"issuer": known}})
+            raise AuthAssociationError(
+                backend,
+                code="identity_in_use",
+                stage="pipeline",
+                context={
+                    "message": _(
+                        "This identity's account was linked through another identity "
+                        "provider (%(issuer)s). Nobody was signed in."
+                    )
+                    % {"issuer": known}
+                },
+            )
         if not social.user.is_active:
-            raise AuthPolicyError(backend, code="authentication_disallowed", stage="pipeline",
-                                  context={"username": social.user.get_username()})
+            raise AuthPolicyError(
+                backend,
+                code="authentication_disallowed",
+                stage="pipeline",
+                context={"username": social.user.get_username()},
+            )
         return {"user": social.user, "is_new": False}
     claim = settings.MGC_OIDC_USERNAME_CLAIM
     try:
         username = identities.username_from_claim(details.get("username"), claim=claim)
     except ValidationError as exc:
-        raise AuthResponseError(backend, code="missing_claim", claim=claim, stage="pipeline",
-                                context={"message": exc.messages[0]}) from None
+        raise AuthResponseError(
+            backend, code="missing_claim", claim=claim, stage="pipeline", context={"message": exc.messages[0]}
+        ) from None
     with transaction.atomic():
         Lock.hold(Lock.ACCOUNTS)
         # A first sign-in of the same person in another tab may have linked it meanwhile.
@@ -50,12 +64,20 @@ def account(backend, uid, details, social=None, *args, **kwargs):
             return {"user": linked.user, "social": linked, "is_new": False}
         try:
             user = identities.account_create_for_identity(
-                username=username, issuer=claims.get("iss", ""), subject=str(uid),
-                email=details.get("email") or "", first_name=details.get("first_name") or "",
-                last_name=details.get("last_name") or "")
+                username=username,
+                issuer=claims.get("iss", ""),
+                subject=str(uid),
+                email=details.get("email") or "",
+                first_name=details.get("first_name") or "",
+                last_name=details.get("last_name") or "",
+            )
         except ValidationError as exc:
-            raise AuthAssociationError(backend, code="username_in_use", stage="pipeline",
-                                       context={"username": username, "reason": exc.code}) from None
+            raise AuthAssociationError(
+                backend,
+                code="username_in_use",
+                stage="pipeline",
+                context={"username": username, "reason": exc.code},
+            ) from None
         social = backend.strategy.storage.user.create_social_auth(user, str(uid), backend.name)
     return {"user": user, "social": social, "is_new": True, "new_association": True}
 
@@ -74,8 +96,9 @@ def keep_tokens(backend, response, *args, **kwargs):
         "refresh_token": response.get("refresh_token") or "",
         "id_token": response.get("id_token") or "",
         # What a refreshed ID token must repeat (OpenID Connect Core 12.2).
-        "context": {name: claims[name] for name in ("iss", "sub", "aud", "auth_time", "nonce")
-                    if name in claims},
+        "context": {
+            name: claims[name] for name in ("iss", "sub", "aud", "auth_time", "nonce") if name in claims
+        },
         "expires_at": claims.get("exp"),
         "checked_at": time.time(),
     }

@@ -88,17 +88,29 @@ class ProviderSessionMiddleware:
                 backend.validate_refresh_id_token_claims(data["context"], backend.id_token)
                 groups = backend.get_user_groups(answer)
         except (AuthProviderError, AuthConfigurationError) as exc:
-            log.warning("cannot re-confirm a session with the identity provider: %s (%s)",
-                        exc.code, exc.detail)
-            return render(request, "registration/sso_error.html", {
-                "title": _("Identity provider unavailable"),
-                "message": _("The console cannot confirm your sign-in with %(provider)s: it is "
-                             "not answering. Nothing was lost; try again in a moment.")
-                % {"provider": settings.MGC_OIDC_PROVIDER_NAME}}, status=503)
+            log.warning(
+                "cannot re-confirm a session with the identity provider: %s (%s)", exc.code, exc.detail
+            )
+            return render(
+                request,
+                "registration/sso_error.html",
+                {
+                    "title": _("Identity provider unavailable"),
+                    "message": _(
+                        "The console cannot confirm your sign-in with %(provider)s: it is "
+                        "not answering. Nothing was lost; try again in a moment."
+                    )
+                    % {"provider": settings.MGC_OIDC_PROVIDER_NAME},
+                },
+                status=503,
+            )
         except SocialAuthBaseException as exc:
             return self._end(request, exc.code)
-        data.update(refresh_token=answer.get("refresh_token") or data["refresh_token"],
-                    id_token=answer.get("id_token") or data["id_token"], checked_at=time.time())
+        data.update(
+            refresh_token=answer.get("refresh_token") or data["refresh_token"],
+            id_token=answer.get("id_token") or data["id_token"],
+            checked_at=time.time(),
+        )
         request.session[KEY] = data
         if groups is not None:  # a fresh ID token: memberships follow its groups
             group_service.memberships_follow_groups(user=request.user, groups=groups)
@@ -106,13 +118,22 @@ class ProviderSessionMiddleware:
 
     def _end(self, request, reason: str):
         user = request.user
-        audit_record(actor=Actor.system("sign-in"), action="session.ended", obj=user,
-                     details={"user": user.get_username(), "reason": reason})
-        log.info("identity provider no longer vouches for %s (%s): signed out",
-                 user.get_username(), reason)
+        audit_record(
+            actor=Actor.system("sign-in"),
+            action="session.ended",
+            obj=user,
+            details={"user": user.get_username(), "reason": reason},
+        )
+        log.info("identity provider no longer vouches for %s (%s): signed out", user.get_username(), reason)
         path = request.get_full_path()
         logout(request)
-        messages.error(request, _("%(provider)s no longer confirms your sign-in (your account "
-                                  "there may be disabled, or your session there ended). Sign in "
-                                  "again to go on.") % {"provider": settings.MGC_OIDC_PROVIDER_NAME})
+        messages.error(
+            request,
+            _(
+                "%(provider)s no longer confirms your sign-in (your account "
+                "there may be disabled, or your session there ended). Sign in "
+                "again to go on."
+            )
+            % {"provider": settings.MGC_OIDC_PROVIDER_NAME},
+        )
         return redirect_to_login(path if request.method == "GET" else "/")

@@ -55,7 +55,8 @@ def logout(request):
         back = request.build_absolute_uri(reverse("login"))
         try:
             url = provider_backend(request).end_session_url(
-                id_token=provider_session.get("id_token", ""), return_to=back)
+                id_token=provider_session.get("id_token", ""), return_to=back
+            )
         except SocialAuthBaseException:  # the provider is down: the console's part is done
             url = None
         if url:

@@ -80,16 +80,22 @@ def isolation_kind_label(kind: str) -> str:
 def write_mode_label(mode: str) -> str:
     """A proposal's 'append', 'replace', 'delete' or 'rename', as words of the page's
     language."""
-    return str({"append": _("append"), "replace": _("replace"), "delete": _("delete"),
-                "rename": _("rename")}.get(mode, mode))
+    return str(
+        {"append": _("append"), "replace": _("replace"), "delete": _("delete"), "rename": _("rename")}.get(
+            mode, mode
+        )
+    )
 
 
 @register.filter
 def can(role: str | None, capability: str) -> bool:
     """`{% if role|can:"manage" %}`: templates ask permissions.py, never compare roles."""
-    checks = {"manage": permissions.can_manage, "review": permissions.can_review,
-              "see_everyone": permissions.sees_everyone,
-              "see_workspace": permissions.can_see_workspace}
+    checks = {
+        "manage": permissions.can_manage,
+        "review": permissions.can_review,
+        "see_everyone": permissions.sees_everyone,
+        "see_workspace": permissions.can_see_workspace,
+    }
     return checks[capability](role)
 
 
@@ -103,6 +109,8 @@ def json_line(value) -> str:
 def refused_reason(refused) -> str:
     """Why the console refused a write it found in storage, in the reader's language."""
     return refusals.explain(refused)
+
+
 @register.simple_tag
 def draft_key(kind: str, *parts) -> str:
     """`<form data-draft="{% draft_key 'edit' file.pk %}">`: the name of the form's draft in
@@ -119,13 +127,33 @@ def drafts_saved(context) -> str:
 
 # The names of the audit details people meet most, in the page's language.
 _DETAIL_NAMES = {
-    "revision": _("revision"), "sha256": "sha256", "size": _("size"), "message": _("message"),
-    "from": _("from"), "to": _("to"), "user": _("person"), "role": _("role"), "note": _("note"),
-    "path": _("path"), "mode": _("mode"), "changed": _("changed"), "findings": _("found"),
-    "comment": _("comment"), "reply": _("answer"), "flag": _("flag"), "query": _("query"),
-    "results": _("results"), "history": _("history"), "format": _("format"),
-    "filters": _("filters"), "reason": _("reason"), "slug": _("slug"), "name": _("name"),
-    "file": _("file"), "email_given": _("e-mail given"), "since": _("since"),
+    "revision": _("revision"),
+    "sha256": "sha256",
+    "size": _("size"),
+    "message": _("message"),
+    "from": _("from"),
+    "to": _("to"),
+    "user": _("person"),
+    "role": _("role"),
+    "note": _("note"),
+    "path": _("path"),
+    "mode": _("mode"),
+    "changed": _("changed"),
+    "findings": _("found"),
+    "comment": _("comment"),
+    "reply": _("answer"),
+    "flag": _("flag"),
+    "query": _("query"),
+    "results": _("results"),
+    "history": _("history"),
+    "format": _("format"),
+    "filters": _("filters"),
+    "reason": _("reason"),
+    "slug": _("slug"),
+    "name": _("name"),
+    "file": _("file"),
+    "email_given": _("e-mail given"),
+    "since": _("since"),
 }
 
 

@@ -25,23 +25,30 @@ def agent_settings_view(request, project, role, agent_slug):
     """The manifest and the hook policy, each edited as rows (or as raw JSON), with a preview
     of the prompt an unsaved manifest would give a chosen person."""
     agent = get_object_or_404(Agent, project=project, slug=agent_slug)
-    members = list(Membership.objects.filter(project=project).select_related("user")
-                   .order_by("user__username"))
-    page = {"manifest": agent_forms.ManifestEditor(manifest=agent.manifest),
-            "policy": agent_forms.PolicyEditor(policy=agent.hook_policy),
-            "manifest_json": JsonSettingForm(prefix="manifest-json",
-                                             initial={"value": agent.manifest}),
-            "policy_json": JsonSettingForm(prefix="policy-json",
-                                           initial={"value": agent.hook_policy})}
+    members = list(
+        Membership.objects.filter(project=project).select_related("user").order_by("user__username")
+    )
+    page = {
+        "manifest": agent_forms.ManifestEditor(manifest=agent.manifest),
+        "policy": agent_forms.PolicyEditor(policy=agent.hook_policy),
+        "manifest_json": JsonSettingForm(prefix="manifest-json", initial={"value": agent.manifest}),
+        "policy_json": JsonSettingForm(prefix="policy-json", initial={"value": agent.hook_policy}),
+    }
     status = 200
     preview = None
     if request.method == "POST" and request.POST.get("which") == "archive":
         archived = request.POST.get("archive") == "1"
         setup.archive_set(by=request.user, target=agent, archived=archived)
-        messages.success(request, _("Archived %(name)s: it is hidden from lists and its pre hook "
-                                    "is refused. Bring it back here at any time.")
-                         % {"name": agent.name} if archived
-                         else _("%(name)s is back.") % {"name": agent.name})
+        messages.success(
+            request,
+            _(
+                "Archived %(name)s: it is hidden from lists and its pre hook "
+                "is refused. Bring it back here at any time."
+            )
+            % {"name": agent.name}
+            if archived
+            else _("%(name)s is back.") % {"name": agent.name},
+        )
         return redirect("projects:agent_settings", slug=project.slug, agent_slug=agent_slug)
     if request.method == "POST":
         which = request.POST.get("which")
@@ -53,8 +60,9 @@ def agent_settings_view(request, project, role, agent_slug):
             value = form.cleaned_data["value"] if form.is_valid() else None
             page["open_json"] = which
         else:
-            editor = (agent_forms.ManifestEditor if which == "manifest"
-                      else agent_forms.PolicyEditor)(request.POST)
+            editor = (agent_forms.ManifestEditor if which == "manifest" else agent_forms.PolicyEditor)(
+                request.POST
+            )
             page[which] = editor
             form = None
             value = None
@@ -73,30 +81,44 @@ def agent_settings_view(request, project, role, agent_slug):
                     form.add_error("value", exc)
             else:
                 drafts.saved(request, which, agent.pk)
-                messages.success(request, _("Saved the injection manifest.")
-                                 if setting == "manifest" else _("Saved the hook policy."))
+                messages.success(
+                    request,
+                    _("Saved the injection manifest.")
+                    if setting == "manifest"
+                    else _("Saved the hook policy."),
+                )
                 if setting == "policy":
                     _refresh_credentials(request, agent)
                 return redirect("projects:agent_settings", slug=project.slug, agent_slug=agent_slug)
         status = 200 if preview is not None else 400
     tokens = list(AgentToken.objects.filter(agent=agent).select_related("created_by"))
-    live = {c.token_id: c for c in RunnerCredential.objects.filter(
-        agent=agent, revoked_at__isnull=True)}
+    live = {c.token_id: c for c in RunnerCredential.objects.filter(agent=agent, revoked_at__isnull=True)}
     for token in tokens:
         token.live_credential = live.get(token.pk)
     try:
         warnings = prompt_context.manifest_warnings(agent=agent, manifest=agent.manifest)
     except ValidationError:  # a manifest that no longer parses says so at the pre hook
         warnings = None
-    return render(request, "projects/agent_settings.html", {
-        "project": project, "role": role, "agent": agent, **page, "members": members,
-        "manifest_warnings": warnings,
-        "preview": preview, "sources": agent_forms.SOURCE_SUGGESTIONS,
-        "tokens": tokens, "token_form": TokenForm(),
-        "new_token": request.session.pop("new_token", None),
-        "new_credentials": request.session.pop("new_credentials", None),
-        "access": credentials.runner_access(agent),
-    }, status=status)
+    return render(
+        request,
+        "projects/agent_settings.html",
+        {
+            "project": project,
+            "role": role,
+            "agent": agent,
+            **page,
+            "members": members,
+            "manifest_warnings": warnings,
+            "preview": preview,
+            "sources": agent_forms.SOURCE_SUGGESTIONS,
+            "tokens": tokens,
+            "token_form": TokenForm(),
+            "new_token": request.session.pop("new_token", None),
+            "new_credentials": request.session.pop("new_credentials", None),
+            "access": credentials.runner_access(agent),
+        },
+        status=status,
+    )
 
 
 def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> dict:
@@ -113,14 +135,23 @@ def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> d
         current = prompt_context.build_context(agent=agent, user=user)
     except (errors.StoreError, ValidationError):  # today's manifest no longer valid: no diff
         current = None
-    warnings = {"overlaps": draft.overlaps,
-                **{k: v for k, v in prompt_context.manifest_warnings(
-                    agent=agent, manifest=manifest).items() if k == "logs"}}
+    warnings = {
+        "overlaps": draft.overlaps,
+        **{
+            k: v
+            for k, v in prompt_context.manifest_warnings(agent=agent, manifest=manifest).items()
+            if k == "logs"
+        },
+    }
     if current is None:
-        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None,
-                "warnings": warnings}
-    return {"assembly": draft, "user": user, "current_tokens": current.total_tokens,
-            "diff": diff_texts(current.prompt, draft.prompt), "warnings": warnings}
+        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None, "warnings": warnings}
+    return {
+        "assembly": draft,
+        "user": user,
+        "current_tokens": current.total_tokens,
+        "diff": diff_texts(current.prompt, draft.prompt),
+        "warnings": warnings,
+    }
 
 
 def _refresh_credentials(request, agent: Agent) -> None:
@@ -128,18 +159,31 @@ def _refresh_credentials(request, agent: Agent) -> None:
     rule they cannot get (a stricter rule overlaps it) is said where the rule was saved."""
     for rule in credentials.direct_write_rules(agent):
         if not rule.granted:
-            messages.warning(request, _(
-                "%(target)s allows a direct replace, but the stricter %(others)s governs some of "
-                "the same files: runners' S3 credentials do not get %(target)s, so those "
-                "changes go through the post hook.") % {
-                "target": rule.target, "others": ", ".join(rule.left_out_for)})
+            messages.warning(
+                request,
+                _(
+                    "%(target)s allows a direct replace, but the stricter %(others)s governs some of "
+                    "the same files: runners' S3 credentials do not get %(target)s, so those "
+                    "changes go through the post hook."
+                )
+                % {"target": rule.target, "others": ", ".join(rule.left_out_for)},
+            )
     try:
         updated = credentials.credentials_refresh(agent=agent, by=request.user)
     except credentials.CredentialsUnavailable as exc:
-        messages.error(request, _("The runners' S3 policies were not updated: %(error)s Save "
-                                  "the hook policy again.") % {"error": exc.message})
+        messages.error(
+            request,
+            _("The runners' S3 policies were not updated: %(error)s Save the hook policy again.")
+            % {"error": exc.message},
+        )
     else:
         if updated:
-            messages.info(request, ngettext(
-                "Updated the S3 policy of %(count)d runner.",
-                "Updated the S3 policies of %(count)d runners.", updated) % {"count": updated})
+            messages.info(
+                request,
+                ngettext(
+                    "Updated the S3 policy of %(count)d runner.",
+                    "Updated the S3 policies of %(count)d runners.",
+                    updated,
+                )
+                % {"count": updated},
+            )

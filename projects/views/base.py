@@ -47,8 +47,12 @@ from projects.models import MemoryFile, Project, Revision
 REFUSED_TEMPLATE = "projects/refused.html"
 
 
-def project_view(*, capability: Callable[[str | None], bool] | None = None,
-                 methods: Iterable[str] | None = None, refused_to: str | None = None):
+def project_view(
+    *,
+    capability: Callable[[str | None], bool] | None = None,
+    methods: Iterable[str] | None = None,
+    refused_to: str | None = None,
+):
     """Decorate `view(request, project, role, **kwargs)` as the page at /p/<slug>/...;
     `methods` None takes any method (as a plain Django view does)."""
     allowed = [m.upper() for m in methods] if methods is not None else None
@@ -63,11 +67,13 @@ def project_view(*, capability: Callable[[str | None], bool] | None = None,
             try:
                 return view(request, project, role, **kwargs)
             except _ShownOn as shown:
-                return render(request, shown.template,
-                              {**shown.context, "error": explain(shown.refusal)}, status=503)
+                return render(
+                    request, shown.template, {**shown.context, "error": explain(shown.refusal)}, status=503
+                )
             except Refusal as exc:
-                return _refused(request, exc, project, role, kwargs, refused_to=refused_to,
-                                post_only=post_only)
+                return _refused(
+                    request, exc, project, role, kwargs, refused_to=refused_to, post_only=post_only
+                )
 
         if allowed is not None:
             page = require_http_methods(allowed)(page)
@@ -92,8 +98,16 @@ def on_refusal_show(template: str, context: dict):
         raise _ShownOn(exc, template, context) from exc
 
 
-def _refused(request, exc: Refusal, project: Project, role: str, kwargs: dict, *,
-             refused_to: str | None, post_only: bool):
+def _refused(
+    request,
+    exc: Refusal,
+    project: Project,
+    role: str,
+    kwargs: dict,
+    *,
+    refused_to: str | None,
+    post_only: bool,
+):
     if request.method == "POST":
         messages.error(request, explain(exc))
         if refused_to is not None:
@@ -101,8 +115,9 @@ def _refused(request, exc: Refusal, project: Project, role: str, kwargs: dict, *
         if post_only:
             return redirect("projects:project_detail", slug=project.slug)
         return redirect(request.get_full_path())
-    return render(request, REFUSED_TEMPLATE, {"project": project, "role": role,
-                                              "error": explain(exc)}, status=503)
+    return render(
+        request, REFUSED_TEMPLATE, {"project": project, "role": role, "error": explain(exc)}, status=503
+    )
 
 
 def _url_for(name: str, kwargs: dict) -> str:
@@ -123,8 +138,11 @@ def _url_for(name: str, kwargs: dict) -> str:
 def file_of(request, project: Project, role: str, file_id, *, edit: bool = False) -> MemoryFile:
     """The file, if the person may read it (and edit it, with `edit`); else the same 404 as a
     file that does not exist."""
-    file = (MemoryFile.objects.select_related("head", "project", "agent", "user")
-            .filter(project=project, pk=file_id).first())
+    file = (
+        MemoryFile.objects.select_related("head", "project", "agent", "user")
+        .filter(project=project, pk=file_id)
+        .first()
+    )
     if file is None or not permissions.can_read_file(request.user, role, file):
         raise Http404("No such file.")
     if edit and not permissions.can_edit_file(request.user, role, file):
@@ -133,15 +151,19 @@ def file_of(request, project: Project, role: str, file_id, *, edit: bool = False
 
 
 def revision_of(file: MemoryFile, number) -> Revision:
-    return get_object_or_404(Revision.objects.select_related("author_user", "author_agent",
-                                                             "renamed_from", "renamed_to"),
-                             file=file, number=number)
+    return get_object_or_404(
+        Revision.objects.select_related("author_user", "author_agent", "renamed_from", "renamed_to"),
+        file=file,
+        number=number,
+    )
 
 
 def file_context(request, project: Project, role: str, file: MemoryFile) -> dict:
     """What every file page's header needs (its tabs show what the person may do)."""
     return {
-        "project": project, "role": role, "file": file,
+        "project": project,
+        "role": role,
+        "file": file,
         "can_edit": permissions.can_edit_file(request.user, role, file),
         "can_delete": permissions.can_delete_file(request.user, role, file),
     }

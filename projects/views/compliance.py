@@ -30,10 +30,14 @@ def isolation_view(request, project, role):
     if request.method == "POST":
         found = isolation.check_and_record([project], ran_by=request.user.get_username())
         (messages.warning if found else messages.success)(
-            request, ngettext("Isolation check: %(count)d finding.",
-                              "Isolation check: %(count)d findings.", len(found)) % {"count": len(found)}
-            if found else _("Isolation check: every object has an owner and every record its "
-                            "object."))
+            request,
+            ngettext(
+                "Isolation check: %(count)d finding.", "Isolation check: %(count)d findings.", len(found)
+            )
+            % {"count": len(found)}
+            if found
+            else _("Isolation check: every object has an owner and every record its object."),
+        )
         return redirect("projects:isolation", slug=project.slug)
     wanted = request.GET.get("policy")
     if wanted:
@@ -44,18 +48,25 @@ def isolation_view(request, project, role):
             if agent is None:
                 raise Http404("No such agent.")
             document, name = credentials.runner_policy(agent), f"{project.slug}-{agent.slug}-runner"
-        response = HttpResponse(json.dumps(document, indent=2),
-                                content_type="application/json; charset=utf-8")
+        response = HttpResponse(
+            json.dumps(document, indent=2), content_type="application/json; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="{name}-policy.json"'
         return response
     for agent in agents:
         agent.access = credentials.runner_access(agent)
-    return render(request, "projects/isolation.html", {
-        "project": project, "role": role, "agents": agents,
-        "bucket": isolation.bucket_of(project),
-        "project_policy": json.dumps(isolation.project_policy(project), indent=2),
-        "last_check": project.isolation_checks.first(),
-    })
+    return render(
+        request,
+        "projects/isolation.html",
+        {
+            "project": project,
+            "role": role,
+            "agents": agents,
+            "bucket": isolation.bucket_of(project),
+            "project_policy": json.dumps(isolation.project_policy(project), indent=2),
+            "last_check": project.isolation_checks.first(),
+        },
+    )
 
 
 @project_view(capability=permissions.can_review)
@@ -70,8 +81,9 @@ def project_export_view(request, project, role):
         return redirect("projects:project_detail", slug=project.slug)
     out.seek(0)
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    return FileResponse(out, as_attachment=True, filename=f"{project.slug}-memory-{stamp}.zip",
-                        content_type="application/zip")
+    return FileResponse(
+        out, as_attachment=True, filename=f"{project.slug}-memory-{stamp}.zip", content_type="application/zip"
+    )
 
 
 @project_view(capability=permissions.can_manage)
@@ -79,15 +91,18 @@ def profile_erase_view(request, project, role, user_id):
     """Erase one employee's profile memory in this project, after a confirmation."""
     # A member, or someone who left the project and whose profile is still in it.
     person = get_object_or_404(
-        get_user_model().objects.filter(
+        get_user_model()
+        .objects.filter(
             Q(memberships__project=project)
-            | Q(memory_files__project=project, memory_files__scope=MemoryFile.Scope.USER)).distinct(),
-        pk=user_id)
+            | Q(memory_files__project=project, memory_files__scope=MemoryFile.Scope.USER)
+        )
+        .distinct(),
+        pk=user_id,
+    )
     # One action for the person everywhere the admin may erase (a GDPR request is about a
     # person, not a project): every such project, picked by default.
     choices = erasure.person_projects(person, by=request.user)
-    files = MemoryFile.objects.filter(project__in=choices, scope=MemoryFile.Scope.USER,
-                                      user=person)
+    files = MemoryFile.objects.filter(project__in=choices, scope=MemoryFile.Scope.USER, user=person)
     revisions = Revision.objects.filter(file__in=files).count()
     form = EraseForm(request.POST or None, username=person.get_username(), projects=choices)
     standing = erasure.holds_over(person, choices)
@@ -96,28 +111,49 @@ def profile_erase_view(request, project, role, user_id):
         if form.is_valid():
             picked = [p for p in choices if p.slug in form.cleaned_data["projects"]]
             try:
-                done = erasure.profile_erase(by=request.user, user=person,
-                                             reason=form.cleaned_data["reason"],
-                                             projects=picked)
+                done = erasure.profile_erase(
+                    by=request.user, user=person, reason=form.cleaned_data["reason"], projects=picked
+                )
             except ValidationError as exc:
                 form.add_error("reason", exc)
             except errors.Held as exc:
                 form.add_error(None, exc.message)
             except errors.StoreError as exc:
-                form.add_error(None, _("%(problem)s Some objects may be gone already; run the "
-                                       "erasure again to finish it.") % {"problem": exc.message})
+                form.add_error(
+                    None,
+                    _("%(problem)s Some objects may be gone already; run the erasure again to finish it.")
+                    % {"problem": exc.message},
+                )
             else:
                 drafts.saved(request, "erase", project.pk, person.pk)
-                messages.success(request, _(
-                    "Erased %(name)s's profile in %(projects)s: %(revisions)s, %(objects)s. The "
-                    "audit trail keeps who, when and why.") % {
-                    "name": person.get_username(), "projects": ", ".join(done.projects),
-                    "revisions": ngettext("%(count)d revision", "%(count)d revisions",
-                                          done.revisions) % {"count": done.revisions},
-                    "objects": ngettext("%(count)d object", "%(count)d objects",
-                                        done.objects) % {"count": done.objects}})
+                messages.success(
+                    request,
+                    _(
+                        "Erased %(name)s's profile in %(projects)s: %(revisions)s, %(objects)s. The "
+                        "audit trail keeps who, when and why."
+                    )
+                    % {
+                        "name": person.get_username(),
+                        "projects": ", ".join(done.projects),
+                        "revisions": ngettext("%(count)d revision", "%(count)d revisions", done.revisions)
+                        % {"count": done.revisions},
+                        "objects": ngettext("%(count)d object", "%(count)d objects", done.objects)
+                        % {"count": done.objects},
+                    },
+                )
                 return redirect("projects:people", slug=project.slug)
         status = 400
-    return render(request, "projects/profile_erase.html", {
-        "project": project, "role": role, "person": person, "form": form, "holds": standing,
-        "file_count": files.count(), "revision_count": revisions}, status=status)
+    return render(
+        request,
+        "projects/profile_erase.html",
+        {
+            "project": project,
+            "role": role,
+            "person": person,
+            "form": form,
+            "holds": standing,
+            "file_count": files.count(),
+            "revision_count": revisions,
+        },
+        status=status,
+    )

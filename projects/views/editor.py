@@ -46,14 +46,26 @@ def _editor(request, project, role, file: MemoryFile):
             data = form.cleaned_data
             try:
                 revision = store.file_save(
-                    file=file, content=data["content"], actor=Actor.person(request.user),
-                    message=data["message"], base_revision=data["base_revision"])
+                    file=file,
+                    content=data["content"],
+                    actor=Actor.person(request.user),
+                    message=data["message"],
+                    base_revision=data["base_revision"],
+                )
             except errors.SaveConflict as conflict:
                 # Merge the person's text with what is in storage now, over the revision they
                 # opened; the form is rebased on the new head so the merged text can be saved.
-                context.update(_merged(file, base=data["base_revision"], head=conflict.head,
-                                       theirs=conflict.head_text, yours=conflict.your_text,
-                                       message=data["message"], summary=conflict.summary))
+                context.update(
+                    _merged(
+                        file,
+                        base=data["base_revision"],
+                        head=conflict.head,
+                        theirs=conflict.head_text,
+                        yours=conflict.your_text,
+                        message=data["message"],
+                        summary=conflict.summary,
+                    )
+                )
                 return render(request, "projects/file_edit.html", context, status=409)
             except (errors.ContentRejected, errors.FileDeleted) as exc:
                 form.add_error("content", exc.message)
@@ -65,15 +77,22 @@ def _editor(request, project, role, file: MemoryFile):
             else:
                 drafts.saved(request, "edit", file.pk)
                 if revision.number == data["base_revision"]:  # the head's own text: no revision
-                    messages.info(request, _("Nothing changed since revision %(number)s, so no "
-                                             "revision was made.") % {"number": revision.number})
+                    messages.info(
+                        request,
+                        _("Nothing changed since revision %(number)s, so no revision was made.")
+                        % {"number": revision.number},
+                    )
                     return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
                 messages.success(request, _("Saved revision %(number)s.") % {"number": revision.number})
                 if revision.findings:
-                    messages.warning(request, _(
-                        "The scanner saw what may be personal data or a secret: %(found)s. "
-                        "Reviewers see it flagged; remove it if agents should not read it.")
-                        % {"found": scanning.summary(revision.findings)})
+                    messages.warning(
+                        request,
+                        _(
+                            "The scanner saw what may be personal data or a secret: %(found)s. "
+                            "Reviewers see it flagged; remove it if agents should not read it."
+                        )
+                        % {"found": scanning.summary(revision.findings)},
+                    )
                 return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
         if form.has_error("content", "merge_markers"):
             # Refused for its markers: show the choices again, the person's edits kept.
@@ -81,13 +100,22 @@ def _editor(request, project, role, file: MemoryFile):
             if resolve.is_valid():
                 data = resolve.cleaned_data
                 head = revision_of(file, data["merge_head"])
-                context.update(_merged(
-                    file, base=data["merge_base"], head=head, yours=data["your_text"],
-                    theirs=reading.revision_read(head),
-                    message=data["message"], summary=_("Some overlapping changes are not "
-                                                       "settled yet.")))
-        context.update(form=form, opened_revision=form.data.get("base_revision"),
-                       preview_html=render_markdown(form.data.get("content", "")))
+                context.update(
+                    _merged(
+                        file,
+                        base=data["merge_base"],
+                        head=head,
+                        yours=data["your_text"],
+                        theirs=reading.revision_read(head),
+                        message=data["message"],
+                        summary=_("Some overlapping changes are not settled yet."),
+                    )
+                )
+        context.update(
+            form=form,
+            opened_revision=form.data.get("base_revision"),
+            preview_html=render_markdown(form.data.get("content", "")),
+        )
         return render(request, "projects/file_edit.html", context, status=status)
 
     with on_refusal_show("projects/file_edit.html", context):
@@ -97,13 +125,16 @@ def _editor(request, project, role, file: MemoryFile):
     if within_limit(content.text)[1]:
         # Larger than a save allows (adopted before adoption refused such objects): a page of
         # tens of megabytes that could not be saved either. Restore a smaller revision.
-        context["error"] = _("This revision is larger than a memory file may be, so it cannot "
-                             "be edited here. Restore an earlier revision from the history, or "
-                             "delete the file.")
+        context["error"] = _(
+            "This revision is larger than a memory file may be, so it cannot "
+            "be edited here. Restore an earlier revision from the history, or "
+            "delete the file."
+        )
         return render(request, "projects/file_edit.html", context, status=409)
     form = EditForm(initial={"content": content.text, "base_revision": base})
-    context.update(form=form, opened_revision=base, content=content,
-                   preview_html=render_markdown(content.text))
+    context.update(
+        form=form, opened_revision=base, content=content, preview_html=render_markdown(content.text)
+    )
     return render(request, "projects/file_edit.html", context)
 
 
@@ -131,8 +162,9 @@ def file_new_view(request, project, role):
             except ValidationError as exc:  # a look-alike name was made meanwhile
                 form.add_error(None, exc)
             else:
-                response = _editor(request, project, role,
-                                   file_of(request, project, role, file.pk, edit=True))
+                response = _editor(
+                    request, project, role, file_of(request, project, role, file.pk, edit=True)
+                )
                 if response.status_code == 302:  # saved: the new file's draft is taken too
                     drafts.saved(request, "new", project.pk, path)
                 return response
@@ -143,38 +175,85 @@ def file_new_view(request, project, role):
         form = EditForm(initial={"content": "", "base_revision": None})
         status = 200
     draft = MemoryFile(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)
-    return render(request, "projects/file_edit.html", {
-        "project": project, "role": role, "file": draft, "draft": True, "can_edit": True,
-        "form": form, "opened_revision": None, "max_bytes": settings.MGC_MAX_FILE_BYTES,
-        "preview_html": render_markdown(form.data.get("content", ""))}, status=status)
+    return render(
+        request,
+        "projects/file_edit.html",
+        {
+            "project": project,
+            "role": role,
+            "file": draft,
+            "draft": True,
+            "can_edit": True,
+            "form": form,
+            "opened_revision": None,
+            "max_bytes": settings.MGC_MAX_FILE_BYTES,
+            "preview_html": render_markdown(form.data.get("content", "")),
+        },
+        status=status,
+    )
 
 
-def _merged(file: MemoryFile, *, base: int | None, head: Revision | None, theirs: str,
-            yours: str, message: str, summary: str, choices: dict | None = None) -> dict:
+def _merged(
+    file: MemoryFile,
+    *,
+    base: int | None,
+    head: Revision | None,
+    theirs: str,
+    yours: str,
+    message: str,
+    summary: str,
+    choices: dict | None = None,
+) -> dict:
     """The editor's context after a conflict: the three-way merge of the person's text and the
     head over the revision they opened, who changed the file in between, and the choices left."""
-    base_revision = (Revision.objects.filter(file=file, number=base).select_related("file__project")
-                     .first() if base else None)
+    base_revision = (
+        Revision.objects.filter(file=file, number=base).select_related("file__project").first()
+        if base
+        else None
+    )
     base_text = reading.revision_read(base_revision) if base_revision else ""
     head_number = head.number if head else None
-    theirs_label = (_("revision %(number)s, by %(author)s") % {
-        "number": head_number, "author": head.author_shown} if head else _("storage"))
-    result = merging.merge(base_text, theirs, yours, choices=choices, theirs_label=theirs_label,
-                           yours_label=_("your text"))
-    changes = (Revision.objects.filter(file=file, number__gt=base or 0)
-               .order_by("number").values_list("author_label", "author_kind"))[:50]
+    theirs_label = (
+        _("revision %(number)s, by %(author)s") % {"number": head_number, "author": head.author_shown}
+        if head
+        else _("storage")
+    )
+    result = merging.merge(
+        base_text, theirs, yours, choices=choices, theirs_label=theirs_label, yours_label=_("your text")
+    )
+    changes = (
+        Revision.objects.filter(file=file, number__gt=base or 0)
+        .order_by("number")
+        .values_list("author_label", "author_kind")
+    )[:50]
     changers = list(dict.fromkeys(changes))
-    form = EditForm(initial={"content": result.text, "message": message,
-                             "base_revision": head_number, "merging": bool(result.unresolved)})
+    form = EditForm(
+        initial={
+            "content": result.text,
+            "message": message,
+            "base_revision": head_number,
+            "merging": bool(result.unresolved),
+        }
+    )
     return {
-        "form": form, "opened_revision": head_number, "preview_html": render_markdown(result.text),
-        "merge": result, "merge_summary": summary, "merge_head": head,
-        "merge_changers": [(actor_shown(label), Revision.AuthorKind(kind).label)
-                           for label, kind in changers],
+        "form": form,
+        "opened_revision": head_number,
+        "preview_html": render_markdown(result.text),
+        "merge": result,
+        "merge_summary": summary,
+        "merge_head": head,
+        "merge_changers": [(actor_shown(label), Revision.AuthorKind(kind).label) for label, kind in changers],
         "merge_diff": diff_texts(theirs, result.text),
-        "resolve_form": ResolveForm(initial=(initial := {
-            "merge_base": base, "merge_head": head_number, "your_text": yours,
-            "message": message})),
+        "resolve_form": ResolveForm(
+            initial=(
+                initial := {
+                    "merge_base": base,
+                    "merge_head": head_number,
+                    "your_text": yours,
+                    "message": message,
+                }
+            )
+        ),
         "merge_carry": ResolveForm(initial=initial, auto_id=False),  # the editor's copy
         "your_text": yours,
         "merge_hunks": [(h, (choices or {}).get(h.index)) for h in result.hunks],
@@ -191,10 +270,18 @@ def _resolve(request, context: dict, file: MemoryFile):
     data = form.cleaned_data
     head = revision_of(file, data["merge_head"])
     theirs = reading.revision_read(head)
-    context.update(_merged(file, base=data["merge_base"], head=head, theirs=theirs,
-                           yours=data["your_text"], message=data["message"],
-                           summary=_("Your choices are applied below; check the text and save."),
-                           choices=form.choices(request.POST)))
+    context.update(
+        _merged(
+            file,
+            base=data["merge_base"],
+            head=head,
+            theirs=theirs,
+            yours=data["your_text"],
+            message=data["message"],
+            summary=_("Your choices are applied below; check the text and save."),
+            choices=form.choices(request.POST),
+        )
+    )
     return render(request, "projects/file_edit.html", context)
 
 
@@ -204,10 +291,13 @@ def preview_view(request):
     """Live preview: the same server-side pipeline as the read view. No side effects."""
     text = request.POST.get("content", "")
     if len(text.encode("utf-8", errors="replace")) > settings.MGC_MAX_FILE_BYTES:
-        return JsonResponse({"error": _("The text is larger than the file size limit.")},
-                            status=413)
+        return JsonResponse({"error": _("The text is larger than the file size limit.")}, status=413)
     text = text.replace("\r\n", "\n")
-    warnings = [{"label": f.label, "line": f.line, "excerpt": f.excerpt}
-                for f in scanning.scan(text)]
-    return JsonResponse({"html": render_markdown(text), "warnings": warnings,
-                         "bytes": len(text.encode("utf-8", errors="replace"))})
+    warnings = [{"label": f.label, "line": f.line, "excerpt": f.excerpt} for f in scanning.scan(text)]
+    return JsonResponse(
+        {
+            "html": render_markdown(text),
+            "warnings": warnings,
+            "bytes": len(text.encode("utf-8", errors="replace")),
+        }
+    )

@@ -33,14 +33,26 @@ def retention_view(request, project, role):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
-                messages.success(request, _("Added the rule %(rule)s. The preview below shows "
-                                            "what it expires.") % {"rule": rule.describe()})
+                messages.success(
+                    request,
+                    _("Added the rule %(rule)s. The preview below shows what it expires.")
+                    % {"rule": rule.describe()},
+                )
                 return redirect("projects:retention", slug=project.slug)
         status = 400
-    return render(request, "projects/retention.html", {
-        "project": project, "role": role, "form": form,
-        "rows": retention.preview(project), "days": retention.PREVIEW_DAYS,
-        "can_edit": permissions.can_manage(role)}, status=status)
+    return render(
+        request,
+        "projects/retention.html",
+        {
+            "project": project,
+            "role": role,
+            "form": form,
+            "rows": retention.preview(project),
+            "days": retention.PREVIEW_DAYS,
+            "can_edit": permissions.can_manage(role),
+        },
+        status=status,
+    )
 
 
 @project_view(capability=permissions.can_hold)
@@ -59,25 +71,43 @@ def holds_view(request, project, role):
                 if data["file"] and file is None:
                     raise ValidationError(_("No such file in this project."), code="hold_file")
                 hold, sweep = holds.hold_place(
-                    by=request.user, project=project, reason=data["reason"],
-                    case_reference=data["case_reference"], user=data["person"], file=file,
-                    glob=data["glob"])
+                    by=request.user,
+                    project=project,
+                    reason=data["reason"],
+                    case_reference=data["case_reference"],
+                    user=data["person"],
+                    file=file,
+                    glob=data["glob"],
+                )
             except ValidationError as exc:
                 form.add_error(None, exc)
             except errors.StoreError as exc:  # at the form, with what was typed
                 form.add_error(None, exc.message)
             else:
-                messages.success(request, _(
-                    "Placed legal hold #%(id)s on %(what)s: %(count)s stored versions are held by "
-                    "the storage itself.") % {"id": hold.pk, "what": hold.describe(),
-                                               "count": sweep.versions})
+                messages.success(
+                    request,
+                    _(
+                        "Placed legal hold #%(id)s on %(what)s: %(count)s stored versions are held by "
+                        "the storage itself."
+                    )
+                    % {"id": hold.pk, "what": hold.describe(), "count": sweep.versions},
+                )
                 if sweep.note:
                     messages.warning(request, sweep.note)
                 return redirect("projects:holds", slug=project.slug)
         status = 400
-    return render(request, "projects/holds.html", {
-        "project": project, "role": role, "form": form, "release_form": HoldReleaseForm(),
-        "holds": holds.holds_of(project)}, status=status)
+    return render(
+        request,
+        "projects/holds.html",
+        {
+            "project": project,
+            "role": role,
+            "form": form,
+            "release_form": HoldReleaseForm(),
+            "holds": holds.holds_of(project),
+        },
+        status=status,
+    )
 
 
 @project_view(capability=permissions.can_hold, methods=("POST",))
@@ -88,11 +118,18 @@ def hold_release_view(request, project, role, hold_id):
     try:
         sweep = holds.hold_release(by=request.user, hold=hold, note=note)
     except errors.StoreError as exc:  # released all the same: say what is left to do
-        messages.error(request, _("The hold is released in the console, but the storage did not "
-                                  "answer: %(problem)s Release it again.") % {
-            "problem": exc.message})
+        messages.error(
+            request,
+            _(
+                "The hold is released in the console, but the storage did not "
+                "answer: %(problem)s Release it again."
+            )
+            % {"problem": exc.message},
+        )
     else:
-        messages.success(request, _("Released legal hold #%(id)s on %(what)s (%(count)s stored "
-                                    "versions).") % {"id": hold.pk, "what": hold.describe(),
-                                                     "count": sweep.versions})
+        messages.success(
+            request,
+            _("Released legal hold #%(id)s on %(what)s (%(count)s stored versions).")
+            % {"id": hold.pk, "what": hold.describe(), "count": sweep.versions},
+        )
     return redirect("projects:holds", slug=project.slug)

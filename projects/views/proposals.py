@@ -22,10 +22,15 @@ def proposal_list_view(request, project, role):
     """Admins and compliance see every proposal; an employee sees those on their own USER.md
     and decides them (consent to what agents record about them)."""
     status = request.GET.get("status", "pending")
-    proposals = (Proposal.objects.filter(permissions.visible_proposals(request.user, role),
-                                         project=project, status=status)
-                 .select_related("file", "file__head", "file__agent", "file__user", "agent",
-                                 "session", "decided_by", "revision").order_by("-created_at"))
+    proposals = (
+        Proposal.objects.filter(
+            permissions.visible_proposals(request.user, role), project=project, status=status
+        )
+        .select_related(
+            "file", "file__head", "file__agent", "file__user", "agent", "session", "decided_by", "revision"
+        )
+        .order_by("-created_at")
+    )
     page = paging.page_of(proposals, paging.REVIEW, request)
     items = []
     for proposal in page:
@@ -33,24 +38,36 @@ def proposal_list_view(request, project, role):
             current = reading.file_read(proposal.file).text if proposal.file.head else ""
         except errors.StoreError:  # the proposal is shown, its diff against nothing
             current = ""
-        after = {"append": appended(current, proposal.content), "delete": "",
-                 "rename": current}.get(proposal.mode, proposal.content)
+        after = {"append": appended(current, proposal.content), "delete": "", "rename": current}.get(
+            proposal.mode, proposal.content
+        )
         proposal.can_decide = permissions.can_decide_proposal(request.user, role, proposal)
         proposal.session_visible = proposal.session_id is not None and (
-            permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk)
+            permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk
+        )
         items.append((proposal, diff_texts(current, after)))
     # One read per proposal shown (its diff quotes the file), not one per visit.
-    audit_reads(user=request.user, role=role, action="read.proposals", project=project,
-                reads=[(p, {"file": str(p.file_id)}) for p, _diff in items])
-    return render(request, "projects/proposal_list.html", {
-        "project": project, "role": role, "page": page, "items": items, "status": status})
+    audit_reads(
+        user=request.user,
+        role=role,
+        action="read.proposals",
+        project=project,
+        reads=[(p, {"file": str(p.file_id)}) for p, _diff in items],
+    )
+    return render(
+        request,
+        "projects/proposal_list.html",
+        {"project": project, "role": role, "page": page, "items": items, "status": status},
+    )
 
 
 @project_view(methods=("POST",), refused_to="projects:proposal_list")
 def proposal_decide_view(request, project, role, proposal_id):
     proposal = get_object_or_404(
-        Proposal.objects.filter(permissions.visible_proposals(request.user, role))
-        .select_related("file"), pk=proposal_id, project=project)
+        Proposal.objects.filter(permissions.visible_proposals(request.user, role)).select_related("file"),
+        pk=proposal_id,
+        project=project,
+    )
     permissions.require(permissions.can_decide_proposal(request.user, role, proposal))
     note = request.POST.get("note", "").replace("\x00", "\ufffd")[:500]  # storable anywhere
     decision = request.POST.get("decision")
@@ -58,17 +75,27 @@ def proposal_decide_view(request, project, role, proposal_id):
         try:
             revision = proposals.proposal_approve(proposal=proposal, by=request.user, note=note)
         except errors.SaveConflict as exc:
-            messages.error(request, _("The file changed since the agent proposed this change: "
-                                      "%(summary)s Reject it, or ask the agent again.")
-                           % {"summary": exc.summary})
+            messages.error(
+                request,
+                _(
+                    "The file changed since the agent proposed this change: "
+                    "%(summary)s Reject it, or ask the agent again."
+                )
+                % {"summary": exc.summary},
+            )
             return redirect("projects:proposal_list", slug=project.slug)
         if proposal.mode == "delete":
-            messages.success(request, _("Approved: %(file)s is deleted (revision "
-                                        "%(number)s); its history is kept.")
-                             % {"file": proposal.file, "number": revision.number})
+            messages.success(
+                request,
+                _("Approved: %(file)s is deleted (revision %(number)s); its history is kept.")
+                % {"file": proposal.file, "number": revision.number},
+            )
         else:
-            messages.success(request, _("Approved: %(file)s is now revision %(number)s.")
-                             % {"file": revision.file, "number": revision.number})
+            messages.success(
+                request,
+                _("Approved: %(file)s is now revision %(number)s.")
+                % {"file": revision.file, "number": revision.number},
+            )
     elif decision == "reject":
         proposals.proposal_reject(proposal=proposal, by=request.user, note=note)
         messages.success(request, _("Rejected. Nothing was written."))

@@ -29,20 +29,34 @@ def review_queue_view(request, project, role):
         items, status = [], 503
         messages.error(request, exc.message)
     _audit_review_reads(request, role, project, items)
-    open_flags = (Flag.objects.filter(project=project, resolved_at__isnull=True)
-                  .select_related("file", "file__agent", "file__user", "revision", "created_by"))
-    return render(request, "projects/review_queue.html", {
-        "project": project, "role": role, "page": page, "items": items,
-        "open_flags": open_flags[:50], "open_flag_count": open_flags.count(),
-    }, status=status)
+    open_flags = Flag.objects.filter(project=project, resolved_at__isnull=True).select_related(
+        "file", "file__agent", "file__user", "revision", "created_by"
+    )
+    return render(
+        request,
+        "projects/review_queue.html",
+        {
+            "project": project,
+            "role": role,
+            "page": page,
+            "items": items,
+            "open_flags": open_flags[:50],
+            "open_flag_count": open_flags.count(),
+        },
+        status=status,
+    )
 
 
 def _audit_review_reads(request, role, project, items) -> None:
     """One read per file whose changes the page showed (not one per visit; a reload within
     trail.READ_WINDOW adds nothing)."""
-    trail.audit_reads(user=request.user, role=role, action="read.review", project=project,
-                      reads=[(item.file, {"revision": item.file.head.number, "since": item.since})
-                             for item in items])
+    trail.audit_reads(
+        user=request.user,
+        role=role,
+        action="read.review",
+        project=project,
+        reads=[(item.file, {"revision": item.file.head.number, "since": item.since}) for item in items],
+    )
 
 
 @project_view(capability=permissions.can_review)
@@ -52,8 +66,9 @@ def review_file_view(request, project, role, file_id):
     file = queue.filter(pk=file_id).first()
     if file is None:
         file = get_object_or_404(MemoryFile, project=project, pk=file_id)
-        messages.info(request, _("You have reviewed %(path)s up to its latest revision.")
-                      % {"path": file.display_path})
+        messages.info(
+            request, _("You have reviewed %(path)s up to its latest revision.") % {"path": file.display_path}
+        )
         return redirect("projects:review_queue", slug=project.slug)
     status = 200
     try:
@@ -62,9 +77,18 @@ def review_file_view(request, project, role, file_id):
         items, status = [], 503
         messages.error(request, exc.message)
     _audit_review_reads(request, role, project, items)
-    return render(request, "projects/review_file.html", {
-        "project": project, "role": role, "file": file, "item": items[0] if items else None,
-        "queued": queue.count()}, status=status)
+    return render(
+        request,
+        "projects/review_file.html",
+        {
+            "project": project,
+            "role": role,
+            "file": file,
+            "item": items[0] if items else None,
+            "queued": queue.count(),
+        },
+        status=status,
+    )
 
 
 @project_view(capability=permissions.can_review, methods=("POST",))
@@ -74,18 +98,23 @@ def review_mark_view(request, project, role, file_id):
     # Its place in the queue before the mark takes it out: the next file is the one after it.
     queued = review.review_queue(reviewer=request.user, project=project).filter(pk=file.pk).first()
     try:
-        review.review_mark(reviewer=request.user, file=file,
-                           number=_int(request.POST.get("number")))
+        review.review_mark(reviewer=request.user, file=file, number=_int(request.POST.get("number")))
     except ValidationError as exc:
         messages.error(request, explain(exc))
         return redirect(_back(request, "projects:review_queue", project.slug))
     following = review.review_next(reviewer=request.user, project=project, after=queued)
     if following is None:
-        messages.success(request, _("Marked %(path)s reviewed. All files are reviewed up to "
-                                    "their latest revision.") % {"path": file.display_path})
+        messages.success(
+            request,
+            _("Marked %(path)s reviewed. All files are reviewed up to their latest revision.")
+            % {"path": file.display_path},
+        )
         return redirect("projects:review_queue", slug=project.slug)
-    messages.success(request, _("Marked %(path)s reviewed. Next in your queue: %(next)s.")
-                     % {"path": file.display_path, "next": following.display_path})
+    messages.success(
+        request,
+        _("Marked %(path)s reviewed. Next in your queue: %(next)s.")
+        % {"path": file.display_path, "next": following.display_path},
+    )
     return redirect("projects:review_file", slug=project.slug, file_id=following.pk)
 
 
@@ -93,8 +122,12 @@ def review_mark_view(request, project, role, file_id):
 def flag_create_view(request, project, role, file_id):
     file = get_object_or_404(MemoryFile, project=project, pk=file_id)
     try:
-        review.flag_create(by=request.user, file=file, number=_int(request.POST.get("number")),
-                           comment=request.POST.get("comment", ""))
+        review.flag_create(
+            by=request.user,
+            file=file,
+            number=_int(request.POST.get("number")),
+            comment=request.POST.get("comment", ""),
+        )
     except ValidationError as exc:
         messages.error(request, explain(exc))
     else:
@@ -107,9 +140,13 @@ def flag_create_view(request, project, role, file_id):
 
 def _flag_of(request, project, role, flag_id) -> Flag:
     """The flag, for a reviewer of its project or the author of the flagged revision."""
-    flag = (Flag.objects.select_related("file", "file__agent", "file__user", "file__project",
-                                        "revision", "created_by", "resolved_by")
-            .filter(project=project, pk=flag_id).first())
+    flag = (
+        Flag.objects.select_related(
+            "file", "file__agent", "file__user", "file__project", "revision", "created_by", "resolved_by"
+        )
+        .filter(project=project, pk=flag_id)
+        .first()
+    )
     if flag is None or not permissions.can_see_flag(request.user, role, flag):
         raise Http404("No such flag.")
     return flag
@@ -122,17 +159,27 @@ def flag_detail_view(request, project, role, flag_id):
     return _flag_page(request, project, role, _flag_of(request, project, role, flag_id))
 
 
-def _flag_page(request, project, role, flag: Flag, *, reply_error: str = "",
-               resolve_error: str = "", status: int = 200):
-    return render(request, "projects/flag_detail.html", {
-        "project": project, "role": role, "flag": flag, "file": flag.file,
-        "replies": flag.replies.select_related("author"),
-        "can_resolve": permissions.can_resolve_flag(role),
-        "is_author": flag.revision.author_user_id == request.user.pk,
-        "reply_error": reply_error, "resolve_error": resolve_error,
-        "reply_text": request.POST.get("text", "") if reply_error else "",
-        "resolve_note": request.POST.get("note", "") if resolve_error else "",
-    }, status=status)
+def _flag_page(
+    request, project, role, flag: Flag, *, reply_error: str = "", resolve_error: str = "", status: int = 200
+):
+    return render(
+        request,
+        "projects/flag_detail.html",
+        {
+            "project": project,
+            "role": role,
+            "flag": flag,
+            "file": flag.file,
+            "replies": flag.replies.select_related("author"),
+            "can_resolve": permissions.can_resolve_flag(role),
+            "is_author": flag.revision.author_user_id == request.user.pk,
+            "reply_error": reply_error,
+            "resolve_error": resolve_error,
+            "reply_text": request.POST.get("text", "") if reply_error else "",
+            "resolve_note": request.POST.get("note", "") if resolve_error else "",
+        },
+        status=status,
+    )
 
 
 @project_view(methods=("POST",))
@@ -156,8 +203,7 @@ def flag_resolve_view(request, project, role, flag_id):
     except ValidationError as exc:  # nothing resolved; the page asks for the note again
         return _flag_page(request, project, role, flag, resolve_error=explain(exc), status=400)
     drafts.saved(request, "resolve", flag.pk)
-    messages.success(request, _("Resolved the flag on %(path)s.")
-                     % {"path": flag.file.display_path})
+    messages.success(request, _("Resolved the flag on %(path)s.") % {"path": flag.file.display_path})
     return redirect(_back(request, "projects:review_queue", project.slug))
 
 
@@ -165,14 +211,14 @@ def _int(raw) -> int:
     try:
         return int(raw)
     except (TypeError, ValueError):
-        raise ValidationError(_("The form was incomplete; nothing was changed."),
-                              code="incomplete") from None
+        raise ValidationError(_("The form was incomplete; nothing was changed."), code="incomplete") from None
 
 
 def _back(request, name: str, slug: str) -> str:
     """Back to the page the form was on (same site only), else to `name`."""
     target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                                  require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return reverse(name, kwargs={"slug": slug})

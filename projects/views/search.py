@@ -17,8 +17,7 @@ def search_view(request, project, role):
     query = request.GET.get("q", "").strip()[:200]
     history = request.GET.get("history") == "1"
     terms = search.search_terms(query)
-    context = {"project": project, "role": role, "query": query, "history": history,
-               "terms": terms}
+    context = {"project": project, "role": role, "query": query, "history": history, "terms": terms}
     if query and not terms:
         context["error"] = _("Type at least one word to search for.")
     elif terms:
@@ -26,6 +25,11 @@ def search_view(request, project, role):
         page = paging.page_of(hits, paging.SEARCH, request)
         context["page"] = page
         context["hits"] = [(hit, highlighted(search.excerpt(hit.text, terms))) for hit in page]
-        audit_read(user=request.user, role=role, action="read.search", project=project,
-                   details={"query": query, "history": history, "results": page.paginator.count})
+        audit_read(
+            user=request.user,
+            role=role,
+            action="read.search",
+            project=project,
+            details={"query": query, "history": history, "results": page.paginator.count},
+        )
     return render(request, "projects/search.html", context, status=400 if "error" in context else 200)

@@ -28,42 +28,47 @@ def session_list_view(request, project, role):
     if not permissions.sees_everyone(role):
         sessions = sessions.filter(user=request.user)
     page = paging.page_of(sessions.order_by("-created_at"), paging.LIST, request)
-    return render(request, "projects/session_list.html",
-                  {"project": project, "role": role, "page": page})
+    return render(request, "projects/session_list.html", {"project": project, "role": role, "page": page})
 
 
 @project_view()
 def session_detail_view(request, project, role, session_id):
     """One session: the exact prompt its pre hook returned (from S3, checked against its
     sha256), tokens per file, the events, and a diff if re-assembling it now differs."""
-    session = get_object_or_404(AgentSession.objects.select_related("agent", "user"),
-                                pk=session_id, agent__project=project)
+    session = get_object_or_404(
+        AgentSession.objects.select_related("agent", "user"), pk=session_id, agent__project=project
+    )
     if not permissions.sees_everyone(role) and session.user_id != request.user.pk:
         raise Http404("No such session.")
     file_ids = {f["file_id"] for s in session.receipt for f in s["files"] if f.get("file_id")}
-    known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids)
-                .values_list("pk", flat=True))
+    known = set(str(pk) for pk in MemoryFile.objects.filter(pk__in=file_ids).values_list("pk", flat=True))
     raw = permissions.sees_everyone(role)  # the runner's JSON is for admins and reviewers
-    context = {"project": project, "role": role, "session": session, "known": known,
-               "events": [(e, _event_lines(e),
-                           json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True)
-                           if raw else None)
-                          for e in _events_of(session)],
-               "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f")}
+    context = {
+        "project": project,
+        "role": role,
+        "session": session,
+        "known": known,
+        "events": [
+            (
+                e,
+                _event_lines(e),
+                json.dumps(e.payload, indent=2, ensure_ascii=False, sort_keys=True) if raw else None,
+            )
+            for e in _events_of(session)
+        ],
+        "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f"),
+    }
     if session.prompt_removed:
         # Erased or expired on purpose: say who and why, instead of a receipt that fails its
         # check (re-assembling would only show what the erasure took out).
         removed = dict(session.prompt_removed)
         removed["when"] = parse_datetime(removed.get("at", "")) if removed.get("at") else None
         context["removed"], context["stored_prompt"] = removed, None
-        audit_read(user=request.user, role=role, action="read.session", project=project,
-                   obj=session)
+        audit_read(user=request.user, role=role, action="read.session", project=project, obj=session)
         return render(request, "projects/session_detail.html", context)
     try:
-        context["stored_prompt"] = receipts.prompt_read(project=project,
-                                                        sha256=session.prompt_sha256)
-        again = prompt_context.build_context(agent=session.agent, user=session.user,
-                                             at=session.created_at)
+        context["stored_prompt"] = receipts.prompt_read(project=project, sha256=session.prompt_sha256)
+        again = prompt_context.build_context(agent=session.agent, user=session.user, at=session.created_at)
     except errors.StoreError as exc:  # the session's own record is shown all the same
         context["prompt_error"] = exc.message
     except ValidationError as exc:  # today's manifest no longer parses
@@ -81,11 +86,19 @@ def _events_of(session: AgentSession) -> list[SessionEvent]:
     hook writes one row (older sessions have it as an event of its own)."""
     events = list(session.events.all())
     if not any(e.kind == SessionEvent.Kind.PRE for e in events):
-        events.insert(0, SessionEvent(session=session, kind=SessionEvent.Kind.PRE,
-                                      created_at=session.created_at, payload={
-                                          "total_tokens": session.total_tokens,
-                                          "prompt_sha256": session.prompt_sha256,
-                                          "bucket_checked": session.bucket_checked}))
+        events.insert(
+            0,
+            SessionEvent(
+                session=session,
+                kind=SessionEvent.Kind.PRE,
+                created_at=session.created_at,
+                payload={
+                    "total_tokens": session.total_tokens,
+                    "prompt_sha256": session.prompt_sha256,
+                    "bucket_checked": session.bucket_checked,
+                },
+            ),
+        )
     return events
 
 
@@ -93,33 +106,40 @@ def _event_lines(event) -> list[str]:
     """A hook's event as sentences a person reads (the JSON stays one click away for staff)."""
     payload = event.payload or {}
     if event.kind == "pre":
-        lines = [ngettext("Assembled a prompt of %(count)s token.",
-                          "Assembled a prompt of %(count)s tokens.",
-                          payload.get("total_tokens") or 0)
-                 % {"count": payload.get("total_tokens") or 0}]
+        lines = [
+            ngettext(
+                "Assembled a prompt of %(count)s token.",
+                "Assembled a prompt of %(count)s tokens.",
+                payload.get("total_tokens") or 0,
+            )
+            % {"count": payload.get("total_tokens") or 0}
+        ]
         if payload.get("bucket_checked") is False:
-            lines.append(_("Storage could not be listed: the prompt came from the console's "
-                           "records."))
+            lines.append(_("Storage could not be listed: the prompt came from the console's records."))
         return lines
     if event.kind == "tool":
-        return [_("Tool %(name)s: %(summary)s") % {"name": payload.get("name", "?"),
-                                                   "summary": payload.get("summary") or "–"}]
+        return [
+            _("Tool %(name)s: %(summary)s")
+            % {"name": payload.get("name", "?"), "summary": payload.get("summary") or "–"}
+        ]
     if event.kind == "error":
         return [_("Error: %(message)s") % {"message": payload.get("message") or "–"}]
-    lines = [_("Summary: %(summary)s") % {"summary": payload["summary"]}] \
-        if payload.get("summary") else []
+    lines = [_("Summary: %(summary)s") % {"summary": payload["summary"]}] if payload.get("summary") else []
     for result in payload.get("results", []):
         status, path = result.get("status"), result.get("path", "?")
         if status == "written" and result.get("unchanged"):
             lines.append(_("%(path)s: unchanged") % {"path": path})
         elif status == "written":
-            lines.append(_("%(path)s: written as revision %(number)s")
-                         % {"path": path, "number": result.get("revision")})
+            lines.append(
+                _("%(path)s: written as revision %(number)s")
+                % {"path": path, "number": result.get("revision")}
+            )
         elif status == "proposed":
             lines.append(_("%(path)s: proposed, waiting for approval") % {"path": path})
         elif status == "conflict":
             lines.append(_("%(path)s: not written, the file had changed") % {"path": path})
         else:
-            lines.append(_("%(path)s: refused (%(reason)s)")
-                         % {"path": path, "reason": result.get("message", status)})
+            lines.append(
+                _("%(path)s: refused (%(reason)s)") % {"path": path, "reason": result.get("message", status)}
+            )
     return lines

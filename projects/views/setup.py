@@ -25,11 +25,16 @@ def project_new_view(request):
             form.add_error(None, exc)
         else:
             drafts.saved(request, "project-new")
-            messages.success(request, _("Created %(name)s. Add members and agents next.")
-                             % {"name": project.name})
+            messages.success(
+                request, _("Created %(name)s. Add members and agents next.") % {"name": project.name}
+            )
             return redirect("projects:project_detail", slug=project.slug)
-    return render(request, "projects/project_form.html", {"form": form, "creating": True},
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "projects/project_form.html",
+        {"form": form, "creating": True},
+        status=400 if form.errors else 200,
+    )
 
 
 @project_view(capability=permissions.can_manage)
@@ -37,20 +42,31 @@ def project_settings_view(request, project, role):
     if request.method == "POST" and request.POST.get("archive") in ("1", "0"):
         archived = request.POST["archive"] == "1"
         setup.archive_set(by=request.user, target=project, archived=archived)
-        messages.success(request, _("Archived %(name)s: it is hidden from lists and its agents "
-                                    "get no prompt. Bring it back here at any time.")
-                         % {"name": project.name} if archived
-                         else _("%(name)s is back.") % {"name": project.name})
+        messages.success(
+            request,
+            _(
+                "Archived %(name)s: it is hidden from lists and its agents "
+                "get no prompt. Bring it back here at any time."
+            )
+            % {"name": project.name}
+            if archived
+            else _("%(name)s is back.") % {"name": project.name},
+        )
         return redirect("projects:project_detail", slug=project.slug)
-    form = ProjectForm(request.POST or None, initial={"name": project.name,
-                                                      "description": project.description})
+    form = ProjectForm(
+        request.POST or None, initial={"name": project.name, "description": project.description}
+    )
     if request.method == "POST" and form.is_valid():
         setup.project_update(by=request.user, project=project, **form.cleaned_data)
         drafts.saved(request, "project", project.pk)
         messages.success(request, _("Saved the project's settings."))
         return redirect("projects:project_detail", slug=project.slug)
-    return render(request, "projects/project_form.html", {
-        "form": form, "project": project, "role": role}, status=400 if form.errors else 200)
+    return render(
+        request,
+        "projects/project_form.html",
+        {"form": form, "project": project, "role": role},
+        status=400 if form.errors else 200,
+    )
 
 
 @project_view(capability=permissions.can_manage)
@@ -63,8 +79,15 @@ def agent_new_view(request, project, role):
             form.add_error("slug", exc)
         else:
             drafts.saved(request, "agent-new", project.pk)
-            messages.success(request, _("Created %(name)s. Write its SOUL.md, then give its runner "
-                                        "a token under Settings.") % {"name": agent.name})
+            messages.success(
+                request,
+                _("Created %(name)s. Write its SOUL.md, then give its runner a token under Settings.")
+                % {"name": agent.name},
+            )
             return redirect("projects:agent_detail", slug=project.slug, agent_slug=agent.slug)
-    return render(request, "projects/agent_form.html", {
-        "form": form, "project": project, "role": role}, status=400 if form.errors else 200)
+    return render(
+        request,
+        "projects/agent_form.html",
+        {"form": form, "project": project, "role": role},
+        status=400 if form.errors else 200,
+    )

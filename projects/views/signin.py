@@ -21,9 +21,12 @@ def lockout_response(request, original_response=None, credentials=None):
     if getattr(request, "mgc_signin_busy", False):
         return render(request, "registration/throttled.html", {"busy": True}, status=429)
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
-    return render(request, "registration/locked_out.html",
-                  {"failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": minutes},
-                  status=429)
+    return render(
+        request,
+        "registration/locked_out.html",
+        {"failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": minutes},
+        status=429,
+    )
 
 
 @login_required
@@ -35,12 +38,19 @@ def lockouts_view(request):
         kind, value = request.POST.get("kind", ""), request.POST.get("value", "")
         if kind in ("username", "ip_address") and value and "\x00" not in value:
             signin.lockout_lift(by=request.user, kind=kind, value=value)
-            messages.success(request, _("Unlocked %(value)s: its failed sign-ins are "
-                                        "forgotten.") % {"value": value})
+            messages.success(
+                request, _("Unlocked %(value)s: its failed sign-ins are forgotten.") % {"value": value}
+            )
         return redirect("lockouts")
-    return render(request, "registration/lockouts.html", {
-        "lockouts": signin.lockouts(), "limit": settings.AXES_FAILURE_LIMIT,
-        "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)})
+    return render(
+        request,
+        "registration/lockouts.html",
+        {
+            "lockouts": signin.lockouts(),
+            "limit": settings.AXES_FAILURE_LIMIT,
+            "minutes": int(settings.AXES_COOLOFF_TIME.total_seconds() // 60),
+        },
+    )
 
 
 def throttle_posts(view):
@@ -51,8 +61,7 @@ def throttle_posts(view):
     def wrapped(request, *args, **kwargs):
         if request.method == "POST":
             names = [f"client:{signin.client_ip(request)}", f"path:{request.path}"]
-            over = [name for name in names
-                    if signin.over_rate(name, settings.MGC_SET_PASSWORD_RATE)]
+            over = [name for name in names if signin.over_rate(name, settings.MGC_SET_PASSWORD_RATE)]
             if over:
                 signin.throttle_note(request, over)
                 return render(request, "registration/throttled.html", status=429)

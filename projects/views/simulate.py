@@ -18,8 +18,7 @@ from projects.views.base import on_refusal_show, project_view
 def simulate_view(request, project, role):
     """The prompt exactly as the runner would receive it, section by section. No side effects."""
     agents = list(Agent.objects.filter(project=project).order_by("name"))
-    members = (Membership.objects.filter(project=project).select_related("user")
-               .order_by("user__username"))
+    members = Membership.objects.filter(project=project).select_related("user").order_by("user__username")
     if not permissions.sees_everyone(role):
         members = members.filter(user=request.user)  # "what does the agent know about me"
     members = list(members)
@@ -34,17 +33,26 @@ def simulate_view(request, project, role):
     elif agent is None and agents:
         agent = agents[0]
     if wanted_user:  # a username, or a member's id (links made before usernames)
-        user = next((m.user for m in members if m.user.get_username() == wanted_user), None) \
-            or next((m.user for m in members if str(m.user_id) == wanted_user), None)
+        user = next((m.user for m in members if m.user.get_username() == wanted_user), None) or next(
+            (m.user for m in members if str(m.user_id) == wanted_user), None
+        )
         if user is None:
             problem = problem or (
                 _("No member of this project is called %(name)s.") % {"name": wanted_user}
                 if permissions.sees_everyone(role)
-                else _("You can see only what agents are told about you."))
+                else _("You can see only what agents are told about you.")
+            )
     elif not permissions.sees_everyone(role):
         user = request.user
-    context = {"project": project, "role": role, "agents": agents, "members": members,
-               "agent": agent, "selected_user": user, "at_raw": request.GET.get("at", "")}
+    context = {
+        "project": project,
+        "role": role,
+        "agents": agents,
+        "members": members,
+        "agent": agent,
+        "selected_user": user,
+        "at_raw": request.GET.get("at", ""),
+    }
     if problem:
         context["error"] = problem
         return render(request, "projects/simulate.html", context, status=400)
@@ -58,10 +66,18 @@ def simulate_view(request, project, role):
     except ValidationError as exc:
         context["error"] = explain(exc)
         return render(request, "projects/simulate.html", context, status=400)
-    audit_read(user=request.user, role=role, action="read.simulate", project=project, obj=agent,
-               details={"user": user.get_username() if user else None,
-                        "at": at.isoformat() if at else None,
-                        "prompt_sha256": assembly.sha256})
+    audit_read(
+        user=request.user,
+        role=role,
+        action="read.simulate",
+        project=project,
+        obj=agent,
+        details={
+            "user": user.get_username() if user else None,
+            "at": at.isoformat() if at else None,
+            "prompt_sha256": assembly.sha256,
+        },
+    )
     if request.GET.get("download"):
         response = HttpResponse(assembly.prompt, content_type="text/plain; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{agent.slug}-prompt.txt"'
@@ -70,10 +86,17 @@ def simulate_view(request, project, role):
     budget = assembly.budget or 0
     rows = []
     for section in assembly.sections:
-        rows.append({
-            "section": section,
-            "percent": round(100 * section.tokens / budget, 1) if budget else None,
-        })
-    context.update(assembly=assembly, rows=rows, at=at, file_ids=file_ids,
-                   used_percent=round(100 * assembly.total_tokens / budget, 1) if budget else None)
+        rows.append(
+            {
+                "section": section,
+                "percent": round(100 * section.tokens / budget, 1) if budget else None,
+            }
+        )
+    context.update(
+        assembly=assembly,
+        rows=rows,
+        at=at,
+        file_ids=file_ids,
+        used_percent=round(100 * assembly.total_tokens / budget, 1) if budget else None,
+    )
     return render(request, "projects/simulate.html", context)

@@ -30,16 +30,23 @@ def token_create_view(request, project, role, agent_slug):
     else:
         days = form.cleaned_data["expires_in_days"]
         _token, raw = bearer.token_create(
-            agent=agent, name=form.cleaned_data["name"], created_by=request.user,
-            expires_at=timezone.now() + dt.timedelta(days=days) if days else None)
+            agent=agent,
+            name=form.cleaned_data["name"],
+            created_by=request.user,
+            expires_at=timezone.now() + dt.timedelta(days=days) if days else None,
+        )
         # Shown once, on the next page only; only its hash is stored.
         request.session["new_token"] = raw
     return redirect("projects:agent_settings", slug=project.slug, agent_slug=agent_slug)
 
 
 def _token_of(project, agent_slug, token_id) -> AgentToken:
-    return get_object_or_404(AgentToken.objects.select_related("agent", "agent__project"),
-                             pk=token_id, agent__project=project, agent__slug=agent_slug)
+    return get_object_or_404(
+        AgentToken.objects.select_related("agent", "agent__project"),
+        pk=token_id,
+        agent__project=project,
+        agent__slug=agent_slug,
+    )
 
 
 @project_view(capability=permissions.can_manage, methods=("POST",))
@@ -48,15 +55,17 @@ def token_revoke_view(request, project, role, agent_slug, token_id):
     try:
         bearer.token_revoke(token=token, by=request.user)
     except credentials.CredentialsUnavailable as exc:
-        messages.error(request, _("Revoked %(token)s, but its S3 credentials are still live: "
-                                  "%(error)s") % {"token": token, "error": exc.message})
+        messages.error(
+            request,
+            _("Revoked %(token)s, but its S3 credentials are still live: %(error)s")
+            % {"token": token, "error": exc.message},
+        )
     else:
         messages.success(request, _("Revoked %(token)s.") % {"token": token})
     return redirect("projects:agent_settings", slug=project.slug, agent_slug=agent_slug)
 
 
-@project_view(capability=permissions.can_manage, methods=("POST",),
-              refused_to="projects:agent_settings")
+@project_view(capability=permissions.can_manage, methods=("POST",), refused_to="projects:agent_settings")
 def credentials_issue_view(request, project, role, agent_slug, token_id):
     """S3 credentials of the token's own, confined to the project's prefix; shown once."""
     token = _token_of(project, agent_slug, token_id)
@@ -67,21 +76,30 @@ def credentials_issue_view(request, project, role, agent_slug, token_id):
     else:
         endpoint = settings.STORAGES["memory"]["OPTIONS"].get("endpoint_url") or ""
         # The runner's environment, as runnerkit's direct sandbox reads it.
-        environment = "\n".join(f"{name}={value}" for name, value in (
-            ("MGC_RUNNER_S3_ENDPOINT_URL", endpoint),
-            ("MGC_RUNNER_S3_ACCESS_KEY_ID", credential.access_key_id),
-            ("MGC_RUNNER_S3_SECRET_ACCESS_KEY", secret)))
+        environment = "\n".join(
+            f"{name}={value}"
+            for name, value in (
+                ("MGC_RUNNER_S3_ENDPOINT_URL", endpoint),
+                ("MGC_RUNNER_S3_ACCESS_KEY_ID", credential.access_key_id),
+                ("MGC_RUNNER_S3_SECRET_ACCESS_KEY", secret),
+            )
+        )
         request.session["new_credentials"] = {
-            "token": token.name, "environment": environment,
-            "prefix": token.agent.project.prefix}
+            "token": token.name,
+            "environment": environment,
+            "prefix": token.agent.project.prefix,
+        }
     return redirect("projects:agent_settings", slug=project.slug, agent_slug=agent_slug)
 
 
-@project_view(capability=permissions.can_manage, methods=("POST",),
-              refused_to="projects:agent_settings")
+@project_view(capability=permissions.can_manage, methods=("POST",), refused_to="projects:agent_settings")
 def credentials_revoke_view(request, project, role, agent_slug, token_id):
     token = _token_of(project, agent_slug, token_id)
     ended = credentials.credentials_revoke(token=token, by=request.user)
-    messages.success(request, _("Deleted the S3 credentials of %(token)s.") % {"token": token}
-                     if ended else _("%(token)s has no live S3 credentials.") % {"token": token})
+    messages.success(
+        request,
+        _("Deleted the S3 credentials of %(token)s.") % {"token": token}
+        if ended
+        else _("%(token)s has no live S3 credentials.") % {"token": token},
+    )
     return redirect("projects:agent_settings", slug=project.slug, agent_slug=agent_slug)

@@ -23,12 +23,16 @@ def audit_log_view(request):
     if form.is_bound:
         if form.is_valid():
             data = form.cleaned_data
-            filters = {"project": data["project"], "actor": data["actor"].strip(),
-                       "action": data["action"], "since": data["since"], "until": data["until"]}
+            filters = {
+                "project": data["project"],
+                "actor": data["actor"].strip(),
+                "action": data["action"],
+                "since": data["since"],
+                "until": data["until"],
+            }
         else:
             status = 400
-    events = trail.audit_events(user=request.user, **filters) if status == 200 \
-        else AuditEvent.objects.none()
+    events = trail.audit_events(user=request.user, **filters) if status == 200 else AuditEvent.objects.none()
     export = request.GET.get("export")
     if export in ("csv", "jsonl") and status == 200:
         return _export(request, events, export, filters)
@@ -36,8 +40,12 @@ def audit_log_view(request):
     links = trail.object_links(page.object_list)
     for event in page.object_list:
         event.link = links.get(event.pk)
-    return render(request, "projects/audit_log.html",
-                  {"form": form, "page": page, "filtered": any(filters.values())}, status=status)
+    return render(
+        request,
+        "projects/audit_log.html",
+        {"form": form, "page": page, "filtered": any(filters.values())},
+        status=status,
+    )
 
 
 def _export(request, events, kind: str, filters: dict):

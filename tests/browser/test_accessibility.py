@@ -15,8 +15,12 @@ from projects.models import Agent, MemoryFile, Project
 from projects.runners import hooks, prehook
 
 # Slow: every main page, as two roles, in two languages, at two widths.
-pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.slow,
-              pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.db_independent,
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+]
 
 PASSWORD = "an accessible console 7"
 # A token no browser may break on its own: no spaces, no hyphens, no punctuation.
@@ -35,20 +39,40 @@ def demo(s3):
     project = Project.objects.get(slug="incident-analysis")
     agent = Agent.objects.get(project=project, slug="incident-analyst")
     session, _ = prehook.hook_pre(agent=agent, user=employee, external_ref=LONG)
-    hooks.hook_event(session=session, kind="tool",
-                     payload={"name": "grafana_query", "summary": LONG, "query": LONG})
-    hooks.hook_post(session=session, summary=LONG, writes=[
-        hooks.WriteRequest(path=f"workspace/notes/{LONG[:90]}.md", mode="replace",
-                           content=f"# Note\n\n{LONG}\n"),
-        hooks.WriteRequest(path="USER.md", mode="append", content=f"- Token: {LONG}\n"),
-    ])
-    audit_record(actor=Actor.person(employee), action="file.save", project=project,
-                 obj=None, details={"path": LONG, "note": LONG})
+    hooks.hook_event(
+        session=session, kind="tool", payload={"name": "grafana_query", "summary": LONG, "query": LONG}
+    )
+    hooks.hook_post(
+        session=session,
+        summary=LONG,
+        writes=[
+            hooks.WriteRequest(
+                path=f"workspace/notes/{LONG[:90]}.md", mode="replace", content=f"# Note\n\n{LONG}\n"
+            ),
+            hooks.WriteRequest(path="USER.md", mode="append", content=f"- Token: {LONG}\n"),
+        ],
+    )
+    audit_record(
+        actor=Actor.person(employee),
+        action="file.save",
+        project=project,
+        obj=None,
+        details={"path": LONG, "note": LONG},
+    )
     profile = MemoryFile.objects.get(project=project, scope="user", user=employee)
-    workspace = (MemoryFile.objects.filter(project=project, scope="workspace",
-                                           head__number__gt=1).order_by("path").first())
-    return {"project": project, "agent": agent, "employee": employee, "session": session,
-            "profile": profile, "workspace": workspace}
+    workspace = (
+        MemoryFile.objects.filter(project=project, scope="workspace", head__number__gt=1)
+        .order_by("path")
+        .first()
+    )
+    return {
+        "project": project,
+        "agent": agent,
+        "employee": employee,
+        "session": session,
+        "profile": profile,
+        "workspace": workspace,
+    }
 
 
 def _pages(demo) -> list[str]:
@@ -58,20 +82,43 @@ def _pages(demo) -> list[str]:
     w = f"{p}/f/{demo['workspace'].pk}"
     employee = demo["employee"].pk
     return [
-        "/", "/projects/", f"{p}/", f"{w}/", f"{w}/edit/", f"{w}/history/", f"{w}/diff/?a=1&b=2",
-        f"{w}/r/1/", f"{p}/workspace/", f"{p}/search/?q=latency",
+        "/",
+        "/projects/",
+        f"{p}/",
+        f"{w}/",
+        f"{w}/edit/",
+        f"{w}/history/",
+        f"{w}/diff/?a=1&b=2",
+        f"{w}/r/1/",
+        f"{p}/workspace/",
+        f"{p}/search/?q=latency",
         f"{p}/simulate/?agent={demo['agent'].slug}&user={employee}",
-        f"{p}/sessions/", f"{p}/sessions/{demo['session'].pk}/", f"{p}/proposals/",
-        f"{p}/review/", "/audit/", f"{p}/members/", f"{p}/people/", f"{p}/isolation/",
-        f"{a}/", f"{a}/settings/", f"{p}/people/{employee}/erase/", f"{p}/settings/",
-        f"{p}/new-agent/", "/new-project/",
+        f"{p}/sessions/",
+        f"{p}/sessions/{demo['session'].pk}/",
+        f"{p}/proposals/",
+        f"{p}/review/",
+        "/audit/",
+        f"{p}/members/",
+        f"{p}/people/",
+        f"{p}/isolation/",
+        f"{a}/",
+        f"{a}/settings/",
+        f"{p}/people/{employee}/erase/",
+        f"{p}/settings/",
+        f"{p}/new-agent/",
+        "/new-project/",
     ]
 
 
 def _employee_pages(demo) -> list[str]:
     p = f"/p/{demo['project'].slug}"
-    return ["/", f"{p}/", f"{p}/simulate/?agent={demo['agent'].slug}",
-            f"{p}/f/{demo['profile'].pk}/", f"{p}/proposals/"]
+    return [
+        "/",
+        f"{p}/",
+        f"{p}/simulate/?agent={demo['agent'].slug}",
+        f"{p}/f/{demo['profile'].pk}/",
+        f"{p}/proposals/",
+    ]
 
 
 def _login(page, base: str, username: str) -> None:
@@ -151,8 +198,7 @@ def test_every_main_page_passes_axe_and_fits_the_window_in_english_and_russian(b
         context.close()
     elapsed = time.monotonic() - started
     report = "\n".join(f"{where}:\n  " + "\n  ".join(found) for where, found in problems.items())
-    assert not problems, f"serious or critical axe violations, or too wide ({elapsed:.0f} s):" \
-                         f"\n{report}"
+    assert not problems, f"serious or critical axe violations, or too wide ({elapsed:.0f} s):\n{report}"
 
 
 RING = "e => `${getComputedStyle(e).outlineStyle} ${getComputedStyle(e).outlineWidth}`"
@@ -252,11 +298,24 @@ PHONE, LAPTOP = 390, 1280
 def _compliance_pages(demo) -> list[str]:
     p = f"/p/{demo['project'].slug}"
     w = f"{p}/f/{demo['workspace'].pk}"
-    return ["/", "/projects/", f"{p}/", f"{p}/review/", "/audit/", f"{p}/search/?q=latency",
-            f"{w}/", f"{w}/history/", f"{w}/diff/?a=1&b=2", f"{p}/workspace/", f"{p}/people/",
-            f"{p}/sessions/", f"{p}/sessions/{demo['session'].pk}/", f"{p}/proposals/",
-            f"{p}/simulate/?agent={demo['agent'].slug}&user={demo['employee'].pk}",
-            f"{p}/agents/{demo['agent'].slug}/"]
+    return [
+        "/",
+        "/projects/",
+        f"{p}/",
+        f"{p}/review/",
+        "/audit/",
+        f"{p}/search/?q=latency",
+        f"{w}/",
+        f"{w}/history/",
+        f"{w}/diff/?a=1&b=2",
+        f"{p}/workspace/",
+        f"{p}/people/",
+        f"{p}/sessions/",
+        f"{p}/sessions/{demo['session'].pk}/",
+        f"{p}/proposals/",
+        f"{p}/simulate/?agent={demo['agent'].slug}&user={demo['employee'].pk}",
+        f"{p}/agents/{demo['agent'].slug}/",
+    ]
 
 
 def test_every_main_page_of_each_role_fits_a_phone_and_a_laptop(browser, live_server, demo):
@@ -264,8 +323,11 @@ def test_every_main_page_of_each_role_fits_a_phone_and_a_laptop(browser, live_se
     every control reachable. Each page is loaded once and measured at both widths."""
     base = live_server.url
     problems = {}
-    for username, pages in (("admin", _pages(demo)), ("compliance", _compliance_pages(demo)),
-                            ("employee", _employee_pages(demo))):
+    for username, pages in (
+        ("admin", _pages(demo)),
+        ("compliance", _compliance_pages(demo)),
+        ("employee", _employee_pages(demo)),
+    ):
         context = browser.new_context(viewport={"width": PHONE, "height": 800})
         page = context.new_page()
         _login(page, base, username)

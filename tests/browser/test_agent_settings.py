@@ -20,24 +20,43 @@ def olga(s3, project, agent, make_user):
     user.set_password("settings and rules")
     user.save()
     Membership.objects.create(user=user, project=project, role="admin")
-    store.file_create(project=project, agent=agent, scope="agent", path="SOUL.md",
-                      content="You are calm.\n", actor=Actor.system("seed"))
-    store.file_create(project=project, agent=agent, scope="agent", path="AGENTS.md",
-                      content="Cite the runbook.\n", actor=Actor.system("seed"))
-    store.file_create(project=project, scope="workspace", path="decisions/pools.md",
-                      content="Pools sized by p99.\n", actor=Actor.system("seed"))
+    store.file_create(
+        project=project,
+        agent=agent,
+        scope="agent",
+        path="SOUL.md",
+        content="You are calm.\n",
+        actor=Actor.system("seed"),
+    )
+    store.file_create(
+        project=project,
+        agent=agent,
+        scope="agent",
+        path="AGENTS.md",
+        content="Cite the runbook.\n",
+        actor=Actor.system("seed"),
+    )
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="decisions/pools.md",
+        content="Pools sized by p99.\n",
+        actor=Actor.system("seed"),
+    )
     return user
 
 
 def _pre(client, token: str) -> dict:
-    response = client.post("/api/v1/hooks/pre", data="{}", content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/v1/hooks/pre", data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code == 200, response.content
     return json.loads(response.content)
 
 
-def test_admin_edits_the_manifest_and_the_next_pre_hook_follows(page, live_server, olga, project,
-                                                                agent, token, client):
+def test_admin_edits_the_manifest_and_the_next_pre_hook_follows(
+    page, live_server, olga, project, agent, token, client
+):
     before = _pre(client, token)
     assert "<agent_rules>" in before["prompt"] and "<decisions>" not in before["prompt"]
 

@@ -19,16 +19,14 @@ def olga(project, agent, make_user):
 
 
 def _log_in(page, live_server):
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"],
-                                   origin=live_server.url)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     page.goto(f"{live_server.url}/accounts/login/")
     page.get_by_label("Username").fill("olga-copies")
     page.get_by_label("Password").fill("copy that please")
     page.get_by_role("button", name="Log in").click()
 
 
-def test_a_new_token_is_copied_by_keyboard_and_the_copy_is_announced(
-        page, live_server, olga, project, agent):
+def test_a_new_token_is_copied_by_keyboard_and_the_copy_is_announced(page, live_server, olga, project, agent):
     _log_in(page, live_server)
     page.goto(f"{live_server.url}/p/{project.slug}/agents/{agent.slug}/settings/")
     page.locator("#id_name").fill("laptop")

@@ -24,12 +24,22 @@ def maria(s3, project, make_user):
     user.save()
     Membership.objects.create(user=user, project=project, role="employee")
     revision = store.file_create(
-        project=project, scope="user", user=user, path="USER.md", actor=Actor.person(user),
-        content="# Профиль: Мария Иванова\n\n- Role: incident manager.\n- Prefers short reports.\n")
+        project=project,
+        scope="user",
+        user=user,
+        path="USER.md",
+        actor=Actor.person(user),
+        content="# Профиль: Мария Иванова\n\n- Role: incident manager.\n- Prefers short reports.\n",
+    )
     file = MemoryFile.objects.select_related("head", "project").get(pk=revision.file_id)
-    store.file_save(file=file, actor=Actor.person(user), base_revision=1, message="time zone",
-                    content="# Профиль: Мария Иванова\n\n- Role: incident manager.\n"
-                            "- Prefers short reports.\n- Time zone: Europe/Moscow.\n")
+    store.file_save(
+        file=file,
+        actor=Actor.person(user),
+        base_revision=1,
+        message="time zone",
+        content="# Профиль: Мария Иванова\n\n- Role: incident manager.\n"
+        "- Prefers short reports.\n- Time zone: Europe/Moscow.\n",
+    )
     return user
 
 
@@ -91,8 +101,13 @@ def test_edit_preview_save_history_diff_restore_and_conflict(page, live_server, 
     editor = page.locator("textarea[name=content]")
     editor.press("Control+End")
     editor.type("- Mine: prefers calls before noon.\n")
-    store.file_save(file=_profile(maria), actor=Actor.person(maria), base_revision=4,
-                    content="# Профиль\n\n- Changed by someone else.\n", message="other tab")
+    store.file_save(
+        file=_profile(maria),
+        actor=Actor.person(maria),
+        base_revision=4,
+        content="# Профиль\n\n- Changed by someone else.\n",
+        message="other tab",
+    )
     page.get_by_role("button", name="Save").click()
     heading = page.locator("#conflict h2")
     expect(heading).to_contain_text("Changed since you opened it by maria")
@@ -125,8 +140,7 @@ def _profile(user):
     return MemoryFile.objects.select_related("head", "project").get(user=user, scope="user")
 
 
-def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, live_server, maria,
-                                                                        project):
+def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, live_server, maria, project):
     # Chromium sends the hidden copy of the person's text with CRLF line ends; merged against
     # LF texts, every line of it once differed, and "Keep yours" swallowed their other change.
     file = _profile(maria)
@@ -148,14 +162,14 @@ def test_keep_yours_in_chromium_keeps_the_other_sides_change_elsewhere(page, liv
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_text("Saved revision 4.")).to_be_visible()
     assert reading.file_read(_profile(maria)).text == "".join(
-        ["# Mine\n", *lines[1:-1], "- Changed at the end by someone else.\n"])
+        ["# Mine\n", *lines[1:-1], "- Changed at the end by someone else.\n"]
+    )
 
 
 DRAFTS = "Object.keys(localStorage).filter(k => k.startsWith('mgc-draft:'))"
 
 
-def test_typed_text_survives_an_ended_session_and_a_failed_save(page, live_server, maria,
-                                                                  project, s3):
+def test_typed_text_survives_an_ended_session_and_a_failed_save(page, live_server, maria, project, s3):
     """The session ends (logged out in another tab) while the editor holds typed text; Save
     lands on the login page, which says why; after logging in the editor offers the text
     back. Then storage fails on a save; the text comes back the same way once it is up."""
@@ -208,8 +222,7 @@ def test_typed_text_survives_an_ended_session_and_a_failed_save(page, live_serve
     assert page.evaluate(DRAFTS) == []
 
 
-def test_typed_text_survives_a_save_conflict_left_unresolved(page, live_server, maria, project,
-                                                             s3):
+def test_typed_text_survives_a_save_conflict_left_unresolved(page, live_server, maria, project, s3):
     """The file changes under the open editor; Save shows the merge and keeps the typed text
     in the browser. The person leaves without saving: back in the editor it is offered again,
     with a word that the file moved on, and saving it merges again instead of overwriting."""
@@ -257,11 +270,16 @@ STYLE = """el => { const s = getComputedStyle(el);
 
 
 def test_markdown_tables_are_drawn_with_borders_on_the_page_and_in_the_preview(
-        page, live_server, maria, project):
+    page, live_server, maria, project
+):
     page.on("dialog", lambda dialog: dialog.accept())  # leaving the editor with typed text
     file = _profile(maria)
-    store.file_save(file=file, actor=Actor.person(maria), base_revision=2,
-                    content=reading.revision_read(file.head) + "\n" + TABLE)
+    store.file_save(
+        file=file,
+        actor=Actor.person(maria),
+        base_revision=2,
+        content=reading.revision_read(file.head) + "\n" + TABLE,
+    )
     _login(page, live_server)
     page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/")
     for where in ("article.markdown", "#preview"):
@@ -274,16 +292,23 @@ def test_markdown_tables_are_drawn_with_borders_on_the_page_and_in_the_preview(
         table = page.locator(f"{where} table")
         expect(table.locator("th")).to_have_count(2)
         style = table.evaluate(STYLE)
-        assert (style["collapse"], style["display"], style["overflow"]) == (
-            "collapse", "block", "auto"), where  # a wide table scrolls in its own box
+        assert (style["collapse"], style["display"], style["overflow"]) == ("collapse", "block", "auto"), (
+            where
+        )  # a wide table scrolls in its own box
         th = table.locator("th").first.evaluate(STYLE)
         td = table.locator("td").first.evaluate(STYLE)
         assert th["border"] == td["border"] == "solid 1px", where
         assert th["background"] == "rgb(240, 242, 245)", where
         assert float(td["padding"].removesuffix("px")) > 0, where
     # On a phone a wide table scrolls inside its box; the page does not.
-    wide = reading.revision_read(_profile(maria).head) + "\n| " + " | ".join(
-        f"column {n}" for n in range(12)) + " |\n|" + "---|" * 12 + "\n"
+    wide = (
+        reading.revision_read(_profile(maria).head)
+        + "\n| "
+        + " | ".join(f"column {n}" for n in range(12))
+        + " |\n|"
+        + "---|" * 12
+        + "\n"
+    )
     store.file_save(file=_profile(maria), actor=Actor.person(maria), base_revision=3, content=wide)
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{live_server.url}/p/{project.slug}/f/{file.pk}/")

@@ -22,15 +22,28 @@ def rita(s3, project, agent, person, make_user):
     user.set_password("review all the things")
     user.save()
     Membership.objects.create(user=user, project=project, role="compliance")
-    profile = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                                content="# Maria\n\n- Prefers short reports.\n",
-                                actor=Actor.person(person))
-    store.file_save(file=profile.file, actor=Actor.for_agent(agent, "run-7"), base_revision=1,
-                    message="learned contact details",
-                    content="# Maria\n\n- Prefers short reports.\n- Mobile: +7 (916) 123-45-67.\n")
-    store.file_create(project=project, scope="workspace", path="incidents/2026-12-01.md",
-                      content="# Outage\n\nThe queue stalled after the deploy; rolled back.\n",
-                      actor=Actor.system("seed"))
+    profile = store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="# Maria\n\n- Prefers short reports.\n",
+        actor=Actor.person(person),
+    )
+    store.file_save(
+        file=profile.file,
+        actor=Actor.for_agent(agent, "run-7"),
+        base_revision=1,
+        message="learned contact details",
+        content="# Maria\n\n- Prefers short reports.\n- Mobile: +7 (916) 123-45-67.\n",
+    )
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="incidents/2026-12-01.md",
+        content="# Outage\n\nThe queue stalled after the deploy; rolled back.\n",
+        actor=Actor.system("seed"),
+    )
     return user
 
 
@@ -64,8 +77,7 @@ def test_review_flag_mark_search_and_audit(page, live_server, rita, project):
     page.get_by_role("button", name="Resolve flag").click()
     expect(page.locator(".messages")).to_contain_text("Resolved the flag")
     assert AuditEvent.objects.get(action="review.resolve").details["note"].startswith("The agent")
-    page.locator("section.review-item").first.get_by_role(
-        "button", name="Mark reviewed up to r2").click()
+    page.locator("section.review-item").first.get_by_role("button", name="Mark reviewed up to r2").click()
     # On to the next file of the queue, on its own page; marking it ends at the queue.
     expect(page.locator(".messages")).to_contain_text("Next in your queue")
     expect(page.locator("section.review-item")).to_have_count(1)

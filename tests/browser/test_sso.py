@@ -15,16 +15,20 @@ pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.djang
 
 @pytest.fixture
 def sso_live(sso, live_server):
-    sso.allow(redirect_uri=f"{live_server.url}/sso/complete/oidc/",
-              post_logout_uri=f"{live_server.url}/accounts/login/")
+    sso.allow(
+        redirect_uri=f"{live_server.url}/sso/complete/oidc/",
+        post_logout_uri=f"{live_server.url}/accounts/login/",
+    )
     return sso
 
 
 def test_sign_in_through_the_providers_login_page_lands_on_the_dashboard_with_the_mapped_role(
-        page, live_server, sso_live, make_project, make_user):
+    page, live_server, sso_live, make_project, make_user
+):
     project = make_project(slug="incident-analysis", name="Incident analysis")
-    groups.mapping_save(by=make_user("boss", is_superuser=True), project=project, group="sre",
-                        role="compliance")
+    groups.mapping_save(
+        by=make_user("boss", is_superuser=True), project=project, group="sre", role="compliance"
+    )
     sso_live.user("nadia", password="nadia's pass", groups=["sre"], first_name="Nadia")
 
     page.goto(f"{live_server.url}/accounts/login/")

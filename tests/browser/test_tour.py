@@ -31,8 +31,7 @@ def tour(browser, live_server, demo):
 
     def open_as(username: str, language: str = "en"):
         context = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US")
-        context.add_cookies([{"name": "django_language", "value": language,
-                              "url": live_server.url}])
+        context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
         contexts.append(context)
         page = context.new_page()
         page.goto(f"{live_server.url}/accounts/login/")
@@ -92,8 +91,13 @@ def test_tour_compliance_sees_truncation(tour, live_server):
 def test_tour_on_a_phone(browser, live_server, demo):
     """The employee on a phone (390 x 844): the dashboard's links and the consent page's
     Approve and Reject are on screen, the page does not scroll sideways."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US",
-                                  is_mobile=True, has_touch=True, device_scale_factor=1)
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        locale="en-US",
+        is_mobile=True,
+        has_touch=True,
+        device_scale_factor=1,
+    )
     page = context.new_page()
     page.goto(f"{live_server.url}/accounts/login/")
     page.locator("input[name=username]").fill("employee")

@@ -16,25 +16,44 @@ def proposals(s3, project, agent, person, make_user):
     """Pending proposals on Maria's USER.md, on Ivan's USER.md and on the agent's AGENTS.md."""
     ivan = make_user("ivan")
     Membership.objects.create(user=ivan, project=project, role=Membership.Role.EMPLOYEE)
-    mine = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                             content="Maria\n", actor=Actor.person(person)).file
-    theirs = store.file_create(project=project, scope="user", user=ivan, path="USER.md",
-                               content="Ivan\n", actor=Actor.person(ivan)).file
-    rules = store.file_create(project=project, scope="agent", agent=agent, path="AGENTS.md",
-                              content="Be brief.\n", actor=Actor.system("t")).file
+    mine = store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria\n",
+        actor=Actor.person(person),
+    ).file
+    theirs = store.file_create(
+        project=project, scope="user", user=ivan, path="USER.md", content="Ivan\n", actor=Actor.person(ivan)
+    ).file
+    rules = store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="AGENTS.md",
+        content="Be brief.\n",
+        actor=Actor.system("t"),
+    ).file
 
     def propose(file, content):
-        return Proposal.objects.create(project=project, file=file, agent=agent, mode="append",
-                                       content=content)
+        return Proposal.objects.create(
+            project=project, file=file, agent=agent, mode="append", content=content
+        )
 
-    return {"mine": propose(mine, "Maria works nights.\n"),
-            "theirs": propose(theirs, "Ivan likes tea.\n"),
-            "rules": propose(rules, "Always answer in haiku.\n"), "ivan": ivan}
+    return {
+        "mine": propose(mine, "Maria works nights.\n"),
+        "theirs": propose(theirs, "Ivan likes tea.\n"),
+        "rules": propose(rules, "Always answer in haiku.\n"),
+        "ivan": ivan,
+    }
 
 
 def _decide(client, project, proposal, decision, note=""):
-    return client.post(reverse("projects:proposal_decide", args=[project.slug, proposal.pk]),
-                       {"decision": decision, "note": note})
+    return client.post(
+        reverse("projects:proposal_decide", args=[project.slug, proposal.pk]),
+        {"decision": decision, "note": note},
+    )
 
 
 def test_employee_sees_only_proposals_on_their_own_profile(client, project, person, proposals):
@@ -50,7 +69,8 @@ def test_employee_sees_only_proposals_on_their_own_profile(client, project, pers
 
 
 def test_employee_approves_a_proposal_on_their_profile_and_the_trail_names_them(
-        client, s3, project, person, proposals):
+    client, s3, project, person, proposals
+):
     client.force_login(person)
     response = _decide(client, project, proposals["mine"], "approve", "yes, that is right")
     assert response.status_code == 302
@@ -59,8 +79,7 @@ def test_employee_approves_a_proposal_on_their_profile_and_the_trail_names_them(
     assert s3.get(proposal.file.key).decode() == "Maria\nMaria works nights.\n"
     assert proposal.revision.author_kind == Revision.AuthorKind.AGENT  # the agent's words
     event = AuditEvent.objects.get(action="proposal.approve")
-    assert (event.actor_user, event.actor_label, event.object_id) == (person, "maria",
-                                                                      str(proposal.pk))
+    assert (event.actor_user, event.actor_label, event.object_id) == (person, "maria", str(proposal.pk))
     assert event.details["note"] == "yes, that is right"
     assert audit_verify() == []
 
@@ -74,8 +93,7 @@ def test_employee_rejects_a_proposal_on_their_profile(client, s3, project, perso
     assert AuditEvent.objects.get(action="proposal.reject").actor_user == person
 
 
-def test_employee_cannot_decide_someone_elses_or_an_agents_proposal(
-        client, project, person, proposals):
+def test_employee_cannot_decide_someone_elses_or_an_agents_proposal(client, project, person, proposals):
     client.force_login(person)
     for name in ("theirs", "rules"):
         assert _decide(client, project, proposals[name], "approve").status_code == 404
@@ -98,8 +116,7 @@ def test_admin_keeps_deciding_every_proposal(client, project, admin, proposals):
     assert Proposal.objects.get(pk=proposals["rules"].pk).decided_by == admin
 
 
-def test_dashboard_counts_own_pending_proposals_and_links_to_them(
-        client, project, person, proposals):
+def test_dashboard_counts_own_pending_proposals_and_links_to_them(client, project, person, proposals):
     client.force_login(person)
     response = client.get(reverse("projects:dashboard"))
     [row] = response.context["profile_rows"]
@@ -113,12 +130,17 @@ def test_dashboard_counts_own_pending_proposals_and_links_to_them(
     assert row["pending"] == 0
 
 
-def test_an_append_proposal_on_a_file_deleted_meanwhile_is_not_approved(client, s3, project, admin,
-                                                                        agent):
-    notes = store.file_create(project=project, scope="workspace", path="notes/a.md",
-                              content="Note one.\n", actor=Actor.person(admin)).file
-    proposal = Proposal.objects.create(project=project, file=notes, agent=agent, mode="append",
-                                       content="Note two.\n")
+def test_an_append_proposal_on_a_file_deleted_meanwhile_is_not_approved(client, s3, project, admin, agent):
+    notes = store.file_create(
+        project=project,
+        scope="workspace",
+        path="notes/a.md",
+        content="Note one.\n",
+        actor=Actor.person(admin),
+    ).file
+    proposal = Proposal.objects.create(
+        project=project, file=notes, agent=agent, mode="append", content="Note two.\n"
+    )
     removal.file_delete(file=notes, actor=Actor.person(admin), base_revision=1)
     client.force_login(admin)
     page = _decide(client, project, proposal, "approve")
@@ -127,19 +149,26 @@ def test_an_append_proposal_on_a_file_deleted_meanwhile_is_not_approved(client, 
     assert s3.keys(notes.key) == []  # not brought back holding only the addition
 
 
-def test_decided_proposals_show_the_text_that_was_approved_or_rejected(client, project, person,
-                                                                       proposals, s3):
+def test_decided_proposals_show_the_text_that_was_approved_or_rejected(
+    client, project, person, proposals, s3
+):
     client.force_login(person)
     _decide(client, project, proposals["mine"], "approve", "right")
     url = reverse("projects:proposal_list", args=[project.slug])
     approved = client.get(url, {"status": "approved"}).content.decode()
     assert "Text to append" in approved and "Maria works nights." in approved
     revision = Proposal.objects.get(pk=proposals["mine"].pk).revision
-    assert reverse("projects:revision_detail",
-                   args=[project.slug, revision.file_id, revision.number]) in approved
-    other = Proposal.objects.create(project=project, file=proposals["mine"].file,
-                                    agent=proposals["mine"].agent, mode="replace",
-                                    content="Maria is someone else.\n")
+    assert (
+        reverse("projects:revision_detail", args=[project.slug, revision.file_id, revision.number])
+        in approved
+    )
+    other = Proposal.objects.create(
+        project=project,
+        file=proposals["mine"].file,
+        agent=proposals["mine"].agent,
+        mode="replace",
+        content="Maria is someone else.\n",
+    )
     _decide(client, project, other, "reject", "no")
     rejected = client.get(url, {"status": "rejected"}).content.decode()
     assert "Proposed text (replaces the file)" in rejected and "Maria is someone else." in rejected

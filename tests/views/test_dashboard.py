@@ -13,13 +13,24 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def scene(s3, project, agent, person, admin, reviewer):
-    profile = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                                content="Maria\n", actor=Actor.person(person))
-    store.file_save(file=profile.file, content="Maria\nPrefers UTC.\n",
-                    actor=Actor.for_agent(agent, "s1"), message="learned a preference",
-                    base_revision=1)
-    Proposal.objects.create(project=project, file=profile.file, agent=agent, mode="append",
-                            content="Likes tea.")
+    profile = store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria\n",
+        actor=Actor.person(person),
+    )
+    store.file_save(
+        file=profile.file,
+        content="Maria\nPrefers UTC.\n",
+        actor=Actor.for_agent(agent, "s1"),
+        message="learned a preference",
+        base_revision=1,
+    )
+    Proposal.objects.create(
+        project=project, file=profile.file, agent=agent, mode="append", content="Likes tea."
+    )
     review.flag_create(by=reviewer, file=profile.file, number=2, comment="check this")
     isolation.check_and_record([project], ran_by="test")
     return {"reviewer": reviewer, "profile": profile}

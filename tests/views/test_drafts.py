@@ -17,8 +17,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def profile(s3, project, person):
-    return store.file_create(project=project, scope="user", user=person, path="USER.md",
-                             content="# Maria\n", actor=Actor.person(person)).file
+    return store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="# Maria\n",
+        actor=Actor.person(person),
+    ).file
 
 
 def _saved(page: str) -> list[str]:
@@ -27,7 +33,8 @@ def _saved(page: str) -> list[str]:
 
 
 def test_a_saved_edit_tells_the_next_page_to_drop_the_draft_a_refused_one_does_not(
-        client, person, profile, project, s3):
+    client, person, profile, project, s3
+):
     client.force_login(person)
     edit = reverse("projects:file_edit", args=[project.slug, profile.pk])
     page = client.get(edit).content.decode()
@@ -44,13 +51,11 @@ def test_a_saved_edit_tells_the_next_page_to_drop_the_draft_a_refused_one_does_n
     assert _saved(client.get(edit).content.decode()) == []  # said once
 
 
-def test_a_save_conflict_keeps_the_draft_until_the_merged_text_is_saved(
-        client, person, profile, project):
+def test_a_save_conflict_keeps_the_draft_until_the_merged_text_is_saved(client, person, profile, project):
     client.force_login(person)
     edit = reverse("projects:file_edit", args=[project.slug, profile.pk])
     for number, text in ((1, "# Maria\n\nA\n\nB\n\nC\n"), (2, "# Maria\n\nA\n\nB\n\nC, elsewhere\n")):
-        store.file_save(file=profile, content=text, actor=Actor.person(person),
-                        base_revision=number)
+        store.file_save(file=profile, content=text, actor=Actor.person(person), base_revision=number)
     typed = "# Maria\n\nA, typed\n\nB\n\nC\n"  # on revision 2; revision 3 came meanwhile
     conflict = client.post(edit, {"content": typed, "base_revision": 2})
     page = conflict.content.decode()
@@ -67,11 +72,11 @@ def test_a_save_conflict_keeps_the_draft_until_the_merged_text_is_saved(
 
 
 def test_a_form_sent_after_the_session_ended_leads_to_login_and_back_to_its_page(
-        client, person, profile, project):
+    client, person, profile, project
+):
     page = reverse("projects:revision_detail", args=[project.slug, profile.pk, 1])
     flag = reverse("projects:flag_create", args=[project.slug, profile.pk])
-    response = client.post(flag, {"number": 1, "comment": "typed"},
-                           HTTP_REFERER=f"http://testserver{page}")
+    response = client.post(flag, {"number": 1, "comment": "typed"}, HTTP_REFERER=f"http://testserver{page}")
     assert response.status_code == 302
     assert response["Location"] == f"{reverse('login')}?next={page.replace('/', '%2F')}&ended=1"
     login = client.get(response["Location"]).content.decode()
@@ -85,15 +90,19 @@ def test_a_form_sent_after_the_session_ended_leads_to_login_and_back_to_its_page
 def test_every_form_a_person_types_into_keeps_a_draft(client, admin, project, agent, profile):
     client.force_login(admin)
     pages = {
-        reverse("projects:agent_settings", args=[project.slug, agent.slug]):
-            [f"manifest:{agent.pk}", f"policy:{agent.pk}", f"manifest_json:{agent.pk}",
-             f"policy_json:{agent.pk}"],
+        reverse("projects:agent_settings", args=[project.slug, agent.slug]): [
+            f"manifest:{agent.pk}",
+            f"policy:{agent.pk}",
+            f"manifest_json:{agent.pk}",
+            f"policy_json:{agent.pk}",
+        ],
         reverse("projects:project_settings", args=[project.slug]): [f"project:{project.pk}"],
         reverse("projects:agent_new", args=[project.slug]): [f"agent-new:{project.pk}"],
-        reverse("projects:members", args=[project.slug]):
-            [f"member-add:{project.pk}", f"account:{project.pk}"],
-        reverse("projects:revision_detail", args=[project.slug, profile.pk, 1]):
-            [f"flag:{profile.pk}:1"],
+        reverse("projects:members", args=[project.slug]): [
+            f"member-add:{project.pk}",
+            f"account:{project.pk}",
+        ],
+        reverse("projects:revision_detail", args=[project.slug, profile.pk, 1]): [f"flag:{profile.pk}:1"],
         reverse("projects:file_detail", args=[project.slug, profile.pk]): [],
     }
     for url, names in pages.items():

@@ -19,9 +19,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def profile_with_email(s3, project, person) -> MemoryFile:
-    revision = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                                 content="Maria, e-mail maria@example.com\n",
-                                 actor=Actor.person(person))
+    revision = store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Maria, e-mail maria@example.com\n",
+        actor=Actor.person(person),
+    )
     return MemoryFile.objects.select_related("head").get(pk=revision.file_id)
 
 
@@ -29,7 +34,8 @@ def profile_with_email(s3, project, person) -> MemoryFile:
 
 
 def test_compliance_reads_of_memory_are_audited_and_admin_reads_are_not(
-        client, project, profile_with_email, reviewer, admin):
+    client, project, profile_with_email, reviewer, admin
+):
     client.force_login(reviewer)
     pages = [
         ("projects:file_detail", [project.slug, profile_with_email.pk], "read.file"),
@@ -41,8 +47,11 @@ def test_compliance_reads_of_memory_are_audited_and_admin_reads_are_not(
     for name, args, action in pages:
         assert client.get(reverse(name, args=args)).status_code == 200
         event = AuditEvent.objects.order_by("-seq").first()
-        assert (event.action, event.actor_user, event.object_id) == (action, reviewer,
-                                                                     str(profile_with_email.pk))
+        assert (event.action, event.actor_user, event.object_id) == (
+            action,
+            reviewer,
+            str(profile_with_email.pk),
+        )
     client.force_login(admin)
     before = AuditEvent.objects.count()
     client.get(reverse("projects:file_detail", args=[project.slug, profile_with_email.pk]))
@@ -51,7 +60,8 @@ def test_compliance_reads_of_memory_are_audited_and_admin_reads_are_not(
 
 
 def test_a_compliance_simulation_is_audited_with_whom_it_was_for(
-        client, project, agent, profile_with_email, reviewer, person):
+    client, project, agent, profile_with_email, reviewer, person
+):
     client.force_login(reviewer)
     url = reverse("projects:simulate", args=[project.slug]) + f"?agent={agent.slug}&user={person.pk}"
     assert client.get(url).status_code == 200
@@ -66,8 +76,12 @@ def test_a_compliance_simulation_is_audited_with_whom_it_was_for(
 def trail(project, make_project, person, admin):
     other = make_project(slug="secret", name="Secret")
     audit_record(actor=Actor.person(admin), action="token.create", project=project)
-    audit_record(actor=Actor.person(person), action="file.save", project=project,
-                 details={"message": "=HYPERLINK(\"http://evil\")"})
+    audit_record(
+        actor=Actor.person(person),
+        action="file.save",
+        project=project,
+        details={"message": '=HYPERLINK("http://evil")'},
+    )
     audit_record(actor=Actor.person(admin), action="file.save", project=other)
     audit_record(actor=Actor.system("boot"), action="console.start")
     return other
@@ -106,8 +120,7 @@ def test_audit_filter_errors_are_said_not_500(client, trail, reviewer):
     assert response.status_code == 400  # not a project this person may review
 
 
-def test_audit_export_csv_and_jsonl_follow_the_filters_and_defuse_formulas(
-        client, trail, reviewer, project):
+def test_audit_export_csv_and_jsonl_follow_the_filters_and_defuse_formulas(client, trail, reviewer, project):
     client.force_login(reviewer)
     url = reverse("projects:audit_log")
     response = client.get(url, {"project": project.slug, "export": "csv"})
@@ -136,11 +149,11 @@ def test_employees_have_no_audit_page(client, person, trail):
     assert client.get(reverse("projects:audit_log")).status_code == 404
 
 
-def test_audit_page_query_count_does_not_grow_with_events(client, reviewer, project,
-                                                          django_assert_max_num_queries):
+def test_audit_page_query_count_does_not_grow_with_events(
+    client, reviewer, project, django_assert_max_num_queries
+):
     for n in range(60):
-        audit_record(actor=Actor.person(reviewer), action="read.file", project=project,
-                     details={"n": n})
+        audit_record(actor=Actor.person(reviewer), action="read.file", project=project, details={"n": n})
     client.force_login(reviewer)
     with django_assert_max_num_queries(12):
         response = client.get(reverse("projects:audit_log"))
@@ -156,23 +169,30 @@ def test_review_queue_mark_and_flag_from_the_page(client, project, agent, profil
     html = client.get(url).content.decode()
     assert "users/maria/USER.md" in html and "e-mail address" in html
     assert "maria@example.com" not in html.split("findings")[1].split("</ul>")[0]
-    response = client.post(reverse("projects:flag_create", args=[project.slug, profile_with_email.pk]),
-                           {"number": 1, "comment": "Private e-mail in the profile"})
+    response = client.post(
+        reverse("projects:flag_create", args=[project.slug, profile_with_email.pk]),
+        {"number": 1, "comment": "Private e-mail in the profile"},
+    )
     assert response.status_code == 302
     html = client.get(url).content.decode()
     assert "Private e-mail in the profile" in html and "Open flags (1)" in html
     client.post(reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]), {"number": 1})
     html = client.get(url).content.decode()
     assert "Nothing to review" in html and "Open flags (1)" in html
-    response = client.post(reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]),
-                           {"number": "x"}, follow=True)
+    response = client.post(
+        reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]),
+        {"number": "x"},
+        follow=True,
+    )
     assert b"The form was incomplete" in response.content
 
 
 def test_review_queue_refuses_cross_site_next(client, project, profile_with_email, reviewer):
     client.force_login(reviewer)
-    response = client.post(reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]),
-                           {"number": 1, "next": "https://evil.example/"})
+    response = client.post(
+        reverse("projects:review_mark", args=[project.slug, profile_with_email.pk]),
+        {"number": 1, "next": "https://evil.example/"},
+    )
     assert response.url == reverse("projects:review_queue", args=[project.slug])
 
 
@@ -187,19 +207,21 @@ def test_admin_adds_changes_and_removes_members(client, project, admin, make_use
     assert response.status_code == 400 and b"No active account is called nobody" in response.content
     client.post(url, {"username": "nina", "role": "employee"})
     membership = Membership.objects.get(user__username="nina")
-    client.post(reverse("projects:member_change", args=[project.slug, membership.pk]),
-                {"role": "compliance"})
+    client.post(reverse("projects:member_change", args=[project.slug, membership.pk]), {"role": "compliance"})
     membership.refresh_from_db()
     assert membership.role == "compliance"
     me = Membership.objects.get(user=admin)
-    response = client.post(reverse("projects:member_change", args=[project.slug, me.pk]),
-                           {"remove": "1"}, follow=True)
+    response = client.post(
+        reverse("projects:member_change", args=[project.slug, me.pk]), {"remove": "1"}, follow=True
+    )
     assert b"last admin" in response.content and Membership.objects.filter(pk=me.pk).exists()
-    client.post(reverse("projects:member_change", args=[project.slug, membership.pk]),
-                {"remove": "1"})
+    client.post(reverse("projects:member_change", args=[project.slug, membership.pk]), {"remove": "1"})
     assert not Membership.objects.filter(pk=membership.pk).exists()
     assert list(AuditEvent.objects.order_by("seq").values_list("action", flat=True)) == [
-        "member.grant", "member.role", "member.remove"]
+        "member.grant",
+        "member.role",
+        "member.remove",
+    ]
 
 
 # --- Isolation, export, erasure -----------------------------------------------------------------
@@ -239,8 +261,9 @@ def test_erasure_page_needs_the_username_typed(client, s3, project, profile_with
     response = client.post(url, {"reason": "request 7", "confirm": "mari"})
     assert response.status_code == 400 and b"Type maria exactly" in response.content
     assert MemoryFile.objects.filter(pk=profile_with_email.pk).exists()
-    response = client.post(url, {"reason": "request 7", "confirm": "maria",
-                                 "projects": [project.slug]}, follow=True)
+    response = client.post(
+        url, {"reason": "request 7", "confirm": "maria", "projects": [project.slug]}, follow=True
+    )
     assert b"Erased maria" in response.content
     assert not MemoryFile.objects.filter(pk=profile_with_email.pk).exists()
     assert [k for k in s3.keys() if f"users/{person.pk}/" in k] == []
@@ -260,8 +283,7 @@ def test_superuser_creates_a_project_and_becomes_its_admin(client, make_user, s3
     response = client.post(url, {"slug": "legal", "name": "Legal", "key_prefix": "teams/legal/"})
     assert response.status_code == 302
     assert Membership.objects.get(project__slug="legal").user == boss
-    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["project.create",
-                                                                      "member.grant"]
+    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["project.create", "member.grant"]
     duplicate = client.post(url, {"slug": "legal", "name": "Again"})
     assert duplicate.status_code == 400 and b"exists" in duplicate.content
 
@@ -272,23 +294,31 @@ def test_admin_creates_an_agent_and_edits_the_project(client, project, admin):
     assert client.post(url, {"slug": "scout", "name": "Scout"}).status_code == 302
     again = client.post(url, {"slug": "scout", "name": "Scout 2"})
     assert again.status_code == 400 and b"already has an agent called scout" in again.content
-    client.post(reverse("projects:project_settings", args=[project.slug]),
-                {"name": "Incidents (renamed)", "description": "d"})
+    client.post(
+        reverse("projects:project_settings", args=[project.slug]),
+        {"name": "Incidents (renamed)", "description": "d"},
+    )
     project.refresh_from_db()
     assert project.name == "Incidents (renamed)"
     assert list(AuditEvent.objects.order_by("seq").values_list("action", flat=True)) == [
-        "agent.create", "project.update"]
+        "agent.create",
+        "project.update",
+    ]
 
 
 def test_membership_changes_in_django_admin_are_audited_too(client, project, make_user):
     boss = make_user("boss", is_superuser=True, is_staff=True)
     nina = make_user("nina")
     client.force_login(boss)
-    response = client.post(reverse("admin:projects_membership_add"),
-                           {"user": nina.pk, "project": project.pk, "role": "compliance"})
+    response = client.post(
+        reverse("admin:projects_membership_add"),
+        {"user": nina.pk, "project": project.pk, "role": "compliance"},
+    )
     assert response.status_code == 302, response.content[:2000]
     membership = Membership.objects.get(user=nina)
     client.post(reverse("admin:projects_membership_delete", args=[membership.pk]), {"post": "yes"})
     assert not Membership.objects.filter(user=nina).exists()
     assert [(e.action, e.actor_user) for e in AuditEvent.objects.order_by("seq")] == [
-        ("member.grant", boss), ("member.remove", boss)]
+        ("member.grant", boss),
+        ("member.remove", boss),
+    ]

@@ -15,11 +15,23 @@ pytestmark = pytest.mark.django_db
 
 
 def test_an_employee_sees_workspace_sources_in_simulate_as_text_not_as_links(
-        client, s3, project, agent, person, admin):
-    store.file_create(project=project, scope="workspace", path="decisions/a.md",
-                      content="# Decision\n", actor=Actor.person(admin))
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="# Soul\n", actor=Actor.person(admin))
+    client, s3, project, agent, person, admin
+):
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="decisions/a.md",
+        content="# Decision\n",
+        actor=Actor.person(admin),
+    )
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="# Soul\n",
+        actor=Actor.person(admin),
+    )
     url = reverse("projects:simulate", args=[project.slug]) + f"?agent={agent.slug}"
     client.force_login(person)
     page = client.get(url).content.decode()
@@ -33,17 +45,30 @@ def test_an_employee_sees_workspace_sources_in_simulate_as_text_not_as_links(
     assert len(admin_links) == len(links) + 1  # the workspace file is linked for an admin
 
 
-def test_every_link_on_an_employees_own_session_page_opens(client, s3, project, agent, person,
-                                                          admin, token):
+def test_every_link_on_an_employees_own_session_page_opens(client, s3, project, agent, person, admin, token):
     import json
 
-    store.file_create(project=project, scope="workspace", path="decisions/a.md",
-                      content="# Decision\n", actor=Actor.person(admin))
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="# Soul\n", actor=Actor.person(admin))
-    session = client.post("/api/v1/hooks/pre", json.dumps({"user": person.username}),
-                          content_type="application/json",
-                          HTTP_AUTHORIZATION=f"Bearer {token}").json()["session"]
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="decisions/a.md",
+        content="# Decision\n",
+        actor=Actor.person(admin),
+    )
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="# Soul\n",
+        actor=Actor.person(admin),
+    )
+    session = client.post(
+        "/api/v1/hooks/pre",
+        json.dumps({"user": person.username}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    ).json()["session"]
     client.force_login(person)
     page = client.get(reverse("projects:session_detail", args=[project.slug, session]))
     body = page.content.decode()
@@ -55,7 +80,8 @@ def test_every_link_on_an_employees_own_session_page_opens(client, s3, project, 
 
 
 def test_the_agent_page_links_a_truncated_session_only_for_who_may_open_it(
-        client, s3, project, agent, person, admin, make_user):
+    client, s3, project, agent, person, admin, make_user
+):
     other = make_user("ivan")
     session = AgentSession.objects.create(agent=agent, user=other, truncated=True, receipt=[])
     url = reverse("projects:agent_detail", args=[project.slug, agent.slug])
@@ -71,25 +97,29 @@ def test_the_agent_page_links_a_truncated_session_only_for_who_may_open_it(
     assert found and client.get(found[1]).status_code == 200
 
 
-def test_the_language_switch_returns_to_the_form_page_after_a_post_only_answer(client, project,
-                                                                               admin):
+def test_the_language_switch_returns_to_the_form_page_after_a_post_only_answer(client, project, admin):
     client.force_login(admin)
     members = reverse("projects:members", args=[project.slug])
-    answer = client.post(reverse("projects:member_invite", args=[project.slug]),
-                         {"account-username": "bad name!", "account-role": "employee"},
-                         HTTP_REFERER=f"http://testserver{members}")
+    answer = client.post(
+        reverse("projects:member_invite", args=[project.slug]),
+        {"account-username": "bad name!", "account-role": "employee"},
+        HTTP_REFERER=f"http://testserver{members}",
+    )
     switch_to = re.search(r'name="next" value="([^"]*)"', answer.content.decode())[1]
     assert switch_to == members
     assert client.get(switch_to).status_code == 200
     # Without a usable Referer (another host, or none) it goes home rather than to a 405.
-    elsewhere = client.post(reverse("projects:member_invite", args=[project.slug]),
-                            {"account-username": "bad name!", "account-role": "employee"},
-                            HTTP_REFERER="https://evil.example/p/")
+    elsewhere = client.post(
+        reverse("projects:member_invite", args=[project.slug]),
+        {"account-username": "bad name!", "account-role": "employee"},
+        HTTP_REFERER="https://evil.example/p/",
+    )
     assert re.search(r'name="next" value="([^"]*)"', elsewhere.content.decode())[1] == "/"
 
 
-def test_in_debug_mode_a_hidden_page_is_the_consoles_404_like_a_missing_one(client, settings,
-                                                                            project, person):
+def test_in_debug_mode_a_hidden_page_is_the_consoles_404_like_a_missing_one(
+    client, settings, project, person
+):
     settings.DEBUG = True
     client.force_login(person)
     hidden = client.get(reverse("projects:members", args=[project.slug]))  # admins' page
@@ -99,8 +129,10 @@ def test_in_debug_mode_a_hidden_page_is_the_consoles_404_like_a_missing_one(clie
         assert response.status_code == 404
         assert "URLconf" not in body and "Raised by" not in body
     # The same page but for the language switch's way back to the address asked for.
-    same = [re.sub(r'name="(next|csrfmiddlewaretoken)" value="[^"]*"', "", r.content.decode())
-            for r in (hidden, missing)]
+    same = [
+        re.sub(r'name="(next|csrfmiddlewaretoken)" value="[^"]*"', "", r.content.decode())
+        for r in (hidden, missing)
+    ]
     assert same[0] == same[1]
 
 
@@ -109,10 +141,10 @@ def test_irreversible_buttons_ask_first(client, s3, project, agent, admin, make_
 
     bearer.token_create(agent=agent, name="runner", created_by=admin)
     client.force_login(admin)
-    settings_page = client.get(reverse("projects:agent_settings",
-                                       args=[project.slug, agent.slug])).content.decode()
-    assert re.search(r'action="[^"]+/revoke/"[^>]*data-confirm="Revoke this token\?',
-                     settings_page)
+    settings_page = client.get(
+        reverse("projects:agent_settings", args=[project.slug, agent.slug])
+    ).content.decode()
+    assert re.search(r'action="[^"]+/revoke/"[^>]*data-confirm="Revoke this token\?', settings_page)
     members = client.get(reverse("projects:members", args=[project.slug])).content.decode()
     assert 'data-confirm="Remove olga from this project?"' in members
 
@@ -124,16 +156,14 @@ def test_a_failed_login_keeps_the_username_and_focuses_the_password(client, pers
     assert re.search(r'id="id_password"[^>]*autofocus', body)
 
 
-def test_an_admin_who_removes_themselves_lands_on_the_dashboard(client, project, admin,
-                                                                make_user):
+def test_an_admin_who_removes_themselves_lands_on_the_dashboard(client, project, admin, make_user):
     from projects.models import Membership
 
     other = make_user("olga2")
     Membership.objects.create(user=other, project=project, role="admin")  # not the last admin
     client.force_login(admin)
     mine = Membership.objects.get(user=admin, project=project)
-    response = client.post(reverse("projects:member_change", args=[project.slug, mine.pk]),
-                           {"remove": "1"})
+    response = client.post(reverse("projects:member_change", args=[project.slug, mine.pk]), {"remove": "1"})
     assert response.url == reverse("projects:dashboard")
     assert client.get(response.url).status_code == 200
 
@@ -142,8 +172,7 @@ def test_an_admin_who_removes_themselves_lands_on_the_dashboard(client, project,
 def test_bucket_names_s3_refuses_are_refused_here(client, make_user, bucket):
     root = make_user("root", is_superuser=True)
     client.force_login(root)
-    page = client.post(reverse("projects:project_new"), {"slug": "p", "name": "P",
-                                                         "bucket": bucket})
+    page = client.post(reverse("projects:project_new"), {"slug": "p", "name": "P", "bucket": bucket})
     assert page.status_code == 400
     assert "A bucket name is 3-63 lowercase letters" in page.content.decode()
     assert not Project.objects.filter(slug="p").exists()
@@ -151,7 +180,8 @@ def test_bucket_names_s3_refuses_are_refused_here(client, make_user, bucket):
 
 def test_slugs_that_differ_only_in_case_are_one_slug(client, project, agent, admin):
     client.force_login(admin)
-    page = client.post(reverse("projects:agent_new", args=[project.slug]),
-                       {"slug": "Analyst", "name": "Another analyst"})
+    page = client.post(
+        reverse("projects:agent_new", args=[project.slug]), {"slug": "Analyst", "name": "Another analyst"}
+    )
     assert page.status_code == 400
     assert "already has an agent called Analyst" in page.content.decode()

@@ -17,7 +17,7 @@ def _settings_after(client, url, data):
 
 def test_skip_link_is_the_first_focusable_element_and_targets_main(client):
     page = client.get(reverse("login")).content.decode()
-    body = page[page.index("<body"):]
+    body = page[page.index("<body") :]
     first = re.search(r"<(a|button|input|select|textarea)\b[^>]*>", body).group(0)
     assert 'class="skip-link"' in first and 'href="#content"' in first
     assert '<main id="content"' in page
@@ -30,6 +30,7 @@ def test_error_message_is_an_alert_and_success_a_status(client, s3, admin, agent
     assert re.search(r'<p class="notice error" role="alert">Give the token a name', page)
 
     token, _ = bearer.token_create(agent=agent, name="nightly", created_by=admin)
-    page = _settings_after(client, reverse("projects:token_revoke",
-                                           kwargs={**kwargs, "token_id": token.pk}), {})
+    page = _settings_after(
+        client, reverse("projects:token_revoke", kwargs={**kwargs, "token_id": token.pk}), {}
+    )
     assert re.search(r'<p class="notice success" role="status">Revoked', page)

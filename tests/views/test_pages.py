@@ -24,8 +24,9 @@ def test_anonymous_visitors_are_sent_to_login(client):
     assert response.status_code == 302 and response.url.startswith(reverse("login"))
 
 
-def test_project_list_shows_only_member_projects(client, project, person, make_project,
-                                                 django_assert_num_queries):
+def test_project_list_shows_only_member_projects(
+    client, project, person, make_project, django_assert_num_queries
+):
     other = make_project(name="Secret tenders")
     client.force_login(person)
     response = client.get(reverse("projects:project_list"))
@@ -33,8 +34,9 @@ def test_project_list_shows_only_member_projects(client, project, person, make_p
     assert other.name.encode() not in response.content
 
 
-def test_project_list_query_count_does_not_grow_with_projects(client, make_user, make_project,
-                                                              django_assert_max_num_queries):
+def test_project_list_query_count_does_not_grow_with_projects(
+    client, make_user, make_project, django_assert_max_num_queries
+):
     user = make_user()
     for _ in range(30):
         Membership.objects.create(user=user, project=make_project(), role="admin")
@@ -51,8 +53,9 @@ def test_empty_state_for_a_person_without_projects(client, make_user):
 
 def test_other_projects_are_404_not_403(client, person, make_project, s3):
     other = make_project()
-    revision = store.file_create(project=other, scope="workspace", path="x.md", content="x\n",
-                                 actor=Actor.system("test"))
+    revision = store.file_create(
+        project=other, scope="workspace", path="x.md", content="x\n", actor=Actor.system("test")
+    )
     client.force_login(person)
     assert client.get(reverse("projects:project_detail", args=[other.slug])).status_code == 404
     url = reverse("projects:file_detail", args=[other.slug, revision.file_id])
@@ -63,8 +66,12 @@ def test_file_page_renders_sanitized_markdown_and_history(client, project, make_
     admin = make_user()
     Membership.objects.create(user=admin, project=project, role="admin")
     revision = store.file_create(
-        project=project, scope="workspace", path="x.md", actor=Actor.person(admin),
-        content="# Title\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))\n")
+        project=project,
+        scope="workspace",
+        path="x.md",
+        actor=Actor.person(admin),
+        content="# Title\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1))\n",
+    )
     client.force_login(admin)
     response = client.get(reverse("projects:file_detail", args=[project.slug, revision.file_id]))
     assert response.status_code == 200
@@ -77,8 +84,9 @@ def test_file_page_renders_sanitized_markdown_and_history(client, project, make_
 def test_file_page_says_storage_is_down_instead_of_500(client, project, make_user, s3):
     admin = make_user()
     Membership.objects.create(user=admin, project=project, role="admin")
-    revision = store.file_create(project=project, scope="workspace", path="x.md", content="x\n",
-                                 actor=Actor.person(admin))
+    revision = store.file_create(
+        project=project, scope="workspace", path="x.md", content="x\n", actor=Actor.person(admin)
+    )
     client.force_login(admin)
     s3.proxy.down = True
     response = client.get(reverse("projects:file_detail", args=[project.slug, revision.file_id]))
@@ -89,10 +97,22 @@ def test_file_page_says_storage_is_down_instead_of_500(client, project, make_use
 def test_employee_sees_own_profile_not_a_colleagues(client, project, person, make_user, s3):
     colleague = make_user("boris")
     Membership.objects.create(user=colleague, project=project, role="employee")
-    mine = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                             content="# Maria\n", actor=Actor.person(person))
-    theirs = store.file_create(project=project, scope="user", user=colleague, path="USER.md",
-                               content="# Boris\n", actor=Actor.person(colleague))
+    mine = store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="# Maria\n",
+        actor=Actor.person(person),
+    )
+    theirs = store.file_create(
+        project=project,
+        scope="user",
+        user=colleague,
+        path="USER.md",
+        content="# Boris\n",
+        actor=Actor.person(colleague),
+    )
     client.force_login(person)
     page = client.get(reverse("projects:project_detail", args=[project.slug])).content.decode()
     assert str(mine.file_id) in page and str(theirs.file_id) not in page

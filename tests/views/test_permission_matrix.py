@@ -48,8 +48,10 @@ class World:
 def world(s3, make_project, make_user) -> World:
     project = make_project(slug="incidents", name="Incidents")
     other = make_project(slug="tenders", name="Tenders")
-    people = {role: make_user(name) for role, name in
-              [(ADMIN, "olga"), (COMPLIANCE, "rita"), (EMPLOYEE, "maria"), (OUTSIDER, "oscar")]}
+    people = {
+        role: make_user(name)
+        for role, name in [(ADMIN, "olga"), (COMPLIANCE, "rita"), (EMPLOYEE, "maria"), (OUTSIDER, "oscar")]
+    }
     for role in (ADMIN, COMPLIANCE, EMPLOYEE):
         Membership.objects.create(user=people[role], project=project, role=role)
     ivan = make_user("ivan")
@@ -59,50 +61,86 @@ def world(s3, make_project, make_user) -> World:
     agent = Agent.objects.create(project=project, slug="analyst", name="Analyst")
     Agent.objects.create(project=other, slug="writer", name="Writer")
     system = Actor.system("matrix")
-    soul = store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                             content="calm\n", actor=system)
-    mine = store.file_create(project=project, scope="user", user=people[EMPLOYEE], path="USER.md",
-                             content="maria\n", actor=Actor.person(people[EMPLOYEE]))
-    store.file_save(file=mine.file, content="maria 2\n", actor=Actor.person(people[EMPLOYEE]),
-                    base_revision=1)
-    theirs = store.file_create(project=project, scope="user", user=ivan, path="USER.md",
-                               content="ivan\n", actor=Actor.person(ivan))
-    notes = store.file_create(project=project, scope="workspace", path="notes/a.md",
-                              content="note\n", actor=system)
-    old = store.file_create(project=project, scope="workspace", path="notes/old.md",
-                            content="old\n", actor=system)
-    removal.file_rename(file=old.file, target=records.workspace_file_new(project=project,
-                                                                     path="notes/new.md"),
-                        actor=system, base_revision=1)
+    soul = store.file_create(
+        project=project, scope="agent", agent=agent, path="SOUL.md", content="calm\n", actor=system
+    )
+    mine = store.file_create(
+        project=project,
+        scope="user",
+        user=people[EMPLOYEE],
+        path="USER.md",
+        content="maria\n",
+        actor=Actor.person(people[EMPLOYEE]),
+    )
+    store.file_save(
+        file=mine.file, content="maria 2\n", actor=Actor.person(people[EMPLOYEE]), base_revision=1
+    )
+    theirs = store.file_create(
+        project=project, scope="user", user=ivan, path="USER.md", content="ivan\n", actor=Actor.person(ivan)
+    )
+    notes = store.file_create(
+        project=project, scope="workspace", path="notes/a.md", content="note\n", actor=system
+    )
+    old = store.file_create(
+        project=project, scope="workspace", path="notes/old.md", content="old\n", actor=system
+    )
+    removal.file_rename(
+        file=old.file,
+        target=records.workspace_file_new(project=project, path="notes/new.md"),
+        actor=system,
+        base_revision=1,
+    )
     token, _ = bearer.token_create(agent=agent, name="runner", created_by=people[ADMIN])
-    own_session = AgentSession.objects.create(agent=agent, user=people[EMPLOYEE],
-                                              prompt_sha256="0" * 64)
+    own_session = AgentSession.objects.create(agent=agent, user=people[EMPLOYEE], prompt_sha256="0" * 64)
     ivan_session = AgentSession.objects.create(agent=agent, user=ivan, prompt_sha256="0" * 64)
-    proposal = Proposal.objects.create(project=project, file=mine.file, agent=agent,
-                                       mode="append", content="likes tea")
-    ivan_proposal = Proposal.objects.create(project=project, file=theirs.file, agent=agent,
-                                            mode="append", content="likes coffee")
-    soul_proposal = Proposal.objects.create(project=project, file=soul.file, agent=agent,
-                                            mode="append", content="be loud")
-    flag = review.flag_create(by=people[COMPLIANCE], file=notes.file, number=1,
-                                  comment="check")
-    hold = LegalHold.objects.create(project=project, kind="project", target="project incidents",
-                                    reason="matrix", placed_by=people[ADMIN])
-    refused = RefusedWrite.objects.create(project=project, key=f"{project.prefix}workspace/.x.md",
-                                          etag='"0"', size=1, reason="name",
-                                          writer_label="external")
+    proposal = Proposal.objects.create(
+        project=project, file=mine.file, agent=agent, mode="append", content="likes tea"
+    )
+    ivan_proposal = Proposal.objects.create(
+        project=project, file=theirs.file, agent=agent, mode="append", content="likes coffee"
+    )
+    soul_proposal = Proposal.objects.create(
+        project=project, file=soul.file, agent=agent, mode="append", content="be loud"
+    )
+    flag = review.flag_create(by=people[COMPLIANCE], file=notes.file, number=1, comment="check")
+    hold = LegalHold.objects.create(
+        project=project, kind="project", target="project incidents", reason="matrix", placed_by=people[ADMIN]
+    )
+    refused = RefusedWrite.objects.create(
+        project=project,
+        key=f"{project.prefix}workspace/.x.md",
+        etag='"0"',
+        size=1,
+        reason="name",
+        writer_label="external",
+    )
     # On a revision Maria wrote: hers to read and answer, not to resolve.
-    mine_flag = review.flag_create(by=people[COMPLIANCE], file=mine.file, number=2,
-                                   comment="is this yours?")
-    webhook = WebhookSubscription.objects.create(project=project, url="https://example.com/h",
-                                                 events=["flag.created"], secret="whsec_AAAA")
-    ids = {"slug": project.slug, "agent": agent.slug, "soul": soul.file_id, "mine": mine.file_id,
-           "theirs": theirs.file_id, "notes": notes.file_id, "token": token.pk,
-           "own_session": own_session.pk, "ivan_session": ivan_session.pk,
-           "proposal": proposal.pk, "ivan_proposal": ivan_proposal.pk,
-           "soul_proposal": soul_proposal.pk, "flag": flag.pk, "mine_flag": mine_flag.pk,
-           "ivan": ivan.pk, "refused": refused.pk, "hold": hold.pk, "webhook": webhook.pk,
-           "ivan_membership": Membership.objects.get(user=ivan).pk, "renamed": old.file_id}
+    mine_flag = review.flag_create(by=people[COMPLIANCE], file=mine.file, number=2, comment="is this yours?")
+    webhook = WebhookSubscription.objects.create(
+        project=project, url="https://example.com/h", events=["flag.created"], secret="whsec_AAAA"
+    )
+    ids = {
+        "slug": project.slug,
+        "agent": agent.slug,
+        "soul": soul.file_id,
+        "mine": mine.file_id,
+        "theirs": theirs.file_id,
+        "notes": notes.file_id,
+        "token": token.pk,
+        "own_session": own_session.pk,
+        "ivan_session": ivan_session.pk,
+        "proposal": proposal.pk,
+        "ivan_proposal": ivan_proposal.pk,
+        "soul_proposal": soul_proposal.pk,
+        "flag": flag.pk,
+        "mine_flag": mine_flag.pk,
+        "ivan": ivan.pk,
+        "refused": refused.pk,
+        "hold": hold.pk,
+        "webhook": webhook.pk,
+        "ivan_membership": Membership.objects.get(user=ivan).pk,
+        "renamed": old.file_id,
+    }
     return World(project, other, people, ids)
 
 
@@ -119,36 +157,46 @@ ROWS = [
     ("agent_detail", "get", {"slug": "slug", "agent_slug": "agent"}, None, ALL),
     ("agent_settings", "get", {"slug": "slug", "agent_slug": "agent"}, None, MANAGE),
     ("token_create", "post", {"slug": "slug", "agent_slug": "agent"}, {"name": ""}, MANAGE),
-    ("token_revoke", "post", {"slug": "slug", "agent_slug": "agent", "token_id": "token"}, {},
-     MANAGE),
-    ("credentials_issue", "post", {"slug": "slug", "agent_slug": "agent", "token_id": "token"},
-     {}, MANAGE),
-    ("credentials_revoke", "post", {"slug": "slug", "agent_slug": "agent", "token_id": "token"},
-     {}, MANAGE),
+    ("token_revoke", "post", {"slug": "slug", "agent_slug": "agent", "token_id": "token"}, {}, MANAGE),
+    ("credentials_issue", "post", {"slug": "slug", "agent_slug": "agent", "token_id": "token"}, {}, MANAGE),
+    ("credentials_revoke", "post", {"slug": "slug", "agent_slug": "agent", "token_id": "token"}, {}, MANAGE),
     ("simulate", "get", {"slug": "slug"}, None, ALL),
     ("session_list", "get", {"slug": "slug"}, None, ALL),
     ("session_detail", "get", {"slug": "slug", "session_id": "own_session"}, None, ALL),
     ("session_detail", "get", {"slug": "slug", "session_id": "ivan_session"}, None, REVIEW),
     ("proposal_list", "get", {"slug": "slug"}, None, ALL),  # employees: their own USER.md's
-    ("proposal_decide", "post", {"slug": "slug", "proposal_id": "proposal"},
-     {"decision": "neither"}, OWNER),
-    ("proposal_decide", "post", {"slug": "slug", "proposal_id": "ivan_proposal"},
-     {"decision": "neither"}, MANAGE),
-    ("proposal_decide", "post", {"slug": "slug", "proposal_id": "soul_proposal"},
-     {"decision": "neither"}, MANAGE),
+    ("proposal_decide", "post", {"slug": "slug", "proposal_id": "proposal"}, {"decision": "neither"}, OWNER),
+    (
+        "proposal_decide",
+        "post",
+        {"slug": "slug", "proposal_id": "ivan_proposal"},
+        {"decision": "neither"},
+        MANAGE,
+    ),
+    (
+        "proposal_decide",
+        "post",
+        {"slug": "slug", "proposal_id": "soul_proposal"},
+        {"decision": "neither"},
+        MANAGE,
+    ),
     ("people", "get", {"slug": "slug"}, None, ALL),
     ("members", "get", {"slug": "slug"}, None, MANAGE),
     ("member_invite", "post", {"slug": "slug"}, {"account-username": ""}, MANAGE),
     ("member_reinvite", "post", {"slug": "slug", "membership_id": "ivan_membership"}, {}, MANAGE),
-    ("member_change", "post", {"slug": "slug", "membership_id": "ivan_membership"},
-     {"role": "employee"}, MANAGE),
+    (
+        "member_change",
+        "post",
+        {"slug": "slug", "membership_id": "ivan_membership"},
+        {"role": "employee"},
+        MANAGE,
+    ),
     ("group_mappings", "get", {"slug": "slug"}, None, MANAGE),
     ("group_mappings", "post", {"slug": "slug"}, {"group": "", "role": "admin"}, MANAGE),
     ("webhook_list", "get", {"slug": "slug"}, None, MANAGE),
     ("webhook_list", "post", {"slug": "slug"}, {"url": ""}, MANAGE),
     ("webhook_detail", "get", {"slug": "slug", "webhook_id": "webhook"}, None, MANAGE),
-    ("webhook_action", "post", {"slug": "slug", "webhook_id": "webhook"}, {"action": "none"},
-     MANAGE),
+    ("webhook_action", "post", {"slug": "slug", "webhook_id": "webhook"}, {"action": "none"}, MANAGE),
     ("profile_erase", "get", {"slug": "slug", "user_id": "ivan"}, None, MANAGE),
     ("isolation", "get", {"slug": "slug"}, None, MANAGE),
     ("project_export", "get", {"slug": "slug"}, None, REVIEW),
@@ -156,8 +204,7 @@ ROWS = [
     ("review_file", "get", {"slug": "slug", "file_id": "notes"}, None, REVIEW),
     ("search", "get", {"slug": "slug"}, None, REVIEW),
     ("review_mark", "post", {"slug": "slug", "file_id": "notes"}, {"number": 1}, REVIEW),
-    ("flag_create", "post", {"slug": "slug", "file_id": "notes"}, {"number": 1, "comment": ""},
-     REVIEW),
+    ("flag_create", "post", {"slug": "slug", "file_id": "notes"}, {"number": 1, "comment": ""}, REVIEW),
     ("flag_resolve", "post", {"slug": "slug", "flag_id": "flag"}, {}, REVIEW),
     ("flag_resolve", "post", {"slug": "slug", "flag_id": "mine_flag"}, {}, REVIEW),
     ("flag_detail", "get", {"slug": "slug", "flag_id": "flag"}, None, REVIEW),
@@ -167,8 +214,13 @@ ROWS = [
     ("workspace", "get", {"slug": "slug"}, None, REVIEW),
     ("workspace_new", "post", {"slug": "slug"}, {"path": "../bad"}, MANAGE),
     ("file_new", "get", {"slug": "slug"}, None, MANAGE),
-    ("file_open", "post", {"slug": "slug"}, {"scope": "agent", "agent": "{agent_id}",
-                                             "path": "TOOLS.md"}, MANAGE),
+    (
+        "file_open",
+        "post",
+        {"slug": "slug"},
+        {"scope": "agent", "agent": "{agent_id}", "path": "TOOLS.md"},
+        MANAGE,
+    ),
     ("file_open", "post", {"slug": "slug"}, {"scope": "user", "user": "{ivan}"}, MANAGE),
     ("file_detail", "get", {"slug": "slug", "file_id": "soul"}, None, ALL),
     ("file_detail", "get", {"slug": "slug", "file_id": "mine"}, None, ALL),
@@ -189,8 +241,7 @@ ROWS = [
     ("file_restore", "post", {"slug": "slug", "file_id": "mine", "number": 1}, {}, OWNER),
     ("file_restore", "post", {"slug": "slug", "file_id": "soul", "number": 1}, {}, MANAGE),
     ("file_delete", "post", {"slug": "slug", "file_id": "notes"}, {}, MANAGE),
-    ("file_rename_undo", "post", {"slug": "slug", "file_id": "renamed", "number": 2}, {},
-     MANAGE),
+    ("file_rename_undo", "post", {"slug": "slug", "file_id": "renamed", "number": 2}, {}, MANAGE),
     ("file_delete", "post", {"slug": "slug", "file_id": "mine"}, {}, set()),  # only workspace
     ("refused_delete", "post", {"slug": "slug", "refused_id": "refused"}, {}, MANAGE),
     ("retention", "get", {"slug": "slug"}, None, REVIEW),
@@ -201,8 +252,7 @@ ROWS = [
 
 
 def _url(world: World, name: str, kwargs: dict, slug: str | None = None) -> str:
-    values = {key: (world.ids[value] if isinstance(value, str) else value)
-              for key, value in kwargs.items()}
+    values = {key: (world.ids[value] if isinstance(value, str) else value) for key, value in kwargs.items()}
     if slug and "slug" in values:
         values["slug"] = slug
     return reverse(f"projects:{name}", kwargs=values)
@@ -212,8 +262,10 @@ def _data(world: World, data: dict | None) -> dict | None:
     if data is None:
         return None
     agent_id = str(Agent.objects.get(project=world.project).pk)
-    return {key: value.format(agent_id=agent_id, **world.ids) if isinstance(value, str) else value
-            for key, value in data.items()}
+    return {
+        key: value.format(agent_id=agent_id, **world.ids) if isinstance(value, str) else value
+        for key, value in data.items()
+    }
 
 
 def _call(client, method: str, url: str, data):
@@ -235,14 +287,16 @@ def test_each_role_gets_exactly_its_pages(client, world, role):
         response = _call(client, method, url, _data(world, data))
         expected_ok = role in allowed
         ok = response.status_code in (200, 302, 400, 409)
-        if response.status_code >= 500 or (expected_ok and not ok) or (
-                not expected_ok and response.status_code != 404):
+        if (
+            response.status_code >= 500
+            or (expected_ok and not ok)
+            or (not expected_ok and response.status_code != 404)
+        ):
             wrong.append((role, method, url, response.status_code, expected_ok))
     assert wrong == []
 
 
-def test_an_admin_of_another_project_gets_404_for_every_object_under_their_own_slug(
-        client, world):
+def test_an_admin_of_another_project_gets_404_for_every_object_under_their_own_slug(client, world):
     """Oscar administers `tenders`; putting this project's object ids under his own slug must
     not reach them (agent, file, revision, session, proposal, flag, token, member, person)."""
     client.force_login(world.people[OUTSIDER])
@@ -256,10 +310,11 @@ def test_an_admin_of_another_project_gets_404_for_every_object_under_their_own_s
             leaks.append((method, url, response.status_code))
     assert leaks == []
     # And the posted ids of another project's agent or member are refused too.
-    for data in ({"scope": "agent", "agent": "{agent_id}", "path": "TOOLS.md"},
-                 {"scope": "user", "user": "{ivan}"}):
-        response = client.post(reverse("projects:file_open", args=[world.other.slug]),
-                               _data(world, data))
+    for data in (
+        {"scope": "agent", "agent": "{agent_id}", "path": "TOOLS.md"},
+        {"scope": "user", "user": "{ivan}"},
+    ):
+        response = client.post(reverse("projects:file_open", args=[world.other.slug]), _data(world, data))
         assert response.status_code == 404
 
 
@@ -283,9 +338,10 @@ def tokens(world):
     agent = Agent.objects.get(project=world.project)
     sibling = Agent.objects.create(project=world.project, slug="reporter", name="Reporter")
     foreign = Agent.objects.get(project=world.other)
-    made = {name: bearer.token_create(agent=a, name=name, created_by=world.people[ADMIN])
-            for name, a in [("own", agent), ("sibling", sibling), ("foreign", foreign),
-                            ("revoked", agent)]}
+    made = {
+        name: bearer.token_create(agent=a, name=name, created_by=world.people[ADMIN])
+        for name, a in [("own", agent), ("sibling", sibling), ("foreign", foreign), ("revoked", agent)]
+    }
     bearer.token_revoke(token=made["revoked"][0], by=world.people[ADMIN])
     return {name: raw for name, (_, raw) in made.items()}
 
@@ -305,10 +361,11 @@ API = [
 def test_api_matrix(client, world, tokens, caller):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {tokens[caller]}"} if caller in tokens else {}
     for path, body, allowed in API:
-        payload = {k: v.format(**{k2: str(v2) for k2, v2 in world.ids.items()})
-                   if isinstance(v, str) else v for k, v in body.items()}
-        response = client.post(path, data=json.dumps(payload), content_type="application/json",
-                               **headers)
+        payload = {
+            k: v.format(**{k2: str(v2) for k2, v2 in world.ids.items()}) if isinstance(v, str) else v
+            for k, v in body.items()
+        }
+        response = client.post(path, data=json.dumps(payload), content_type="application/json", **headers)
         if caller in ("revoked", "none"):
             expected = 401
         else:

@@ -85,8 +85,11 @@ def test_a_project_the_person_is_not_in_is_a_404(client, make_project, admin):
 
 
 def test_anonymous_visitors_are_sent_to_sign_in_before_anything_is_looked_up(client, project):
-    for url in (reverse("managed", args=[project.slug]), reverse("managed", args=["nope"]),
-                reverse("post_only", args=[project.slug])):
+    for url in (
+        reverse("managed", args=[project.slug]),
+        reverse("managed", args=["nope"]),
+        reverse("post_only", args=[project.slug]),
+    ):
         answer = client.get(url)
         assert answer.status_code == 302 and answer.url.startswith(reverse("login")), url
 
@@ -119,8 +122,7 @@ def test_a_refusal_after_a_post_goes_to_the_page_the_form_belongs_to(client, pro
 def test_a_refusal_after_a_post_to_a_post_only_url_goes_to_the_project(client, project, admin):
     client.force_login(admin)
     answer = client.post(reverse("post_only", args=[project.slug]), follow=True)
-    assert answer.redirect_chain == [(reverse("projects:project_detail", args=[project.slug]),
-                                      302)]
+    assert answer.redirect_chain == [(reverse("projects:project_detail", args=[project.slug]), 302)]
     assert answer.status_code == 200 and REFUSAL in answer.content.decode()
 
 
@@ -143,25 +145,27 @@ def test_on_refusal_show_keeps_the_views_own_page(client, project, person):
 
 
 def test_a_revision_page_keeps_its_tabs_when_storage_is_down(client, s3, project, admin):
-    revision = store.file_create(project=project, scope="workspace", path="notes/a.md",
-                                 content="Hello.\n", actor=Actor.person(admin))
+    revision = store.file_create(
+        project=project, scope="workspace", path="notes/a.md", content="Hello.\n", actor=Actor.person(admin)
+    )
     client.force_login(admin)
     cache.clear()  # the text the save kept in the cache: read from storage, which is down
     s3.proxy.down = True
-    page = client.get(reverse("projects:revision_detail",
-                              args=[project.slug, revision.file_id, 1]))
+    page = client.get(reverse("projects:revision_detail", args=[project.slug, revision.file_id, 1]))
     text = page.content.decode()
     assert page.status_code == 503 and "did not answer" in text
     assert reverse("projects:file_history", args=[project.slug, revision.file_id]) in text
 
 
 def test_a_delete_refused_by_storage_says_so_on_the_files_page(client, s3, project, admin):
-    revision = store.file_create(project=project, scope="workspace", path="notes/a.md",
-                                 content="Hello.\n", actor=Actor.person(admin))
+    revision = store.file_create(
+        project=project, scope="workspace", path="notes/a.md", content="Hello.\n", actor=Actor.person(admin)
+    )
     client.force_login(admin)
     s3.proxy.down = True
-    answer = client.post(reverse("projects:file_delete", args=[project.slug, revision.file_id]),
-                         {"base_revision": 1})
+    answer = client.post(
+        reverse("projects:file_delete", args=[project.slug, revision.file_id]), {"base_revision": 1}
+    )
     assert answer.status_code == 302
     assert answer.url == reverse("projects:file_detail", args=[project.slug, revision.file_id])
     assert "did not answer" in " ".join(_messages(answer))

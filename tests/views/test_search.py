@@ -20,19 +20,43 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def memory(s3, project, agent, person, make_project):
     system = Actor.system("t")
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You analyse incidents calmly.\n", actor=system)
-    profile = store.file_create(project=project, scope="user", user=person, path="USER.md",
-                                content="Мария prefers the tender deadline in UTC.\n",
-                                actor=Actor.person(person))
-    store.file_save(file=profile.file, content="Мария prefers short reports.\n",
-                    actor=Actor.person(person), base_revision=1)
-    store.file_create(project=project, scope="workspace", path="tenders/2026.md",
-                      content="The tender deadline moved to Friday <script>x</script>.\n",
-                      actor=system)
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You analyse incidents calmly.\n",
+        actor=system,
+    )
+    profile = store.file_create(
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="Мария prefers the tender deadline in UTC.\n",
+        actor=Actor.person(person),
+    )
+    store.file_save(
+        file=profile.file,
+        content="Мария prefers short reports.\n",
+        actor=Actor.person(person),
+        base_revision=1,
+    )
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="tenders/2026.md",
+        content="The tender deadline moved to Friday <script>x</script>.\n",
+        actor=system,
+    )
     other = make_project(slug="elsewhere")
-    store.file_create(project=other, scope="workspace", path="secret.md",
-                      content="tender deadline of another project\n", actor=system)
+    store.file_create(
+        project=other,
+        scope="workspace",
+        path="secret.md",
+        content="tender deadline of another project\n",
+        actor=system,
+    )
     return profile
 
 
@@ -45,7 +69,9 @@ def test_current_files_match_every_word_and_other_projects_never(memory, project
 def test_history_finds_old_revisions(memory, project):
     hits = list(search.search_memory(project=project, query="tender deadline", history=True))
     assert sorted((h.file.display_path, h.number, h.is_head) for h in hits) == [
-        ("users/maria/USER.md", 1, False), ("workspace/tenders/2026.md", 1, True)]
+        ("users/maria/USER.md", 1, False),
+        ("workspace/tenders/2026.md", 1, True),
+    ]
 
 
 def test_russian_words_match(memory, project):
@@ -89,12 +115,22 @@ def test_search_query_count_does_not_grow_with_matches(client, s3, project, revi
         return len(queries)
 
     for n in range(2):
-        store.file_create(project=project, scope="workspace", path=f"a{n}.md",
-                          content=f"incident {n}\n", actor=Actor.system("t"))
+        store.file_create(
+            project=project,
+            scope="workspace",
+            path=f"a{n}.md",
+            content=f"incident {n}\n",
+            actor=Actor.system("t"),
+        )
     few = count()
     for n in range(2, 20):
-        store.file_create(project=project, scope="workspace", path=f"a{n}.md",
-                          content=f"incident {n}\n", actor=Actor.system("t"))
+        store.file_create(
+            project=project,
+            scope="workspace",
+            path=f"a{n}.md",
+            content=f"incident {n}\n",
+            actor=Actor.system("t"),
+        )
     assert count() == few
 
 
@@ -118,8 +154,7 @@ def test_index_search_rebuilds_from_s3(memory, project):
 def test_postgresql_search_uses_the_full_text_index(memory, project):
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off")
-        sql, params = search.fulltext_match(SearchText.objects.all(),
-                                               ["deadline"]).query.sql_with_params()
+        sql, params = search.fulltext_match(SearchText.objects.all(), ["deadline"]).query.sql_with_params()
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("SET enable_seqscan = on")
@@ -129,9 +164,13 @@ def test_postgresql_search_uses_the_full_text_index(memory, project):
 def test_yo_and_ye_are_one_letter_to_search(memory, project, s3):
     """Russian writes "ёжик" and "ежик" alike: either finds the other, on PostgreSQL (full-text,
     through its index expression) and on SQLite (the scan), and the excerpt marks the word."""
-    file = store.file_create(project=project, scope="workspace", path="notes/hedgehog.md",
-                             content="Ёжик в тумане: ёлка у входа.\n",
-                             actor=Actor.system("t")).file
+    file = store.file_create(
+        project=project,
+        scope="workspace",
+        path="notes/hedgehog.md",
+        content="Ёжик в тумане: ёлка у входа.\n",
+        actor=Actor.system("t"),
+    ).file
     for query in ("ежик", "ЁЖИК", "Елка ежик"):
         hits = list(search.search_memory(project=project, query=query))
         assert [h.file_id for h in hits] == [file.pk], query

@@ -30,24 +30,25 @@ class CountingHasher(MD5PasswordHasher):
 @pytest.fixture(autouse=True)
 def counting_hasher():
     cache.clear()  # lockout flags and rate counters of earlier tests
-    with override_settings(PASSWORD_HASHERS=["tests.views.test_signin.CountingHasher"],
-                           AXES_FAILURE_LIMIT=LIMIT):
+    with override_settings(
+        PASSWORD_HASHERS=["tests.views.test_signin.CountingHasher"], AXES_FAILURE_LIMIT=LIMIT
+    ):
         CountingHasher.runs = 0
         yield CountingHasher
 
 
 def _login(client, username, password, ip="203.0.113.7"):
-    return client.post(reverse("login"), {"username": username, "password": password},
-                       REMOTE_ADDR=ip)
+    return client.post(reverse("login"), {"username": username, "password": password}, REMOTE_ADDR=ip)
 
 
 def test_fifty_wrong_passwords_lock_the_account_before_any_hash_and_audit_it_once(
-        client, make_user, counting_hasher):
+    client, make_user, counting_hasher
+):
     make_user("maria")
     counting_hasher.runs = 0
     statuses = [_login(client, "maria", f"wrong-{n}").status_code for n in range(50)]
-    assert statuses[:LIMIT - 1] == [200] * (LIMIT - 1)  # the form again, with its error
-    assert statuses[LIMIT - 1:] == [429] * (50 - LIMIT + 1)
+    assert statuses[: LIMIT - 1] == [200] * (LIMIT - 1)  # the form again, with its error
+    assert statuses[LIMIT - 1 :] == [429] * (50 - LIMIT + 1)
     hashed = counting_hasher.runs
     assert hashed == LIMIT  # one password check per failure up to the lockout, none after
 
@@ -62,8 +63,7 @@ def test_fifty_wrong_passwords_lock_the_account_before_any_hash_and_audit_it_onc
     assert audit_verify() == []
 
 
-def test_the_account_is_locked_from_every_address_and_the_address_for_every_account(
-        client, make_user):
+def test_the_account_is_locked_from_every_address_and_the_address_for_every_account(client, make_user):
     make_user("maria")
     make_user("oleg")
     for n in range(LIMIT):
@@ -93,8 +93,10 @@ def test_an_admin_unlocks_the_account_and_the_address_and_it_is_audited(client, 
         response = admin_client.post(reverse("lockouts"), {"kind": kind, "value": value})
         assert response.status_code == 302
     assert "No failed sign-ins" in admin_client.get(reverse("lockouts")).content.decode()
-    assert list(AuditEvent.objects.filter(action="account.unlock")
-                .values_list("actor_label", flat=True)) == ["boss", "boss"]
+    assert list(AuditEvent.objects.filter(action="account.unlock").values_list("actor_label", flat=True)) == [
+        "boss",
+        "boss",
+    ]
     assert _login(client, "maria", "pw-maria").status_code == 302
 
 
@@ -108,8 +110,10 @@ def test_lockouts_page_is_for_superusers_only(client, admin):
 def test_the_set_password_form_is_held_to_a_rate_per_address_and_per_link(client, make_user):
     make_user("nina")
     url = reverse("password_reset_confirm", args=["OTk5OTk5", "set-password"])  # a wrong link
-    statuses = [client.post(url, {"new_password1": "x", "new_password2": "x"},
-                            REMOTE_ADDR="203.0.113.9").status_code for _ in range(7)]
+    statuses = [
+        client.post(url, {"new_password1": "x", "new_password2": "x"}, REMOTE_ADDR="203.0.113.9").status_code
+        for _ in range(7)
+    ]
     assert statuses[:5] == [200] * 5 and statuses[5:] == [429, 429]
     # The same link from another address: the link's own count is spent too.
     other = client.post(url, {"new_password1": "x"}, REMOTE_ADDR="198.51.100.1")
@@ -124,17 +128,26 @@ def test_the_set_password_form_is_held_to_a_rate_per_address_and_per_link(client
 def test_behind_a_proxy_the_client_address_is_the_one_the_proxy_saw(client, make_user):
     maria = make_user("maria")
     for n in range(LIMIT):
-        client.post(reverse("login"), {"username": f"nobody{n}", "password": "x"},
-                    REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="1.2.3.4, 203.0.113.50")
+        client.post(
+            reverse("login"),
+            {"username": f"nobody{n}", "password": "x"},
+            REMOTE_ADDR="10.0.0.1",
+            HTTP_X_FORWARDED_FOR="1.2.3.4, 203.0.113.50",
+        )
     # The proxy's own address is not locked: another client behind it signs in.
-    response = client.post(reverse("login"), {"username": "maria", "password": "pw-maria"},
-                           REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.51")
+    response = client.post(
+        reverse("login"),
+        {"username": "maria", "password": "pw-maria"},
+        REMOTE_ADDR="10.0.0.1",
+        HTTP_X_FORWARDED_FOR="203.0.113.51",
+    )
     assert response.status_code == 302
     assert client.session["_auth_user_id"] == str(maria.pk)  # signed in
 
 
 def test_past_the_checks_a_second_a_sign_in_is_busy_not_hashed_and_not_a_failure(
-        client, make_user, counting_hasher, monkeypatch):
+    client, make_user, counting_hasher, monkeypatch
+):
     """Many addresses at once (or one address's first burst) each pass the lockout check; the
     budget of password checks a second bounds what they cost together."""
     from axes.models import AccessAttempt
@@ -145,8 +158,7 @@ def test_past_the_checks_a_second_a_sign_in_is_busy_not_hashed_and_not_a_failure
     counting_hasher.runs = 0
     monkeypatch.setattr(signin.time, "time", lambda: 1_800_000_000.5)  # one window throughout
     with override_settings(MGC_LOGIN_CHECK_RATE="2/1s"):
-        answers = [_login(client, f"intruder{n}", "wrong", ip=f"198.51.100.{n}")
-                   for n in range(1, 6)]
+        answers = [_login(client, f"intruder{n}", "wrong", ip=f"198.51.100.{n}") for n in range(1, 6)]
         assert [a.status_code for a in answers] == [200, 200, 429, 429, 429]
         assert "not a failed sign-in" in answers[2].content.decode()
         assert counting_hasher.runs == 2

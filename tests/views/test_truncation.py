@@ -20,28 +20,43 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def cut_agent(s3, project, agent, person):
-    store.file_create(project=project, scope="agent", agent=agent, path="SOUL.md",
-                      content="You are calm.\n", actor=Actor.system("t"))
-    store.file_create(project=project, scope="workspace", path="notes/long.md",
-                      content="word " * 400 + "\n", actor=Actor.system("t"))
-    agent.manifest = {"sections": [
-        {"tag": "agent_identity", "source": "SOUL.md"},
-        {"tag": "workspace_memory", "source": "workspace/**.md", "max_tokens": 50}],
-        "total_tokens": 2000}
+    store.file_create(
+        project=project,
+        scope="agent",
+        agent=agent,
+        path="SOUL.md",
+        content="You are calm.\n",
+        actor=Actor.system("t"),
+    )
+    store.file_create(
+        project=project,
+        scope="workspace",
+        path="notes/long.md",
+        content="word " * 400 + "\n",
+        actor=Actor.system("t"),
+    )
+    agent.manifest = {
+        "sections": [
+            {"tag": "agent_identity", "source": "SOUL.md"},
+            {"tag": "workspace_memory", "source": "workspace/**.md", "max_tokens": 50},
+        ],
+        "total_tokens": 2000,
+    }
     agent.save()
     return agent
 
 
 def _session_on(agent, days_ago: int, tokens: int, truncated: bool = False) -> AgentSession:
-    session = AgentSession.objects.create(agent=agent, prompt_sha256="0" * 64,
-                                          total_tokens=tokens, truncated=truncated)
-    AgentSession.objects.filter(pk=session.pk).update(
-        created_at=timezone.now() - dt.timedelta(days=days_ago))
+    session = AgentSession.objects.create(
+        agent=agent, prompt_sha256="0" * 64, total_tokens=tokens, truncated=truncated
+    )
+    AgentSession.objects.filter(pk=session.pk).update(created_at=timezone.now() - dt.timedelta(days=days_ago))
     return session
 
 
 def test_a_cut_prompt_is_flagged_for_admins_and_reviewers_not_employees(
-        client, cut_agent, person, admin, reviewer, project):
+    client, cut_agent, person, admin, reviewer, project
+):
     session, _ = prehook.hook_pre(agent=cut_agent, user=person)
     assert session.truncated
     for user in (admin, reviewer):
@@ -59,8 +74,7 @@ def test_no_flag_without_a_cut(client, s3, agent, person, admin):
     assert 'id="panel-truncation"' not in client.get(reverse("projects:dashboard")).content.decode()
 
 
-def test_the_agent_page_says_what_was_cut_and_charts_size_against_budget(client, cut_agent,
-                                                                         person, project):
+def test_the_agent_page_says_what_was_cut_and_charts_size_against_budget(client, cut_agent, person, project):
     prehook.hook_pre(agent=cut_agent, user=person)
     _session_on(cut_agent, 3, 2500, truncated=True)
     _session_on(cut_agent, 3, 900)
@@ -90,12 +104,12 @@ def test_chart_scale_and_days_are_pure_arithmetic(cut_agent):
     chart = prompts.prompt_chart(cut_agent, today=today)
     bar = chart.bars[-1]
     assert bar.day == today and chart.top == int(2000 * 1.1) + 1
-    assert bar.height == pytest.approx((chart.height - prompts.CHART_TOP) * 1000 / chart.top,
-                                       abs=0.2)
+    assert bar.height == pytest.approx((chart.height - prompts.CHART_TOP) * 1000 / chart.top, abs=0.2)
 
 
 def test_a_cut_section_says_its_content_against_its_cap_never_more_than_the_cap(
-        client, cut_agent, person, admin, project):
+    client, cut_agent, person, admin, project
+):
     """The cap counts the content; the tags come on top. "67 / 60" read as a broken cap: the
     page says the content's tokens against the cap, and from how much it was cut."""
     session, assembly = prehook.hook_pre(agent=cut_agent, user=person)
@@ -104,9 +118,10 @@ def test_a_cut_section_says_its_content_against_its_cap_never_more_than_the_cap(
     receipt = {s["tag"]: s for s in session.receipt}["workspace_memory"]
     assert receipt["content_tokens"] == section.content_tokens
     client.force_login(admin)
-    for url in (reverse("projects:session_detail", args=[project.slug, session.pk]),
-                reverse("projects:simulate", args=[project.slug])
-                + f"?agent={cut_agent.slug}&user={person.pk}"):
+    for url in (
+        reverse("projects:session_detail", args=[project.slug, session.pk]),
+        reverse("projects:simulate", args=[project.slug]) + f"?agent={cut_agent.slug}&user={person.pk}",
+    ):
         html = re.sub(r"\s+", " ", client.get(url).content.decode())
         assert f"content {section.content_tokens} of its cap 50" in html, url
         assert f"cut from {section.content_tokens_before} to {section.content_tokens}" in html

@@ -16,19 +16,18 @@ class Command(BaseCommand):
         parser.add_argument("--agent", required=True, help="Agent slug.")
         parser.add_argument("--user", help="Username of the employee (optional).")
         parser.add_argument("--at", default="", help="Assemble as of YYYY-MM-DDTHH:MM[:SS] (UTC).")
-        parser.add_argument("--stats", action="store_true",
-                            help="Print the sections and token counts to stderr.")
+        parser.add_argument(
+            "--stats", action="store_true", help="Print the sections and token counts to stderr."
+        )
 
     def handle(self, *args, project, agent, user=None, at="", stats=False, **options):
-        found = Agent.objects.select_related("project").filter(project__slug=project,
-                                                               slug=agent).first()
+        found = Agent.objects.select_related("project").filter(project__slug=project, slug=agent).first()
         if found is None:
             raise CommandError(f"No agent {agent!r} in project {project!r}.")
         person = None
         if user:
             person = get_user_model().objects.filter(username=user).first()
-            if person is None or not Membership.objects.filter(user=person,
-                                                               project=found.project).exists():
+            if person is None or not Membership.objects.filter(user=person, project=found.project).exists():
                 raise CommandError(f"No member {user!r} in project {project!r}.")
         try:
             moment = prompt_context.parse_moment(at)
@@ -41,7 +40,9 @@ class Command(BaseCommand):
         if stats:
             for section in assembly.sections:
                 files = ", ".join(f"{f.path}@r{f.revision}" for f in section.files) or "-"
-                self.stderr.write(f"{section.tag}\t{section.tokens}\t"
-                                  f"{'truncated' if section.truncated else ''}\t{files}")
-            self.stderr.write(f"total\t{assembly.total_tokens}\t{assembly.tokenizer}\t"
-                              f"sha256 {assembly.sha256}")
+                self.stderr.write(
+                    f"{section.tag}\t{section.tokens}\t{'truncated' if section.truncated else ''}\t{files}"
+                )
+            self.stderr.write(
+                f"total\t{assembly.total_tokens}\t{assembly.tokenizer}\tsha256 {assembly.sha256}"
+            )

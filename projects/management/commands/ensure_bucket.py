@@ -4,9 +4,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = ("Create the memory bucket if it does not exist, and turn on versioning and S3 "
-            "Object Lock (without a default retention), so that legal holds are enforced by the "
-            "storage itself (docs/DEPLOY.md).")
+    help = (
+        "Create the memory bucket if it does not exist, and turn on versioning and S3 "
+        "Object Lock (without a default retention), so that legal holds are enforced by the "
+        "storage itself (docs/DEPLOY.md)."
+    )
 
     def handle(self, *args, **options):
         storage = storages["memory"]
@@ -22,13 +24,16 @@ class Command(BaseCommand):
         if storage.object_lock_enabled():
             return
         try:  # on an existing bucket: versioning first, then Object Lock (AWS allows it too)
-            client.put_bucket_versioning(Bucket=bucket,
-                                         VersioningConfiguration={"Status": "Enabled"})
+            client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
             client.put_object_lock_configuration(
-                Bucket=bucket, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})
+                Bucket=bucket, ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"}
+            )
         except (ClientError, BotoCoreError) as exc:
-            self.stdout.write(self.style.WARNING(
-                f"Object Lock could not be turned on for {bucket} ({exc}): legal holds will be "
-                f"enforced by the console only. docs/DEPLOY.md says what each store needs."))
+            self.stdout.write(
+                self.style.WARNING(
+                    f"Object Lock could not be turned on for {bucket} ({exc}): legal holds will be "
+                    f"enforced by the console only. docs/DEPLOY.md says what each store needs."
+                )
+            )
             return
         self.stdout.write(f"Turned on versioning and Object Lock for {bucket}.")

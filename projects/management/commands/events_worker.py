@@ -17,15 +17,17 @@ log = logging.getLogger("projects.events")
 
 
 class Command(DatabaseWorker):
-    help = ("Deliver webhooks and audit streams: run the events queue (Django Tasks, database "
-            "backend) and relay due outbox events onto it.")
+    help = (
+        "Deliver webhooks and audit streams: run the events queue (Django Tasks, database "
+        "backend) and relay due outbox events onto it."
+    )
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
-        parser.set_defaults(queue_name=QUEUE, reload=False,
-                            interval=settings.MGC_EVENTS_POLL_SECONDS)
-        parser.add_argument("--no-relay", action="store_true",
-                            help="Only run tasks; another worker relays the outbox.")
+        parser.set_defaults(queue_name=QUEUE, reload=False, interval=settings.MGC_EVENTS_POLL_SECONDS)
+        parser.add_argument(
+            "--no-relay", action="store_true", help="Only run tasks; another worker relays the outbox."
+        )
 
     def handle(self, *args, no_relay=False, **options):
         if not no_relay:

@@ -31,8 +31,9 @@ class Command(BaseCommand):
             mapping = GroupMapping.objects.filter(project=project, group=group).first()
             if mapping is None or mapping.role != role:
                 try:
-                    mapping = groups.mapping_save(by=admin, project=project, group=group,
-                                                  role=role, mapping=mapping)
+                    mapping = groups.mapping_save(
+                        by=admin, project=project, group=group, role=role, mapping=mapping
+                    )
                 except ValidationError as exc:
                     raise CommandError(exc.messages[0]) from None
             self.stdout.write(str(mapping))
@@ -50,8 +51,9 @@ class Command(BaseCommand):
         group, _, target = spec.rpartition("=")
         slug, _, role = target.partition(":") if with_role else (target, "", "")
         if not group or not slug or (with_role and role not in Membership.Role.values):
-            shape = "GROUP=PROJECT:ROLE (role: admin, compliance or employee)" if with_role \
-                else "GROUP=PROJECT"
+            shape = (
+                "GROUP=PROJECT:ROLE (role: admin, compliance or employee)" if with_role else "GROUP=PROJECT"
+            )
             raise CommandError(f"{spec!r}: expected {shape}")
         project = Project.objects.filter(slug=slug).first()
         if project is None:

@@ -5,15 +5,18 @@ from projects.models import MemoryFile
 
 
 class Command(BaseCommand):
-    help = ("Build the search copy of every file's current text from S3. Saves keep it up to "
-            "date; run this once for files saved before search existed, or after a restore.")
+    help = (
+        "Build the search copy of every file's current text from S3. Saves keep it up to "
+        "date; run this once for files saved before search existed, or after a restore."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--project", help="Only this project (slug).")
 
     def handle(self, *args, project=None, **options):
-        files = (MemoryFile.objects.filter(head__isnull=False, head__is_deletion=False)
-                 .select_related("head", "project"))
+        files = MemoryFile.objects.filter(head__isnull=False, head__is_deletion=False).select_related(
+            "head", "project"
+        )
         if project:
             files = files.filter(project__slug=project)
         done = 0

@@ -7,14 +7,20 @@ from projects.runners import idempotency
 
 
 class Command(BaseCommand):
-    help = ("Repair half-done saves, record changes written to S3 directly as 'external' "
-            "revisions, adopt new files found in storage, delete orphan snapshots, and forget "
-            "expired idempotency keys.")
+    help = (
+        "Repair half-done saves, record changes written to S3 directly as 'external' "
+        "revisions, adopt new files found in storage, delete orphan snapshots, and forget "
+        "expired idempotency keys."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--project", help="Project slug (default: every project).")
-        parser.add_argument("--orphan-grace", type=int, default=600,
-                            help="Seconds an unreferenced snapshot is left alone (default 600).")
+        parser.add_argument(
+            "--orphan-grace",
+            type=int,
+            default=600,
+            help="Seconds an unreferenced snapshot is left alone (default 600).",
+        )
 
     def handle(self, *args, project=None, orphan_grace=600, **options):
         projects = Project.objects.all()
@@ -32,5 +38,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"{item.slug}\t{finding.kind}\t{finding.key}\t{finding.detail}")
             total += len(findings)
         forgotten = idempotency.forget_expired()
-        self.stdout.write(self.style.SUCCESS(f"reconcile: {total} finding(s); {forgotten} "
-                                             f"expired idempotency record(s) forgotten"))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"reconcile: {total} finding(s); {forgotten} expired idempotency record(s) forgotten"
+            )
+        )

@@ -11,15 +11,16 @@ from projects.models import Project
 
 
 class Command(BaseCommand):
-    help = ("Apply the projects' retention rules (what a legal hold covers is skipped), or with "
-            "--dry-run print what they would expire today and in the next 30 days. Safe to "
-            "repeat, and to stop: the next run finishes what a stopped one began. Run it on a "
-            "schedule (docs/DEPLOY.md).")
+    help = (
+        "Apply the projects' retention rules (what a legal hold covers is skipped), or with "
+        "--dry-run print what they would expire today and in the next 30 days. Safe to "
+        "repeat, and to stop: the next run finishes what a stopped one began. Run it on a "
+        "schedule (docs/DEPLOY.md)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--project", help="Project slug (default: every project).")
-        parser.add_argument("--dry-run", action="store_true",
-                            help="Print the preview; change nothing.")
+        parser.add_argument("--dry-run", action="store_true", help="Print the preview; change nothing.")
 
     def handle(self, *args, project=None, dry_run=False, **options):
         projects = Project.objects.order_by("slug")
@@ -55,9 +56,11 @@ class Command(BaseCommand):
             self.stdout.write(f"{project.slug}\tno retention rules")
         for row in rows:
             rule = row["rule"].describe()
-            self.stdout.write(f"{project.slug}\t{rule}\ttoday {row['today'].count}\tnext "
-                              f"{retention.PREVIEW_DAYS} days {row['soon_count']}\theld "
-                              f"{row['held']}")
+            self.stdout.write(
+                f"{project.slug}\t{rule}\ttoday {row['today'].count}\tnext "
+                f"{retention.PREVIEW_DAYS} days {row['soon_count']}\theld "
+                f"{row['held']}"
+            )
             for item in row["today"].due:
                 self.stdout.write(f"\ttoday\t{item.label}\t{item.count}")
             for item in row["soon"]:

@@ -9,15 +9,22 @@ from projects.models import Project
 
 
 class Command(BaseCommand):
-    help = ("Create demo projects (incident analysis, tenders, daily reports), agents, people "
-            "and memory files; print the demo password.")
+    help = (
+        "Create demo projects (incident analysis, tenders, daily reports), agents, people "
+        "and memory files; print the demo password."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--password", default=os.environ.get("MGC_DEMO_PASSWORD", ""),
-                            help="Password for the demo users (default: a new random one).")
-        parser.add_argument("--if-empty", action="store_true",
-                            help="Seed only when there is no project yet (make demo keeps "
-                                 "the memory of earlier runs).")
+        parser.add_argument(
+            "--password",
+            default=os.environ.get("MGC_DEMO_PASSWORD", ""),
+            help="Password for the demo users (default: a new random one).",
+        )
+        parser.add_argument(
+            "--if-empty",
+            action="store_true",
+            help="Seed only when there is no project yet (make demo keeps the memory of earlier runs).",
+        )
 
     def handle(self, *args, password="", if_empty=False, **options):
         if if_empty and Project.objects.exists():
@@ -30,6 +37,9 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from exc
         for line in done:
             self.stdout.write(line)
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo users: admin, compliance, employee (also ivan.petrov, anna.smirnova). "
-            f"Password: {password}"))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo users: admin, compliance, employee (also ivan.petrov, anna.smirnova). "
+                f"Password: {password}"
+            )
+        )

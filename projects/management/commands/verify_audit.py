@@ -13,5 +13,4 @@ class Command(BaseCommand):
             self.stderr.write(problem)
         if problems:
             raise CommandError(f"audit trail is NOT intact: {len(problems)} problem(s)")
-        self.stdout.write(self.style.SUCCESS(
-            f"audit trail intact: {AuditEvent.objects.count()} event(s)"))
+        self.stdout.write(self.style.SUCCESS(f"audit trail intact: {AuditEvent.objects.count()} event(s)"))

@@ -22,24 +22,38 @@ from projects.models import DeliveryAttempt, OutboxEvent, Project, WebhookSubscr
 
 
 class Command(BaseCommand):
-    help = "Add, list, test, remove, rotate, enable or disable webhooks and audit streams; read " \
-           "their delivery log; redeliver an event."
+    help = (
+        "Add, list, test, remove, rotate, enable or disable webhooks and audit streams; read "
+        "their delivery log; redeliver an event."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--by", help="the admin's username recorded in the audit trail")
         sub = parser.add_subparsers(dest="action", required=True)
         add = sub.add_parser("add", help="a new webhook or audit stream (prints its secret once)")
-        add.add_argument("--project", help="the project's slug (an audit stream without one "
-                                           "receives every project's events)")
+        add.add_argument(
+            "--project",
+            help="the project's slug (an audit stream without one receives every project's events)",
+        )
         add.add_argument("--url", required=True)
-        add.add_argument("--events", default="",
-                         help="comma-separated event types: " + ", ".join(outbox.EVENT_TYPES))
-        add.add_argument("--include-content", action="store_true",
-                         help="send revision and proposal texts too (they may be personal data)")
-        add.add_argument("--kind", choices=WebhookSubscription.Kind.values,
-                         default=WebhookSubscription.Kind.WEBHOOK)
-        add.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
-                         help="an extra header (repeatable), e.g. 'Authorization: Splunk <token>'")
+        add.add_argument(
+            "--events", default="", help="comma-separated event types: " + ", ".join(outbox.EVENT_TYPES)
+        )
+        add.add_argument(
+            "--include-content",
+            action="store_true",
+            help="send revision and proposal texts too (they may be personal data)",
+        )
+        add.add_argument(
+            "--kind", choices=WebhookSubscription.Kind.values, default=WebhookSubscription.Kind.WEBHOOK
+        )
+        add.add_argument(
+            "--header",
+            action="append",
+            default=[],
+            metavar="'NAME: VALUE'",
+            help="an extra header (repeatable), e.g. 'Authorization: Splunk <token>'",
+        )
         add.add_argument("--description", default="")
         listing = sub.add_parser("list", help="subscriptions, with their state")
         listing.add_argument("--project")
@@ -73,8 +87,7 @@ class Command(BaseCommand):
             raise CommandError(f"No webhook {pk}.")
         return found
 
-    def _add(self, admin, *, project, url, events, include_content, kind, header, description,
-             **_):
+    def _add(self, admin, *, project, url, events, include_content, kind, header, description, **_):
         found = None
         if project:
             found = Project.objects.filter(slug=project).first()
@@ -83,12 +96,21 @@ class Command(BaseCommand):
         elif kind == WebhookSubscription.Kind.WEBHOOK:
             raise CommandError("A webhook needs --project.")
         subscription, secret = subscriptions.webhook_create(
-            by=admin, project=found, url=url, events=events, include_content=include_content,
-            kind=kind, headers="\n".join(header), description=description)
+            by=admin,
+            project=found,
+            url=url,
+            events=events,
+            include_content=include_content,
+            kind=kind,
+            headers="\n".join(header),
+            description=description,
+        )
         self.stdout.write(f"webhook {subscription.pk}: {subscription.kind} to {subscription.url}")
         if subscription.events:
-            self.stdout.write(f"events: {', '.join(subscription.events)}"
-                              + (" (with content)" if subscription.include_content else ""))
+            self.stdout.write(
+                f"events: {', '.join(subscription.events)}"
+                + (" (with content)" if subscription.include_content else "")
+            )
         self.stdout.write(f"signing secret (shown once; keep it with the receiver): {secret}")
 
     def _list(self, admin, *, project=None, **_):
@@ -98,8 +120,10 @@ class Command(BaseCommand):
         for s in found.order_by("pk"):
             state = f"disabled: {s.disabled_reason}" if s.disabled_at else "enabled"
             what = ",".join(s.events) if s.kind == WebhookSubscription.Kind.WEBHOOK else "every audit event"
-            self.stdout.write(f"{s.pk}\t{s.project.slug if s.project else '*'}\t{s.kind}\t{s.url}\t"
-                              f"{what}{' +content' if s.include_content else ''}\t{state}")
+            self.stdout.write(
+                f"{s.pk}\t{s.project.slug if s.project else '*'}\t{s.kind}\t{s.url}\t"
+                f"{what}{' +content' if s.include_content else ''}\t{state}"
+            )
 
     def _remove(self, admin, *, id, **_):  # noqa: A002
         cancelled = subscriptions.webhook_remove(by=admin, subscription=self._subscription(id))
@@ -112,8 +136,11 @@ class Command(BaseCommand):
         event = subscriptions.webhook_test(by=admin, subscription=subscription, queue=False)
         outcome = delivery.deliver(event.pk)
         attempt = DeliveryAttempt.objects.filter(event=event).first()
-        answer = f"HTTP {attempt.status_code}" if attempt and attempt.status_code else (
-            attempt.error if attempt else "not sent")
+        answer = (
+            f"HTTP {attempt.status_code}"
+            if attempt and attempt.status_code
+            else (attempt.error if attempt else "not sent")
+        )
         self.stdout.write(f"{event.event_id}: {outcome} ({answer})")
         if attempt and attempt.response_excerpt:
             self.stdout.write(attempt.response_excerpt)
@@ -122,8 +149,9 @@ class Command(BaseCommand):
 
     def _rotate(self, admin, *, id, overlap_hours=None, **_):  # noqa: A002
         subscription = self._subscription(id)
-        secret = subscriptions.webhook_rotate(by=admin, subscription=subscription,
-                                              overlap_hours=overlap_hours)
+        secret = subscriptions.webhook_rotate(
+            by=admin, subscription=subscription, overlap_hours=overlap_hours
+        )
         subscription.refresh_from_db()
         self.stdout.write(f"new signing secret (shown once): {secret}")
         until = subscription.previous_secret_until
@@ -134,21 +162,26 @@ class Command(BaseCommand):
         self.stdout.write(f"webhook {id} enabled")
 
     def _disable(self, admin, *, id, reason="", **_):  # noqa: A002
-        subscriptions.webhook_set_enabled(by=admin, subscription=self._subscription(id),
-                                          enabled=False, reason=reason)
+        subscriptions.webhook_set_enabled(
+            by=admin, subscription=self._subscription(id), enabled=False, reason=reason
+        )
         self.stdout.write(f"webhook {id} disabled")
 
     def _log(self, admin, *, id, limit=20, **_):  # noqa: A002
         subscription = self._subscription(id)
         for event in OutboxEvent.objects.filter(subscription=subscription).order_by("-id")[:limit]:
-            self.stdout.write(f"{event.created_at:%Y-%m-%d %H:%M:%S} {event.event_id} {event.type} "
-                              f"{event.state} attempts={event.attempts}")
+            self.stdout.write(
+                f"{event.created_at:%Y-%m-%d %H:%M:%S} {event.event_id} {event.type} "
+                f"{event.state} attempts={event.attempts}"
+            )
             for a in event.log.order_by("number"):
                 answer = f"HTTP {a.status_code}" if a.status_code else (a.error or "no answer recorded")
                 excerpt = a.response_excerpt.replace("\n", " ")[:80]
-                self.stdout.write(f"  #{a.number} {a.started_at:%H:%M:%S} {answer}"
-                                  f"{f' ({a.duration_ms} ms)' if a.duration_ms is not None else ''}"
-                                  f"{f' {excerpt!r}' if excerpt else ''}")
+                self.stdout.write(
+                    f"  #{a.number} {a.started_at:%H:%M:%S} {answer}"
+                    f"{f' ({a.duration_ms} ms)' if a.duration_ms is not None else ''}"
+                    f"{f' {excerpt!r}' if excerpt else ''}"
+                )
 
     def _redeliver(self, admin, *, id, event_id, **_):  # noqa: A002
         event = OutboxEvent.objects.filter(subscription_id=id, event_id=event_id).first()
