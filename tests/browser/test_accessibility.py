@@ -319,8 +319,8 @@ def _compliance_pages(demo) -> list[str]:
 
 
 def test_every_main_page_of_each_role_fits_a_phone_and_a_laptop(browser, live_server, demo):
-    """Each role's main pages at 360 px (the narrowest common phone) and 1280 px: no sideways scroll of the page,
-    every control reachable. Each page is loaded once and measured at both widths."""
+    """Each role's main pages at 360 px (the narrowest common phone) and 1280 px: no sideways
+    scroll of the page, every control reachable. Each page is loaded once and measured at both widths."""
     base = live_server.url
     problems = {}
     for username, pages in (
