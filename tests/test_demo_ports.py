@@ -15,7 +15,7 @@ from devtools import ports
 from devtools.seaweed import free_ports
 
 # A few seconds (the demo's script only refuses a port here): not marked slow.
-pytestmark = pytest.mark.demo
+pytestmark = pytest.mark.db_independent
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -21,7 +21,7 @@ from projects.memory import reading, store
 from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
 from runnerkit import Client
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {
     "memory_list",

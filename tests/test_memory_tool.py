@@ -15,7 +15,7 @@ from projects.memory import reading, store
 from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
 from runnerkit import Client
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.db_independent, pytest.mark.django_db(transaction=True)]
 
 SCRIPT = [  # one model turn per item: the memory tool calls it asks for
     [{"command": "view", "path": "/memories"}],
