@@ -260,34 +260,7 @@ def pre(request, body: PreIn):
     )
     if assembly is None:  # a retry of a pre hook whose answer was lost: the same session
         return _recorded_answer(request, session)
-    sections = []
-    for section in assembly.sections:
-        single = section.files[0] if len(section.files) == 1 else None
-        sections.append(
-            {
-                "tag": section.tag,
-                "source": section.source,
-                "path": single.path if single else None,
-                "revision": single.revision if single else None,
-                "files": [{"path": f.path, "revision": f.revision} for f in section.files],
-                "tokens": section.tokens,
-                "truncated": section.truncated,
-            }
-        )
-    # Built here, from values the server made: sent as they are (PreOut documents them; they
-    # are not validated again on the way out, which cost about a millisecond a hook).
-    return JsonResponse(
-        {
-            "session": str(session.pk),
-            "prompt": assembly.prompt,
-            "prompt_sha256": assembly.sha256,
-            "sections": sections,
-            "total_tokens": assembly.total_tokens,
-            "budget": assembly.budget,
-            "tokenizer": assembly.tokenizer,
-            "bucket_checked": bool(assembly.bucket_checked),
-        }
-    )
+    return _pre_answer(session, assembly.prompt)
 
 
 def _recorded_answer(request, session: AgentSession):
@@ -308,19 +281,32 @@ def _recorded_answer(request, session: AgentSession):
             "This pre hook was answered before (session %s), and its prompt cannot be "
             "read back now; call the pre hook again with a new Idempotency-Key." % session.pk,
         )
-    sections = [
-        {
-            "tag": s["tag"],
-            "source": s["source"],
-            "path": s["files"][0]["path"] if len(s["files"]) == 1 else None,
-            "revision": s["files"][0]["revision"] if len(s["files"]) == 1 else None,
-            "files": [{"path": f["path"], "revision": f["revision"]} for f in s["files"]],
-            "tokens": s["tokens"],
-            "truncated": s["truncated"],
-        }
-        for s in session.receipt
-    ]
-    response = JsonResponse(
+    response = _pre_answer(session, prompt)
+    response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _pre_answer(session: AgentSession, prompt: str) -> JsonResponse:
+    """A pre hook's answer, from its session row (the receipt records what was assembled) and
+    the prompt's bytes: the same for the first answer and for a retry's. Built from values the
+    server made and sent as they are (PreOut documents them; validating them again on the way
+    out cost about a millisecond a hook)."""
+    sections = []
+    for section in session.receipt:
+        files = section["files"]
+        single = files[0] if len(files) == 1 else None
+        sections.append(
+            {
+                "tag": section["tag"],
+                "source": section["source"],
+                "path": single["path"] if single else None,
+                "revision": single["revision"] if single else None,
+                "files": [{"path": f["path"], "revision": f["revision"]} for f in files],
+                "tokens": section["tokens"],
+                "truncated": section["truncated"],
+            }
+        )
+    return JsonResponse(
         {
             "session": str(session.pk),
             "prompt": prompt,
@@ -332,8 +318,6 @@ def _recorded_answer(request, session: AgentSession):
             "bucket_checked": bool(session.bucket_checked),
         }
     )
-    response["Idempotent-Replayed"] = "true"
-    return response
 
 
 def _member(project, username: str):
