@@ -2,9 +2,9 @@
 
 `mgc-hook --settings > .claude/settings.json` writes the settings for the events below, with
 this install's absolute command (a hook command missing from Claude Code's PATH only logs
-"not found") and an allow rule for edits under .mgc-memory/ (`claude -p` refuses them
-otherwise; `--permission-mode acceptEdits` is the other way). Claude Code runs it with one
-JSON event on stdin; it answers on stdout:
+"not found") and an allow rule for edits under .mgc-memory/ (Claude Code applies it once the
+folder is trusted; `claude -p --permission-mode acceptEdits` is the other way: docs/RUNNERS.md).
+Claude Code runs it with one JSON event on stdin; it answers on stdout:
 
 - SessionStart, UserPromptSubmit: the pre hook, once per session (again after /clear or a
   compaction); the prompt goes back as `hookSpecificOutput.additionalContext` and the memory
