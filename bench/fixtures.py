@@ -37,6 +37,12 @@ def world_create() -> dict:
         if slug == "bench":
             world.update(project=project, agent=agent, token=token)
         else:
+            # Runners may replace any workspace file in place here, logs included (the default
+            # keeps logs append-only, which leaves the workspace out of runners' credentials).
+            policy = dict(agent.hook_policy)
+            policy["post"] = {k: v for k, v in policy["post"].items() if k != "workspace/logs/**.md"}
+            agent.hook_policy = policy
+            agent.save(update_fields=["hook_policy"])
             credential, secret = credentials.credentials_issue(token=token_row, by=admin)
             project.refresh_from_db()
             assert project.runner_writable.get("workspace")
