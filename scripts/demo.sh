@@ -127,10 +127,11 @@ PY
   echo "  password as above. Offboarding: .venv/bin/python -m devtools.oidc_provider disable --dir $DEMO/idp alice"
   echo "  (the console asks the provider again every ${MGC_OIDC_RECHECK_SECONDS:-60} s; MGC_OIDC_RECHECK_SECONDS=0 asks on every request)"
 fi
-# The URL is printed once the console answers there, not before; if the server cannot listen
-# on the port after all, the script stops and this watcher with it, printing nothing.
+# The URL is printed once the console answers there (its workers started and warmed up:
+# memoryadmin/gunicorn.conf.py), not before; if the server cannot listen on the port after
+# all, the script stops and this watcher with it, printing nothing.
 python -m devtools.ports announce "$WEB_PORT" \
-  "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" &
+  "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" --http &
 ANNOUNCE_PID=$!
 # The events worker (webhooks, audit streams) beside the console: one is enough here;
 # docs/DEPLOY.md runs several in production.
