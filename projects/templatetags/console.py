@@ -95,6 +95,7 @@ def can(role: str | None, capability: str) -> bool:
         "review": permissions.can_review,
         "see_everyone": permissions.sees_everyone,
         "see_workspace": permissions.can_see_workspace,
+        "hold": permissions.can_hold,
     }
     return checks[capability](role)
 

@@ -59,24 +59,21 @@ def retention_view(request, project, role):
 def holds_view(request, project, role):
     """Standing and released holds; place one on the project, a person, a file or a glob."""
     people = get_user_model().objects.filter(memberships__project=project).order_by("username")
-    form = HoldForm(request.POST or None, people=people)
+    form = HoldForm(
+        request.POST or None, people=people, project=project, initial={"file": request.GET.get("file", "")}
+    )
     status = 200
     if request.method == "POST":
         if form.is_valid():
             data = form.cleaned_data
-            file = None
-            if data["file"]:
-                file = MemoryFile.objects.filter(project=project, pk=data["file"]).first()
             try:
-                if data["file"] and file is None:
-                    raise ValidationError(_("No such file in this project."), code="hold_file")
                 hold, sweep = holds.hold_place(
                     by=request.user,
                     project=project,
                     reason=data["reason"],
                     case_reference=data["case_reference"],
                     user=data["person"],
-                    file=file,
+                    file=data["file"],
                     glob=data["glob"],
                 )
             except ValidationError as exc:
@@ -105,6 +102,7 @@ def holds_view(request, project, role):
             "form": form,
             "release_form": HoldReleaseForm(),
             "holds": holds.holds_of(project),
+            "hold_files": _hold_files(project),
         },
         status=status,
     )
@@ -133,3 +131,16 @@ def hold_release_view(request, project, role, hold_id):
             % {"id": hold.pk, "what": hold.describe(), "count": sweep.versions},
         )
     return redirect("projects:holds", slug=project.slug)
+
+
+HOLD_SUGGESTIONS = 500  # paths offered as the file is typed; any other is still typed in full
+
+
+def _hold_files(project) -> list[str]:
+    """The paths a hold on one file is chosen from, as the pages show them."""
+    files = (
+        MemoryFile.objects.filter(project=project, head__isnull=False)
+        .select_related("agent", "user")
+        .order_by("scope", "path")[:HOLD_SUGGESTIONS]
+    )
+    return sorted(f.display_path for f in files)
