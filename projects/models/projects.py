@@ -239,6 +239,9 @@ class GroupMapping(models.Model):
     def __str__(self) -> str:
         return f"group {self.group} -> {self.project.slug} as {self.role}"
 
+    def audit_label(self) -> tuple[str, dict]:
+        return "group_mapping", {"group": self.group, "project": self.project.slug, "role": self.role}
+
 
 @receiver([post_save, post_delete], sender=Membership)
 def _members_changed(sender, instance, **kwargs):
