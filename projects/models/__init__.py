@@ -6,7 +6,7 @@ them here, and the rest of the console imports them as `from projects.models imp
 from projects.models.audit import AuditChain, AuditCheckpoint, AuditEvent
 from projects.models.events import DeliveryAttempt, OutboxEvent, WebhookSubscription
 from projects.models.lifecycle import LegalHold, RetentionRule
-from projects.models.memory import MemoryFile, RefusedWrite, Revision, SearchText
+from projects.models.memory import LineMap, MemoryFile, RefusedWrite, Revision, SearchText
 from projects.models.projects import (
     Agent,
     GroupMapping,
@@ -23,6 +23,7 @@ from projects.models.runners import (
     IdempotencyRecord,
     RunnerCredential,
     SessionEvent,
+    SessionFile,
 )
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "IdempotencyRecord",
     "IsolationCheck",
     "LegalHold",
+    "LineMap",
     "Lock",
     "Membership",
     "MemoryFile",
@@ -52,6 +54,7 @@ __all__ = [
     "RunnerCredential",
     "SearchText",
     "SessionEvent",
+    "SessionFile",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",
