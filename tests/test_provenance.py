@@ -72,11 +72,19 @@ def test_blame_through_a_persons_write_an_agents_append_a_restore_and_a_merge(
     ]
 
     session, _ = prehook.hook_pre(agent=analyst, user=person)
-    hooks.hook_event(session=session, kind="tool", payload={"name": "kubectl_logs", "details": {"pod": "api-1", "path": "/var/log/api-1.log"}})
     hooks.hook_event(
         session=session,
         kind="tool",
-        payload={"name": "fetch", "summary": "read the vendor page", "details": {"url": "https://example.org/x"}},
+        payload={"name": "kubectl_logs", "details": {"pod": "api-1", "path": "/var/log/api-1.log"}},
+    )
+    hooks.hook_event(
+        session=session,
+        kind="tool",
+        payload={
+            "name": "fetch",
+            "summary": "read the vendor page",
+            "details": {"url": "https://example.org/x"},
+        },
     )
     [result] = hooks.hook_post(
         session=session,
@@ -94,10 +102,17 @@ def test_blame_through_a_persons_write_an_agents_append_a_restore_and_a_merge(
     assert last.origin.session == session
 
     store.file_save(
-        file=notes, content="# Runbook\nrestart the deployment\ncheck the queue\nscale to 3\n", actor=olga,
+        file=notes,
+        content="# Runbook\nrestart the deployment\ncheck the queue\nscale to 3\n",
+        actor=olga,
         base_revision=2,
     )
-    assert [line[1:3] for line in lines(notes)] == [(1, "maria"), (3, "olga"), (1, "maria"), (2, agent_line[2])]
+    assert [line[1:3] for line in lines(notes)] == [
+        (1, "maria"),
+        (3, "olga"),
+        (1, "maria"),
+        (2, agent_line[2]),
+    ]
 
     # A restore brings back revision 1: its lines are maria's again, not "restored by olga".
     restored = store.file_restore(file=notes, number=1, actor=olga, base_revision=3)
@@ -115,13 +130,19 @@ def test_blame_through_a_persons_write_an_agents_append_a_restore_and_a_merge(
     theirs = "# Runbook\nrestart the api\ncheck the queue\nwrite the incident note\n"
     hooks.hook_post(
         session=second,
-        writes=[hooks.WriteRequest(path="workspace/notes/runbook.md", mode="replace", content=theirs, base_revision=4)],
+        writes=[
+            hooks.WriteRequest(
+                path="workspace/notes/runbook.md", mode="replace", content=theirs, base_revision=4
+            )
+        ],
     )
     yours = "# Runbook\nrestart the pod\nthen wait 5 minutes\ncheck the queue\n"
     with pytest.raises(Exception) as conflict:
         store.file_save(file=notes, content=yours, actor=olga, base_revision=4)
     assert conflict.value.head.number == 5
-    merged = merging.merge(reading.revision_read(notes.revisions.get(number=4)), theirs, yours, choices={0: "yours"})
+    merged = merging.merge(
+        reading.revision_read(notes.revisions.get(number=4)), theirs, yours, choices={0: "yours"}
+    )
     assert merged.clean is False and merged.unresolved == 0
     saved = store.file_save(file=notes, content=merged.text, actor=olga, base_revision=5, merged_base=4)
     assert saved.merged_base == 4
@@ -169,12 +190,24 @@ def test_carried_counts_exactly_the_sessions_that_received_the_line(s3, project,
     # "start" has been there all along: every session.
     assert carried.carried(reload_file(notes), revision=8, line=1).sessions.count() == 8
     # A revision: the sessions that received that revision.
-    assert [r.session_id for r in carried.carried(reload_file(notes), revision=4).sessions] == [sessions[4].pk]
+    assert [r.session_id for r in carried.carried(reload_file(notes), revision=4).sessions] == [
+        sessions[4].pk
+    ]
 
     out = io.StringIO()
     call_command(
-        "carried", "--project", project.slug, "--path", "workspace/notes/log.md", "--revision", "3",
-        "--line", "3", "--json", stdout=out, stderr=io.StringIO(),
+        "carried",
+        "--project",
+        project.slug,
+        "--path",
+        "workspace/notes/log.md",
+        "--revision",
+        "3",
+        "--line",
+        "3",
+        "--json",
+        stdout=out,
+        stderr=io.StringIO(),
     )
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     assert {row["session"] for row in rows} == {str(sessions[n].pk) for n in (3, 4, 5, 6)}
@@ -232,7 +265,8 @@ def test_the_backfill_over_old_history_gives_the_blame_of_the_save_path(s3, proj
     notes = workspace(project, "notes/a.md", "one\ntwo\nthree\n", maria)
     session = prehook.hook_pre(agent=analyst, user=person)[0]
     hooks.hook_post(
-        session=session, writes=[hooks.WriteRequest(path="workspace/notes/a.md", mode="append", content="four\n")]
+        session=session,
+        writes=[hooks.WriteRequest(path="workspace/notes/a.md", mode="append", content="four\n")],
     )
     store.file_save(file=notes, content="one\nTWO\nthree\nfour\n" * 3, actor=olga, base_revision=2)
     store.file_restore(file=notes, number=2, actor=olga, base_revision=3)
@@ -311,8 +345,16 @@ def test_expired_text_leaves_who_and_when_but_no_text(s3, project, analyst, pers
     assert [(line.text, line.origin.revision.author_label) for line in result.lines] == [(None, "maria")]
     out = io.StringIO()
     call_command(
-        "blame", "--project", project.slug, "--path", "workspace/notes/secret.md", "--revision", "1", "--json",
-        stdout=out, stderr=io.StringIO(),
+        "blame",
+        "--project",
+        project.slug,
+        "--path",
+        "workspace/notes/secret.md",
+        "--revision",
+        "1",
+        "--json",
+        stdout=out,
+        stderr=io.StringIO(),
     )
     assert "1234" not in out.getvalue()
     assert json.loads(out.getvalue())["text"] is None
@@ -332,7 +374,11 @@ def test_a_line_under_a_legal_hold_is_shown_held(s3, project, person, admin):
 
 def test_blame_and_carried_commands(s3, project, analyst, person):
     profile = store.file_create(
-        project=project, scope="user", user=person, path="USER.md", content="- prefers calls\n",
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content="- prefers calls\n",
         actor=Actor.person(person),
     ).file
     session = prehook.hook_pre(agent=analyst, user=person)[0]
@@ -341,9 +387,21 @@ def test_blame_and_carried_commands(s3, project, analyst, person):
         writes=[hooks.WriteRequest(path="USER.md", mode="append", content="- Prefers calls before 10:00\n")],
     )
     out = io.StringIO()
-    call_command("blame", "--project", project.slug, "--path", "USER.md", "--user", person.username, "--json", stdout=out)
+    call_command(
+        "blame",
+        "--project",
+        project.slug,
+        "--path",
+        "USER.md",
+        "--user",
+        person.username,
+        "--json",
+        stdout=out,
+    )
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [set(row) for row in rows] == [{"line", "text", "revision", "author", "author_kind", "session", "at"}] * 2
+    assert [set(row) for row in rows] == [
+        {"line", "text", "revision", "author", "author_kind", "session", "at"}
+    ] * 2
     assert rows[1] == {
         "line": 2,
         "text": "- Prefers calls before 10:00",
@@ -355,20 +413,38 @@ def test_blame_and_carried_commands(s3, project, analyst, person):
     }
     assert rows[0]["author_kind"] == "person" and rows[0]["session"] is None
     plain = io.StringIO()
-    call_command("blame", "--project", project.slug, "--path", f"users/{person.username}/USER.md", stdout=plain)
+    call_command(
+        "blame", "--project", project.slug, "--path", f"users/{person.username}/USER.md", stdout=plain
+    )
     assert str(session.pk)[:8] in plain.getvalue() and "Prefers calls before 10:00" in plain.getvalue()
     with pytest.raises(CommandError, match="needs --user"):
         call_command("blame", "--project", project.slug, "--path", "USER.md")
     with pytest.raises(CommandError, match="no revision 9"):
-        call_command("blame", "--project", project.slug, "--path", "USER.md", "--user", person.username, "--revision", "9")
+        call_command(
+            "blame",
+            "--project",
+            project.slug,
+            "--path",
+            "USER.md",
+            "--user",
+            person.username,
+            "--revision",
+            "9",
+        )
 
 
-def test_erasure_leaves_no_text_in_blame_carried_or_the_origin_view(s3, client, project, analyst, person, admin):
+def test_erasure_leaves_no_text_in_blame_carried_or_the_origin_view(
+    s3, client, project, analyst, person, admin
+):
     """After a profile is erased: the sessions that carried it are still counted, with their
     dates; no text of it is anywhere a blame, a carried list or a prompt's origin shows."""
     secret = "- Diagnosed with a rare condition"
     store.file_create(
-        project=project, scope="user", user=person, path="USER.md", content=f"{secret}\n",
+        project=project,
+        scope="user",
+        user=person,
+        path="USER.md",
+        content=f"{secret}\n",
         actor=Actor.person(person),
     )
     sessions = [prehook.hook_pre(agent=analyst, user=person)[0] for _ in range(2)]
@@ -380,8 +456,18 @@ def test_erasure_leaves_no_text_in_blame_carried_or_the_origin_view(s3, client, 
     assert "was erased" in str(erased.value) and "rare condition" not in str(erased.value)
     out, err = io.StringIO(), io.StringIO()
     call_command(
-        "carried", "--project", project.slug, "--path", "USER.md", "--user", person.username, "--revision", "1",
-        "--json", stdout=out, stderr=err,
+        "carried",
+        "--project",
+        project.slug,
+        "--path",
+        "USER.md",
+        "--user",
+        person.username,
+        "--revision",
+        "1",
+        "--json",
+        stdout=out,
+        stderr=err,
     )
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     assert {row["session"] for row in rows} == {str(s.pk) for s in sessions}
