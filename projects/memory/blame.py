@@ -140,9 +140,7 @@ def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) ->
     """The origin revisions by pk, with their sessions, their last tool calls, whether a hold
     stands over them and whether their map is approximate: a few queries whatever their number."""
     revisions = list(
-        Revision.objects.filter(pk__in=pks).select_related(
-            "file", "file__project", "file__agent", "file__user", "author_user", "author_agent"
-        )
+        Revision.objects.filter(pk__in=pks).select_related("file")
     )
     origins = {r.pk: Origin(revision=r) for r in revisions}
     by_file: dict = {}

@@ -3,6 +3,11 @@ from urllib.parse import urlsplit
 
 from django import template
 from django.core.exceptions import DisallowedHost
+from django.utils.formats import date_format
+from django.utils.html import conditional_escape, format_html, format_html_join
+from django.utils.safestring import mark_safe
+from django.utils.text import Truncator
+from django.utils.timezone import localtime
 from django.utils.translation import gettext_lazy as _
 
 from projects import audit, drafts
@@ -179,3 +184,70 @@ def readable_details(details) -> list[tuple[str, str]]:
             shown = shown[:12] + "…"
         pairs.append((str(_DETAIL_NAMES.get(key, key)), shown[:200]))
     return pairs
+
+
+@register.simple_tag
+def origin_html(o: dict | None, file=None) -> str:
+    """A line's origin (views.provenance.origin_view) as a page shows it: the revision (a link
+    where the reader may open it), its author and kind, when, the session (a link where the
+    reader may see it), held / text expired / may be older, the message and the last tool
+    calls before the write. Built here rather than by an included template: a blame page
+    shows hundreds of origins, and an include costs a template render each."""
+    if not o:
+        return ""
+    revision = o["revision"]
+    if not revision.number:
+        return format_html('<span class="muted">{}</span>', _("unknown: the revision is gone"))
+    number = f"r{revision.number}"
+    parts = [
+        format_html('<a href="{}">{}</a>', o["revision_url"], number) if o["revision_url"] else number,
+    ]
+    if o["file"] is not None and file is not None and o["file"].pk != file.pk:
+        parts.append(format_html(' <span class="muted small">{}</span>', o["file"].source_path))
+    parts.append(
+        format_html(
+            ' · {} <span class="badge author-{}">{}</span> · <span class="small">{}</span>',
+            revision.author_shown,
+            revision.author_kind,
+            revision.get_author_kind_display(),
+            date_format(localtime(revision.created_at), "SHORT_DATETIME_FORMAT"),
+        )
+    )
+    if o["session_ref"]:
+        label = _("session %(ref)s") % {"ref": Truncator(o["session_ref"]).chars(10)}
+        parts.append(
+            format_html(' · <a href="{}">{}</a>', o["session_url"], label)
+            if o["session_url"]
+            else format_html(' · <span class="muted small">{}</span>', _("in an agent session"))
+        )
+    if o["held"]:
+        parts.append(format_html(' <span class="badge warn">{}</span>', _("held")))
+    if o["text_gone"]:
+        parts.append(format_html(' <span class="badge">{}</span>', _("text expired")))
+    if o["approximate"]:
+        parts.append(
+            format_html(
+                ' <span class="badge" title="{}">{}</span>',
+                _("Worked out after the texts of earlier revisions were deleted: the line may be older."),
+                _("may be older"),
+            )
+        )
+    message = revision.display_message
+    if message:
+        parts.append(format_html('<div class="muted small">“{}”</div>', Truncator(message).chars(140)))
+    if o["tool_calls"]:
+        calls = format_html_join(
+            " · ",
+            "<code>{}</code>{}",
+            (
+                (
+                    Truncator(c.name).chars(60),
+                    format_html(' <span class="muted">({})</span>', Truncator(c.resource).chars(120))
+                    if c.resource
+                    else "",
+                )
+                for c in o["tool_calls"]
+            ),
+        )
+        parts.append(format_html('<div class="small tool-calls">{} {}</div>', _("Before the write:"), calls))
+    return mark_safe("".join(conditional_escape(p) for p in parts))  # each part escaped or built safe

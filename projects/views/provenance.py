@@ -49,10 +49,12 @@ def carried_url(project, file_id, revision: int, line: int | None = None) -> str
     return f"{reverse('projects:file_carried', args=[project.slug, file_id])}?{urlencode(query)}"
 
 
-def origin_view(request, project, role, origin: memory_blame.Origin | None) -> dict | None:
+def origin_view(
+    request, project, role, origin: memory_blame.Origin | None, urls: dict | None = None
+) -> dict | None:
     """What a page shows of a line's origin: the revision (a link where the person may read
     its file), author, time, message; the session and its last tool calls where the person
-    may see that session; held, approximate, text gone."""
+    may see that session; held, approximate, text gone. (The tag `origin_html` shows it.)"""
     if origin is None:
         return None
     revision = origin.revision
@@ -60,19 +62,25 @@ def origin_view(request, project, role, origin: memory_blame.Origin | None) -> d
     readable = file is not None and permissions.can_read_file(request.user, role, file)
     session = origin.session
     visible = permissions.can_see_session(request.user, role, session)
+    # URLs nest (/p/<slug>/f/<file>/r/<n>/, /p/<slug>/sessions/<id>/): a page of hundreds of
+    # origins reverses each prefix once (`urls` keeps them for the request).
+    urls = {} if urls is None else urls
+
+    def prefix(name: str, *args) -> str:
+        key = (name, *args)
+        if key not in urls:
+            urls[key] = reverse(name, args=[project.slug, *args])
+        return urls[key]
+
     return {
         "revision": revision,
         "file": file,
         "readable": readable,
-        "revision_url": (
-            reverse("projects:revision_detail", args=[project.slug, file.pk, revision.number])
-            if readable
-            else ""
-        ),
+        "revision_url": f"{prefix('projects:file_detail', file.pk)}r/{revision.number}/"
+        if readable
+        else "",
         "session_ref": revision.session_ref,
-        "session_url": (
-            reverse("projects:session_detail", args=[project.slug, session.pk]) if visible else ""
-        ),
+        "session_url": f"{prefix('projects:session_list')}{session.pk}/" if visible else "",
         "tool_calls": origin.tool_calls if visible else [],
         "held": origin.held,
         "approximate": origin.approximate,
@@ -103,12 +111,16 @@ def file_blame_view(request, project, role, file_id):
             file, revision, start=page.start_index() if idents else 1, stop=page.end_index(), idents=idents
         )
     seen: dict[int, dict | None] = {}
+    urls: dict = {}
     rows = []
     for line in found.lines:
         pk = line.origin.revision.pk
         if pk not in seen:
-            seen[pk] = origin_view(request, project, role, line.origin)
-        rows.append({"line": line, "origin": seen[pk]})
+            seen[pk] = origin_view(request, project, role, line.origin, urls)
+        above = ""  # a line from the same revision as the one above says so, briefly
+        if not line.starts_run and line.number != wanted:
+            above = _("r%(number)s, as above") % {"number": line.origin.revision.number}
+        rows.append({"line": line, "origin": seen[pk], "above": above})
     audit_read(
         user=request.user,
         role=role,
@@ -117,7 +129,13 @@ def file_blame_view(request, project, role, file_id):
         obj=file,
         details={"revision": revision.number},
     )
-    context.update(blame=found, rows=rows, page=page, wanted=wanted)
+    context.update(
+        blame=found,
+        rows=rows,
+        page=page,
+        wanted=wanted,
+        carried_base=carried_url(project, file.pk, revision.number) + "&line=",
+    )
     return render(request, "projects/file_blame.html", context)
 
 
@@ -217,6 +235,7 @@ def prompt_rows(request, project, role, origins) -> list[dict]:
     """The lines of a prompt with what the page shows of their origins (runners.origins); an
     origin is written out on the first of consecutive lines it shares."""
     seen: dict[int, dict | None] = {}
+    urls: dict = {}
     rows = []
     previous = None
     for item in origins:
@@ -226,7 +245,7 @@ def prompt_rows(request, project, role, origins) -> list[dict]:
         if item.origin is not None:
             pk = key = item.origin.revision.pk
             if pk not in seen:
-                seen[pk] = origin_view(request, project, role, item.origin)
+                seen[pk] = origin_view(request, project, role, item.origin, urls)
             origin = seen[pk]
         readable = item.file is not None and permissions.can_read_file(request.user, role, item.file)
         rows.append(
