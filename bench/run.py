@@ -163,7 +163,9 @@ def main() -> None:
             ),
             (
                 "blame of a long history",
-                lambda: provenance.bench_blame(table, world, 300 if quick else 10_000, 5 if quick else n // 4),
+                lambda: provenance.bench_blame(
+                    table, world, 300 if quick else 10_000, 5 if quick else n // 4
+                ),
             ),
         ]
         if args.only:

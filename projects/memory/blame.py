@@ -139,9 +139,7 @@ def _unknown_origin(file: MemoryFile, pk: int) -> Origin:
 def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) -> dict[int, Origin]:
     """The origin revisions by pk, with their sessions, their last tool calls, whether a hold
     stands over them and whether their map is approximate: a few queries whatever their number."""
-    revisions = list(
-        Revision.objects.filter(pk__in=pks).select_related("file")
-    )
+    revisions = list(Revision.objects.filter(pk__in=pks).select_related("file"))
     origins = {r.pk: Origin(revision=r) for r in revisions}
     by_file: dict = {}
     for r in revisions:

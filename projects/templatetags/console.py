@@ -4,8 +4,7 @@ from urllib.parse import urlsplit
 from django import template
 from django.core.exceptions import DisallowedHost
 from django.utils.formats import date_format
-from django.utils.html import conditional_escape, format_html, format_html_join
-from django.utils.safestring import mark_safe
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.timezone import localtime
 from django.utils.translation import gettext_lazy as _
@@ -250,4 +249,4 @@ def origin_html(o: dict | None, file=None) -> str:
             ),
         )
         parts.append(format_html('<div class="small tool-calls">{} {}</div>', _("Before the write:"), calls))
-    return mark_safe("".join(conditional_escape(p) for p in parts))  # each part escaped or built safe
+    return format_html_join("", "{}", ((part,) for part in parts))  # plain parts are escaped

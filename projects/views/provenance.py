@@ -76,9 +76,7 @@ def origin_view(
         "revision": revision,
         "file": file,
         "readable": readable,
-        "revision_url": f"{prefix('projects:file_detail', file.pk)}r/{revision.number}/"
-        if readable
-        else "",
+        "revision_url": f"{prefix('projects:file_detail', file.pk)}r/{revision.number}/" if readable else "",
         "session_ref": revision.session_ref,
         "session_url": f"{prefix('projects:session_list')}{session.pk}/" if visible else "",
         "tool_calls": origin.tool_calls if visible else [],
