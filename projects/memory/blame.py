@@ -136,10 +136,31 @@ def _unknown_origin(file: MemoryFile, pk: int) -> Origin:
     return Origin(revision=Revision(pk=pk, file=file, number=0, author_kind="system", author_label="?"))
 
 
+# What an origin shows (and its file's permission check and path): a page of hundreds of
+# origins reads no more.
+_ORIGIN_FIELDS = (
+    "file_id",
+    "number",
+    "author_kind",
+    "author_label",
+    "session_ref",
+    "message",
+    "message_code",
+    "message_params",
+    "created_at",
+    "purged_at",
+    "file__project_id",
+    "file__scope",
+    "file__agent_id",
+    "file__user_id",
+    "file__path",
+)
+
+
 def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) -> dict[int, Origin]:
     """The origin revisions by pk, with their sessions, their last tool calls, whether a hold
     stands over them and whether their map is approximate: a few queries whatever their number."""
-    revisions = list(Revision.objects.filter(pk__in=pks).select_related("file"))
+    revisions = list(Revision.objects.filter(pk__in=pks).select_related("file").only(*_ORIGIN_FIELDS))
     origins = {r.pk: Origin(revision=r) for r in revisions}
     by_file: dict = {}
     for r in revisions:
