@@ -492,3 +492,46 @@ def test_the_profile_hold_on_erasure_is_unchanged_by_line_maps(s3, project, pers
     erasure.profile_erase(by=admin, user=person, reason="request", projects=[project])
     assert LineMap.objects.count() == 0
     assert Membership.objects.filter(user=person).exists()
+
+
+def test_every_door_records_where_its_lines_came_from(s3, project, person, admin, revision_inserts_fail):
+    """Saves, appends, a direct write found in the bucket, a save finished after its worker
+    died, a delete and an expiry: each revision has its line map, made in its own transaction."""
+    from projects.memory import adoption
+
+    revision_inserts_fail.stop()
+    maria = Actor.person(person)
+    notes = workspace(project, "notes/doors.md", "one\n", maria)
+    store.file_append(file=notes, addition="two\n", actor=maria)
+    s3.put(notes.key, b"one\ntwo\nthree from the bucket\n")  # a direct write
+    adoption.adopt(reload_file(notes))
+    assert lines(notes)[2] == ("three from the bucket", 3, "external", "")
+    revision_inserts_fail.start()  # the next save writes S3, then its commit fails
+    with pytest.raises(Exception):
+        store.file_save(file=reload_file(notes), content="one\ntwo\nfour\n", actor=maria, base_revision=3)
+    revision_inserts_fail.stop()
+    adoption.adopt(reload_file(notes))  # finished as maria's save
+    assert lines(notes)[2] == ("four", 4, "maria", "")
+    removal.file_delete(file=reload_file(notes), actor=maria, base_revision=4)
+    store.file_restore(file=reload_file(notes), number=4, actor=Actor.person(admin), base_revision=5)
+    assert [line[1:3] for line in lines(notes)] == [(1, "maria"), (2, "maria"), (4, "maria")]
+    lifecycle.file_expire(file=reload_file(notes), rule="workspace/notes/**.md after 1 day")
+    numbers = list(Revision.objects.filter(file=notes).order_by("number").values_list("number", flat=True))
+    assert numbers == list(range(1, 8))
+    assert sorted(LineMap.objects.filter(file=notes).values_list("number", "lines")) == [
+        (1, 1),
+        (2, 2),
+        (3, 3),
+        (4, 3),
+        (5, 0),
+        (6, 3),
+        (7, 0),
+    ]
+    # The texts went with the expiry; the maps (no text) stay, and blame says who and when.
+    assert not Revision.objects.filter(file=notes, is_deletion=False, purged_at__isnull=True).exists()
+    expired = blame.blame(reload_file(notes), notes.revisions.get(number=6))
+    assert [(line.text, line.origin.revision.number) for line in expired.lines] == [
+        (None, 1),
+        (None, 2),
+        (None, 4),
+    ]
