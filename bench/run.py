@@ -164,7 +164,7 @@ def main() -> None:
             (
                 "blame of a long history",
                 lambda: provenance.bench_blame(
-                    table, world, 300 if quick else 10_000, 5 if quick else n // 4
+                    table, world, 100 if quick else 10_000, 2 if quick else n // 4
                 ),
             ),
         ]

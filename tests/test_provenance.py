@@ -21,6 +21,8 @@ from projects.models import LineMap, Membership, MemoryFile, Revision, SearchTex
 from projects.runners import hooks, prehook
 from tests.conftest import reload_file
 
+# The tests that depend on the database (locks, JSON and binary columns, the migration's
+# queries) run on both; the rest are marked db_independent (the SQLite run only).
 pytestmark = pytest.mark.django_db
 
 MANIFEST = {
@@ -215,6 +217,7 @@ def test_carried_counts_exactly_the_sessions_that_received_the_line(s3, project,
     assert all(row["agent"] == analyst.slug and row["user"] == person.username for row in rows)
 
 
+@pytest.mark.db_independent
 def test_a_restore_brings_back_the_line_and_its_sessions(s3, project, analyst, person):
     maria = Actor.person(person)
     notes = workspace(project, "notes/flip.md", "a\nthe line\n", maria)
@@ -229,6 +232,7 @@ def test_a_restore_brings_back_the_line_and_its_sessions(s3, project, analyst, p
     assert gap.pk not in {r.session_id for r in found.sessions}
 
 
+@pytest.mark.db_independent
 def test_a_rename_keeps_the_authors_and_the_sessions_before_it(s3, project, analyst, person, admin):
     maria = Actor.person(person)
     old = workspace(project, "notes/old.md", "kept line\n", maria)
@@ -316,6 +320,7 @@ def test_session_files_are_backfilled_from_receipts(s3, project, analyst, person
     assert {s.pk for s in sessions} == {r[0] for r in rows}
 
 
+@pytest.mark.db_independent
 def test_a_text_gone_before_its_map_was_made_gives_an_approximate_map(s3, project, person):
     maria = Actor.person(person)
     notes = workspace(project, "notes/a.md", "one\n", maria)
@@ -334,6 +339,7 @@ def test_a_text_gone_before_its_map_was_made_gives_an_approximate_map(s3, projec
     assert purged.text_gone and all(line.text is None for line in purged.lines)
 
 
+@pytest.mark.db_independent
 def test_expired_text_leaves_who_and_when_but_no_text(s3, project, analyst, person):
     maria = Actor.person(person)
     notes = workspace(project, "notes/secret.md", "the launch code is 1234\n", maria)
@@ -361,6 +367,7 @@ def test_expired_text_leaves_who_and_when_but_no_text(s3, project, analyst, pers
     assert carried.carried(reload_file(notes), revision=1, line=1).sessions.count() == 1
 
 
+@pytest.mark.db_independent
 def test_a_line_under_a_legal_hold_is_shown_held(s3, project, person, admin):
     from projects.governance import holds as governance_holds
 
@@ -372,6 +379,7 @@ def test_a_line_under_a_legal_hold_is_shown_held(s3, project, person, admin):
     assert blame.blame(reload_file(notes)).lines[0].origin.held
 
 
+@pytest.mark.db_independent
 def test_blame_and_carried_commands(s3, project, analyst, person):
     profile = store.file_create(
         project=project,
@@ -482,7 +490,8 @@ def test_erasure_leaves_no_text_in_blame_carried_or_the_origin_view(
     assert "USER.md" in body and "r1" in body  # the receipt still names what was injected
 
 
-def test_the_profile_hold_on_erasure_is_unchanged_by_line_maps(s3, project, person, admin):
+@pytest.mark.db_independent
+def test_line_maps_hold_no_text_and_go_with_an_erasure(s3, project, person, admin):
     """Line maps hold no text, so they need no scrubbing; an erasure removes them with the
     revisions it removes."""
     store.file_create(

@@ -16,7 +16,8 @@ from projects.memory import store
 from projects.models import Membership, MemoryFile
 from projects.runners import hooks, prehook
 
-pytestmark = pytest.mark.django_db
+# Pages over the same selectors tests/test_provenance.py runs on both databases: the SQLite run.
+pytestmark = [pytest.mark.django_db, pytest.mark.db_independent]
 
 MANIFEST = {
     "sections": [
