@@ -302,6 +302,12 @@ def test_the_backfill_over_old_history_gives_the_blame_of_the_save_path(s3, proj
     assert migration.backfill_line_maps(django_apps) == 0
     assert history_blames(files) == expected
     assert not LineMap.objects.filter(approximate=True).exists()
+    # The same, ahead of time, for an operator after the upgrade.
+    LineMap.objects.all().delete()
+    out = io.StringIO()
+    call_command("fill_line_maps", stdout=out, stderr=io.StringIO())
+    assert f"{len(stored)} line map(s) stored" in out.getvalue()
+    assert sorted(LineMap.objects.values_list("file_id", "number", "base", "lines", "data")) == stored
 
 
 def test_session_files_are_backfilled_from_receipts(s3, project, analyst, person):
