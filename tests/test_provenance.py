@@ -550,3 +550,28 @@ def test_every_door_records_where_its_lines_came_from(s3, project, person, admin
         (None, 2),
         (None, 4),
     ]
+
+
+@pytest.mark.db_independent
+def test_storage_down_while_filling_in_makes_no_approximate_map(s3, project, person):
+    """Filling in older history reads snapshots from S3: storage not answering is said so (the
+    page's 503), never taken as a text gone for good; the next blame, with storage back, is
+    exact."""
+    from django.core.cache import cache
+
+    from projects.memory.errors import StorageUnavailable
+
+    maria = Actor.person(person)
+    notes = workspace(project, "notes/outage.md", "one\n", maria)
+    store.file_save(file=notes, content="one\ntwo\n", actor=maria, base_revision=1)
+    expected = lines(notes)
+    LineMap.objects.all().delete()
+    SearchText.objects.all().delete()
+    cache.clear()
+    s3.proxy.inject("GET", r"/_history/", status=503, times=50)
+    with pytest.raises(StorageUnavailable):
+        blame.blame(reload_file(notes))
+    assert not LineMap.objects.exists()
+    s3.proxy.heal()
+    assert lines(notes) == expected
+    assert not LineMap.objects.filter(approximate=True).exists()

@@ -6,14 +6,18 @@ The numbers themselves are memory.linemaps'."""
 
 from __future__ import annotations
 
+import logging
+
 from django.core.cache import cache
 
 from projects.memory import linemaps
 from projects.memory.content import decode
-from projects.memory.errors import StoreError
-from projects.memory.reading import cache_key, read_snapshot
+from projects.memory.errors import StorageUnavailable
+from projects.memory.reading import cache_key
 from projects.memory.storage import storage_for
 from projects.models import LineMap, MemoryFile, Revision, SearchText
+
+logger = logging.getLogger(__name__)
 
 
 class MapMissing(Exception):
@@ -123,12 +127,12 @@ class _Texts:
         return self.texts[number]
 
     def _from_storage(self, revision: Revision) -> str | None:
+        """The snapshot's text; None when it is gone for good (purged, or no object). Storage
+        not answering raises: a map is never made approximate for an outage."""
         if revision.purged_at is not None or not revision.snapshot_key:
             return None
-        try:
-            return decode(read_snapshot(storage_for(self.file.project), revision))
-        except StoreError:
-            return None
+        data = storage_for(self.file.project).body(revision.snapshot_key)
+        return decode(data) if data is not None else None
 
 
 def _renamed_source(revision: Revision):
@@ -168,15 +172,20 @@ def record(locked: MemoryFile, revision: Revision, text: str) -> None:
     than line maps: then it is filled in first."""
     number = revision.number
     texts = _Texts(locked, {number: text})
-    for _attempt in range(2):
-        rows = _rows(locked.pk, linemaps.chain(number - 1)) if number > 1 else {}
-        try:
-            new_rows = linemaps.fill([facts_of(revision)], rows, texts, _renamed_source(revision))
-        except KeyError:  # history older than line maps
-            fill_file(locked, upto=number - 1)
-            continue
-        _store(locked, {number: revision}, new_rows)
-        return
+    try:
+        for _attempt in range(2):
+            rows = _rows(locked.pk, linemaps.chain(number - 1)) if number > 1 else {}
+            try:
+                new_rows = linemaps.fill([facts_of(revision)], rows, texts, _renamed_source(revision))
+            except KeyError:  # history older than line maps
+                fill_file(locked, upto=number - 1)
+                continue
+            _store(locked, {number: revision}, new_rows)
+            return
+    except StorageUnavailable:
+        # A text it needed could not be read (the parent's is nearly always in the cache or
+        # the search copies): the save stands, and the first blame that needs this map makes it.
+        logger.warning("line map of %s r%s left for later: storage did not answer", locked.pk, number)
 
 
 def _store(file: MemoryFile, revisions: dict[int, Revision], rows: list[linemaps.NewRow]) -> None:
