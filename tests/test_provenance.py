@@ -376,13 +376,27 @@ def test_expired_text_leaves_who_and_when_but_no_text(s3, project, analyst, pers
 @pytest.mark.db_independent
 def test_a_line_under_a_legal_hold_is_shown_held(s3, project, person, admin):
     from projects.governance import holds as governance_holds
+    from projects.memory import holds as memory_holds
 
     notes = workspace(project, "notes/held.md", "evidence\n", Actor.person(person))
     assert not blame.blame(reload_file(notes)).lines[0].origin.held
+    other = workspace(project, "other/free.md", "free\n", Actor.person(person))
+    profile = store.file_create(
+        project=project, scope="user", user=person, path="USER.md", content="x\n", actor=Actor.person(person)
+    ).file
     governance_holds.hold_place(
         by=admin, project=project, file=notes, reason="litigation", case_reference="C-1"
     )
     assert blame.blame(reload_file(notes)).lines[0].origin.held
+    assert not blame.blame(reload_file(other)).lines[0].origin.held
+    governance_holds.hold_place(by=admin, project=project, glob="workspace/other/**.md", reason="audit")
+    governance_holds.hold_place(by=admin, project=project, user=person, reason="claim")
+    files = [reload_file(f) for f in (notes, other, profile)]
+    together = memory_holds.covering_files(files)
+    assert {f.pk: [h.pk for h in together.get(f.pk, [])] for f in files} == {
+        f.pk: [h.pk for h in memory_holds.covering_file(f)] for f in files
+    }
+    assert all(blame.blame(f).lines[0].origin.held for f in files)
 
 
 @pytest.mark.db_independent

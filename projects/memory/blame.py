@@ -165,15 +165,12 @@ def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) ->
     by_file: dict = {}
     for r in revisions:
         by_file.setdefault(r.file_id, []).append(r)
-    for file_id, group in by_file.items():
-        rough = lineage.approximate(file_id, [r.number for r in group])
-        for r in group:
-            origins[r.pk].approximate = r.number in rough
+    for pk in lineage.approximate(origins):
+        origins[pk].approximate = True
     if holds.any_standing(project):
-        for group in by_file.values():
-            if holds.covering_file(group[0].file):
-                for r in group:
-                    origins[r.pk].held = True
+        held = holds.covering_files([group[0].file for group in by_file.values()])
+        for r in revisions:
+            origins[r.pk].held = r.file_id in held
     sessions = sessions_named([r.session_ref for r in revisions])
     calls = tool_calls_before_many([r for r in revisions if r.session_ref], limit=tool_calls)
     for r in revisions:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from django.core.cache import cache
+from django.db.models import Q
 
 from projects.memory import linemaps
 from projects.memory.content import decode
@@ -72,11 +73,35 @@ def line_map(file: MemoryFile, number: int) -> list[int]:
         return _stored_maps(file.pk, number)[number]
 
 
-def approximate(file_id, numbers) -> set[int]:
-    """Which of these revisions' maps were filled in after earlier texts were gone."""
+def line_maps(wanted: list[tuple[MemoryFile, int]]) -> dict[tuple, list[int]]:
+    """line_map for many (file, revision) pairs, e.g. the files of a prompt: their rows in one
+    query a few hundred pairs at a time. {(file id, number): map}."""
+    found: dict[tuple, list[int]] = {}
+    pairs = list({(f.pk, n): (f, n) for f, n in wanted}.values())
+    for start in range(0, len(pairs), 200):
+        batch = pairs[start : start + 200]
+        query = Q()
+        for f, n in batch:
+            query |= Q(file_id=f.pk, number__in=linemaps.chain(n))
+        rows: dict = {}
+        for file_id, number, base, data in LineMap.objects.filter(query).values_list(
+            "file_id", "number", "base", "data"
+        ):
+            rows.setdefault(file_id, {})[number] = (base, bytes(data))
+        for f, n in batch:
+            try:
+                found[(f.pk, n)] = linemaps.rebuild(rows.get(f.pk, {}), n)[n]
+            except KeyError:  # older history: filled in first
+                found[(f.pk, n)] = line_map(f, n)
+    return found
+
+
+def approximate(revision_pks) -> set[int]:
+    """Which of these revisions' maps were filled in after earlier texts were gone (one
+    query, whatever their files)."""
     return set(
-        LineMap.objects.filter(file_id=file_id, number__in=numbers, approximate=True).values_list(
-            "number", flat=True
+        LineMap.objects.filter(revision_id__in=list(revision_pks), approximate=True).values_list(
+            "revision_id", flat=True
         )
     )
 

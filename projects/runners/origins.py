@@ -108,15 +108,16 @@ def origin_of_prompt(project, prompt: str, sections: list[prompt_lines.SectionTe
             project=project, pk__in=_uuids({line.file_id for line in lines if line.file_id})
         ).select_related("head", "project", "agent", "user")
     }
-    maps: dict[tuple[str, int], list[int]] = {}
-    for line in lines:
-        key = (str(line.file_id), line.revision)
-        if line.line is None or key in maps or str(line.file_id) not in files:
-            continue
-        try:
-            maps[key] = lineage.line_map(files[str(line.file_id)], line.revision)
-        except lineage.MapMissing:
-            maps[key] = []
+    wanted = {
+        (str(line.file_id), line.revision)
+        for line in lines
+        if line.line is not None and str(line.file_id) in files and isinstance(line.revision, int)
+    }
+    try:  # the maps of every file and revision the prompt drew from, in one query
+        found_maps = lineage.line_maps([(files[f], n) for f, n in sorted(wanted)])
+    except lineage.MapMissing:
+        found_maps = {}
+    maps = {(str(f), n): m for (f, n), m in found_maps.items()}
     idents: dict[int, int] = {}
     for line in lines:
         found = maps.get((str(line.file_id), line.revision))

@@ -214,3 +214,29 @@ def test_blame_pages_in_russian(client, project, admin, story):
         f"/p/{project.slug}/f/{profile.pk}/carried/?r=2&line=1", HTTP_ACCEPT_LANGUAGE="ru"
     ).content.decode()
     assert "Куда" in carried
+
+
+def test_prompt_origins_cost_the_same_queries_for_few_and_many_files(client, project, admin, story):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(admin)
+    url = f"/p/{project.slug}/simulate/?agent=analyst&user=maria"
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    few = queries()
+    for n in range(12):
+        store.file_create(
+            project=project,
+            scope="workspace",
+            path=f"notes/n{n}.md",
+            content=f"note {n}\n",
+            actor=Actor.person(admin),
+        )
+    body = client.get(url).content.decode()
+    assert body.count("/blame/?r=1&amp;line=1#L1") >= 13
+    assert queries() == few
