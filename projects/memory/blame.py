@@ -12,6 +12,8 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 
+from django.db.models import F
+
 from projects.memory import holds, lineage, linemaps
 from projects.memory.errors import StoreError
 from projects.memory.reading import revision_texts
@@ -160,13 +162,16 @@ _ORIGIN_FIELDS = (
 def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) -> dict[int, Origin]:
     """The origin revisions by pk, with their sessions, their last tool calls, whether a hold
     stands over them and whether their map is approximate: a few queries whatever their number."""
-    revisions = list(Revision.objects.filter(pk__in=pks).select_related("file").only(*_ORIGIN_FIELDS))
-    origins = {r.pk: Origin(revision=r) for r in revisions}
+    revisions = list(
+        Revision.objects.filter(pk__in=pks)
+        .select_related("file")
+        .only(*_ORIGIN_FIELDS)
+        .annotate(rough=F("line_map__approximate"))  # the same query: the map is one-to-one
+    )
+    origins = {r.pk: Origin(revision=r, approximate=bool(r.rough)) for r in revisions}
     by_file: dict = {}
     for r in revisions:
         by_file.setdefault(r.file_id, []).append(r)
-    for pk in lineage.approximate(origins):
-        origins[pk].approximate = True
     if holds.any_standing(project):
         held = holds.covering_files([group[0].file for group in by_file.values()])
         for r in revisions:

@@ -96,16 +96,6 @@ def line_maps(wanted: list[tuple[MemoryFile, int]]) -> dict[tuple, list[int]]:
     return found
 
 
-def approximate(revision_pks) -> set[int]:
-    """Which of these revisions' maps were filled in after earlier texts were gone (one
-    query, whatever their files)."""
-    return set(
-        LineMap.objects.filter(revision_id__in=list(revision_pks), approximate=True).values_list(
-            "revision_id", flat=True
-        )
-    )
-
-
 # --- Texts ------------------------------------------------------------------------------------------
 
 

@@ -189,17 +189,22 @@ def readable_details(details) -> list[tuple[str, str]]:
 
 @register.simple_tag(takes_context=True)
 def origin_html(context, o: dict | None, file=None) -> str:
-    """A line's origin (views.provenance.origin_view) as a page shows it: the revision (a link
-    where the reader may open it), its author and kind, when, the session (a link where the
-    reader may see it), held / text expired / may be older, the message and the last tool
-    calls before the write. Built here, every part escaped, rather than by an included
-    template: a blame page shows hundreds of origins, and an include costs a render each; the
-    page's words are translated once (`_origin_words`)."""
-    if not o:
-        return ""
+    """A line's origin (views.provenance.origin_view) as a page shows it (`origin_markup`); the
+    page's words are translated once per render."""
     words = context.get("_origin_words")
     if words is None:
-        words = context["_origin_words"] = _origin_words()
+        words = context["_origin_words"] = origin_words()
+    return origin_markup(o, file, words)
+
+
+def origin_markup(o: dict | None, file, words: dict) -> str:
+    """The revision (a link where the reader may open it), its author and kind, when, the
+    session (a link where the reader may see it), held / text expired / may be older, the
+    message and the last tool calls before the write. Built here, every part escaped, rather
+    than by an included template: a blame page shows hundreds of origins, and an include costs
+    a template render each."""
+    if not o:
+        return ""
     revision = o["revision"]
     if not revision.number:
         return SafeString(f'<span class="muted">{escape(words["unknown"])}</span>')
@@ -243,7 +248,8 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _origin_words() -> dict:
+def origin_words() -> dict:
+    """The words origin_markup uses, in the active language."""
     return {
         "unknown": gettext("unknown: the revision is gone"),
         "kinds": {kind: str(label) for kind, label in Revision.AuthorKind.choices},

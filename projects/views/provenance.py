@@ -12,12 +12,14 @@ from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.html import escape, format_html
 from django.utils.translation import gettext as _
 
 from projects.governance import permissions
 from projects.governance.trail import audit_read
 from projects.memory import blame as memory_blame
 from projects.memory import carried as memory_carried
+from projects.templatetags.console import origin_markup, origin_words
 from projects.views import paging
 from projects.views.base import file_context, file_of, on_refusal_show, project_view, revision_of
 
@@ -108,17 +110,26 @@ def file_blame_view(request, project, role, file_id):
         found = memory_blame.blame(
             file, revision, start=page.start_index() if idents else 1, stop=page.end_index(), idents=idents
         )
-    seen: dict[int, dict | None] = {}
+    # Rows as flat tuples (number, text, class, what the origin cell says): a page of hundreds
+    # of lines costs a template lookup per value, not per attribute of nested objects.
+    seen: dict[int, str] = {}
     urls: dict = {}
+    words = origin_words()
     rows = []
     for line in found.lines:
         pk = line.origin.revision.pk
-        if pk not in seen:
-            seen[pk] = origin_view(request, project, role, line.origin, urls)
-        above = ""  # a line from the same revision as the one above says so, briefly
-        if not line.starts_run and line.number != wanted:
-            above = _("r%(number)s, as above") % {"number": line.origin.revision.number}
-        rows.append({"line": line, "origin": seen[pk], "above": above})
+        css = "run" if line.starts_run else "cont"
+        if line.starts_run or line.number == wanted:
+            if pk not in seen:
+                shown = origin_view(request, project, role, line.origin, urls)
+                seen[pk] = origin_markup(shown, file, words)
+            cell = seen[pk]
+        else:  # a line from the same revision as the one above says so, briefly
+            cell = escape(_("r%(number)s, as above") % {"number": line.origin.revision.number})
+            cell = format_html('<span class="muted small">{}</span>', cell)
+        if line.number == wanted:
+            css += " wanted"
+        rows.append((line.number, line.text, css, cell))
     audit_read(
         user=request.user,
         role=role,
