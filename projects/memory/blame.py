@@ -151,12 +151,8 @@ _ORIGIN_FIELDS = (
     "message_params",
     "created_at",
     "purged_at",
-    "file__project_id",
-    "file__scope",
-    "file__agent_id",
-    "file__user_id",
-    "file__path",
 )
+_ORIGIN_FILE_FIELDS = ("project_id", "scope", "agent_id", "user_id", "path")
 
 
 def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) -> dict[int, Origin]:
@@ -164,19 +160,25 @@ def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) ->
     stands over them and whether their map is approximate: a few queries whatever their number."""
     revisions = list(
         Revision.objects.filter(pk__in=pks)
-        .select_related("file")
         .only(*_ORIGIN_FIELDS)
         .annotate(rough=F("line_map__approximate"))  # the same query: the map is one-to-one
     )
-    origins = {r.pk: Origin(revision=r, approximate=bool(r.rough)) for r in revisions}
+    # Their files (a few, whatever the number of revisions), each object shared by its revisions.
+    files = {
+        f.pk: f
+        for f in MemoryFile.objects.filter(pk__in={r.file_id for r in revisions}).only(*_ORIGIN_FILE_FIELDS)
+    }
+    origins = {}
     by_file: dict = {}
     for r in revisions:
+        r.file = files[r.file_id]
+        origins[r.pk] = Origin(revision=r, approximate=bool(r.rough))
         by_file.setdefault(r.file_id, []).append(r)
     if holds.any_standing(project):
         held = holds.covering_files([group[0].file for group in by_file.values()])
         for r in revisions:
             origins[r.pk].held = r.file_id in held
-    sessions = sessions_named([r.session_ref for r in revisions])
+    sessions = sessions_named([r.session_ref for r in revisions], details=False)
     calls = tool_calls_before_many([r for r in revisions if r.session_ref], limit=tool_calls)
     for r in revisions:
         origins[r.pk].session = sessions.get(r.session_ref)
@@ -184,11 +186,13 @@ def origins_of(project, pks: set[int], *, tool_calls: int = TOOL_CALLS_SHOWN) ->
     return origins
 
 
-def sessions_named(refs) -> dict[str, AgentSession]:
+def sessions_named(refs, *, details: bool = True) -> dict[str, AgentSession]:
     """The recorded sessions these revision session refs name (a ref that is not a session's
-    id, or a session since removed, is left out)."""
+    id, or a session since removed, is left out); with their agent and person, or (without
+    `details`) only whom they served, for many origins at once."""
     ids = {ref: _uuid(ref) for ref in set(refs) if ref}
-    found = AgentSession.objects.filter(pk__in=[i for i in ids.values() if i]).select_related("agent", "user")
+    found = AgentSession.objects.filter(pk__in=[i for i in ids.values() if i])
+    found = found.select_related("agent", "user") if details else found.only("id", "agent_id", "user_id")
     by_id = {s.pk: s for s in found}
     return {ref: by_id[i] for ref, i in ids.items() if i in by_id}
 
@@ -218,19 +222,19 @@ def resource_named(details) -> str:
     return ""
 
 
-def _call(event: SessionEvent) -> ToolCall:
-    payload = event.payload or {}
-    if event.kind == SessionEvent.Kind.TOOL:
+def _call(event_id: int, kind: str, at: dt.datetime, payload: dict | None) -> ToolCall:
+    payload = payload if isinstance(payload, dict) else {}
+    if kind == SessionEvent.Kind.TOOL:
         name, summary = str(payload.get("name") or "?"), str(payload.get("summary") or "")
     else:
         name, summary = str(payload.get("message") or "?").split("\n", 1)[0], ""
     return ToolCall(
-        kind=event.kind,
+        kind=kind,
         name=name[:200],
         summary=summary[:500],
         resource=resource_named(payload.get("details")),
-        at=event.created_at,
-        event_id=event.pk,
+        at=at,
+        event_id=event_id,
     )
 
 
@@ -250,17 +254,21 @@ def tool_calls_before_many(
         return {}
     latest = max(r.created_at for r in revisions if r.pk in wanted)
     events: dict = {}
-    for event in SessionEvent.objects.filter(
-        session_id__in=set(wanted.values()),
-        kind__in=[SessionEvent.Kind.TOOL, SessionEvent.Kind.ERROR],
-        created_at__lte=latest,
-    ).order_by("created_at", "id"):
-        events.setdefault(event.session_id, []).append(event)
+    for row in (
+        SessionEvent.objects.filter(
+            session_id__in=set(wanted.values()),
+            kind__in=[SessionEvent.Kind.TOOL, SessionEvent.Kind.ERROR],
+            created_at__lte=latest,
+        )
+        .order_by("created_at", "id")
+        .values_list("session_id", "id", "kind", "created_at", "payload")
+    ):
+        events.setdefault(row[0], []).append(_call(*row[1:]))
     found = {}
     for r in revisions:
         sid = wanted.get(r.pk)
         if sid is None:
             continue
-        before = [_call(e) for e in events.get(sid, []) if e.created_at <= r.created_at]
+        before = [c for c in events.get(sid, []) if c.at <= r.created_at]
         found[r.pk] = before[-limit:] if limit else before
     return found

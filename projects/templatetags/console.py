@@ -207,30 +207,29 @@ def origin_markup(o: dict | None, file, words: dict) -> str:
         return ""
     revision = o["revision"]
     if not revision.number:
-        return SafeString(f'<span class="muted">{escape(words["unknown"])}</span>')
+        return SafeString(f'<span class="muted">{words["unknown"]}</span>')
     number = f"r{revision.number}"
     html = [f'<a href="{escape(o["revision_url"])}">{number}</a>' if o["revision_url"] else number]
     if o["file"] is not None and file is not None and o["file"].pk != file.pk:
         html.append(f' <span class="muted small">{escape(o["file"].source_path)}</span>')
     kind = revision.author_kind
+    when = escape(dateformat.format(localtime(revision.created_at), words["when"]))
     html.append(
         f" · {escape(system_text.actor_shown(revision.author_label))}"
-        f' <span class="badge author-{escape(kind)}">{escape(words["kinds"].get(kind, kind))}</span>'
-        f' · <span class="small">{dateformat.format(localtime(revision.created_at), words["when"])}</span>'
+        f' <span class="badge author-{escape(kind)}">{words["kinds"].get(kind) or escape(kind)}</span>'
+        f' · <span class="small">{when}</span>'
     )
     if o["session_ref"]:
         if o["session_url"]:
             label = words["session"] % {"ref": _short(o["session_ref"], 10)}
             html.append(f' · <a href="{escape(o["session_url"])}">{escape(label)}</a>')
         else:
-            html.append(f' · <span class="muted small">{escape(words["elsewhere"])}</span>')
+            html.append(f' · <span class="muted small">{words["elsewhere"]}</span>')
     for flag, badge in (("held", "badge warn"), ("text_gone", "badge")):
         if o[flag]:
-            html.append(f' <span class="{badge}">{escape(words[flag])}</span>')
+            html.append(f' <span class="{badge}">{words[flag]}</span>')
     if o["approximate"]:
-        html.append(
-            f' <span class="badge" title="{escape(words["rough_why"])}">{escape(words["rough"])}</span>'
-        )
+        html.append(f' <span class="badge" title="{words["rough_why"]}">{words["rough"]}</span>')
     message = revision.display_message
     if message:
         html.append(f'<div class="muted small">“{escape(_short(message, 140))}”</div>')
@@ -240,7 +239,7 @@ def origin_markup(o: dict | None, file, words: dict) -> str:
             + (f' <span class="muted">({escape(_short(c.resource, 120))})</span>' if c.resource else "")
             for c in o["tool_calls"]
         )
-        html.append(f'<div class="small tool-calls">{escape(words["before"])} {calls}</div>')
+        html.append(f'<div class="small tool-calls">{words["before"]} {calls}</div>')
     return SafeString("".join(html))  # every part above is escaped or the console's own markup
 
 

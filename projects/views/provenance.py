@@ -129,7 +129,7 @@ def file_blame_view(request, project, role, file_id):
             cell = format_html('<span class="muted small">{}</span>', cell)
         if line.number == wanted:
             css += " wanted"
-        rows.append((line.number, line.text, css, cell))
+        rows.append((str(line.number), line.text, css, cell))  # a str: no number formatting
     audit_read(
         user=request.user,
         role=role,
