@@ -17,7 +17,7 @@ from projects.audit import Actor
 from projects.governance import erasure
 from projects.memory import blame, carried, lifecycle, lineage, merging, reading, removal, store
 from projects.memory.records import file_by_path
-from projects.models import LineMap, Membership, MemoryFile, Revision, SearchText, SessionFile
+from projects.models import AgentSession, LineMap, Membership, MemoryFile, Revision, SearchText, SessionFile
 from projects.runners import hooks, prehook
 from tests.conftest import reload_file
 
@@ -310,20 +310,29 @@ def test_the_backfill_over_old_history_gives_the_blame_of_the_save_path(s3, proj
     assert sorted(LineMap.objects.values_list("file_id", "number", "base", "lines", "data")) == stored
 
 
-def test_session_files_are_backfilled_from_receipts(s3, project, analyst, person):
+def test_sessions_are_indexed_off_the_pre_hooks_path_and_backfilled(s3, project, analyst, person):
     from importlib import import_module
 
     migration = import_module("projects.migrations.0026_backfill_provenance")
     workspace(project, "notes/a.md", "one\n", Actor.person(person))
     sessions = [prehook.hook_pre(agent=analyst, user=person)[0] for _ in range(3)]
+    assert not SessionFile.objects.exists()  # the pre hook writes one row, its session
+    assert carried.index_sessions() == 3
     rows = sorted(SessionFile.objects.values_list("session_id", "file_ref", "revision", "tag", "cut"))
-    assert len(rows) == 3
+    assert len(rows) == 3 and {s.pk for s in sessions} == {r[0] for r in rows}
+    assert carried.index_sessions() == 0  # each session once
     SessionFile.objects.all().delete()
+    AgentSession.objects.update(carried_indexed=False)  # sessions recorded before the index
     migration.SESSIONS_A_BATCH = 2
     assert migration.backfill_session_files(django_apps) == 3
     assert sorted(SessionFile.objects.values_list("session_id", "file_ref", "revision", "tag", "cut")) == rows
-    assert migration.backfill_session_files(django_apps) == 0  # each session once
-    assert {s.pk for s in sessions} == {r[0] for r in rows}
+    assert migration.backfill_session_files(django_apps) == 0
+    assert carried.index_sessions() == 0
+    # A session's post hook indexes it at once.
+    posted = prehook.hook_pre(agent=analyst, user=person)[0]
+    hooks.hook_post(session=posted, writes=[])
+    assert SessionFile.objects.filter(session=posted).count() == 1
+    assert AgentSession.objects.get(pk=posted.pk).carried_indexed
 
 
 @pytest.mark.db_independent

@@ -5,16 +5,23 @@ A line still in the file counts every session that received a revision from the 
 introduced it on; a line removed in revision M counts the sessions that received revisions
 from its first up to M-1 (and again from a revision that brought it back, such as a
 restore). A line a rename carried over counts the sessions of the file it came from too.
+
+The rows are written off the pre hook's path (its one INSERT stays one): a session's post hook
+indexes it, and every question asked here first indexes the sessions still waiting
+(`index_sessions`), so an answer counts every session recorded before it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from projects.memory import lineage, linemaps
-from projects.models import LineMap, MemoryFile, Revision, SessionFile
+from projects.memory import lineage, linemaps, receipts
+from projects.models import AgentSession, LineMap, MemoryFile, Revision, SessionFile
+
+INDEX_BATCH = 1000  # sessions indexed in one transaction
 
 
 @dataclass(frozen=True)
@@ -54,10 +61,52 @@ def carried(file: MemoryFile, *, revision: int, line: int | None = None) -> Carr
     )
 
 
+def index_sessions(sessions: list[AgentSession] | None = None) -> int:
+    """Write the SessionFile rows of sessions not indexed yet (these ones, or all), a batch a
+    transaction. Safe to run at once from several processes: each takes rows the others have
+    not locked (PostgreSQL's SKIP LOCKED), and a row written twice is ignored. Returns how many
+    sessions it indexed."""
+    done = 0
+    while True:
+        with transaction.atomic():
+            pending = AgentSession.objects.filter(carried_indexed=False)
+            if sessions is not None:
+                pending = pending.filter(pk__in=[s.pk for s in sessions])
+            batch = list(
+                pending.select_for_update(skip_locked=True)
+                .order_by("created_at")
+                .only("id", "created_at", "receipt")[:INDEX_BATCH]
+            )
+            if not batch:
+                return done
+            SessionFile.objects.bulk_create(
+                [
+                    SessionFile(
+                        session=session,
+                        file_ref=f["file_id"],
+                        path=f["path"],
+                        revision=f["revision"],
+                        tag=f["tag"],
+                        cut=f["cut"],
+                        created_at=session.created_at,
+                    )
+                    for session in batch
+                    for f in receipts.carried_files(session.receipt)
+                ],
+                ignore_conflicts=True,
+            )
+            AgentSession.objects.filter(pk__in=[s.pk for s in batch]).update(carried_indexed=True)
+        done += len(batch)
+        if sessions is not None:
+            return done
+
+
 def sessions_over(spans: list[Span]) -> QuerySet:
-    """SessionFile rows of the sessions that received a revision inside one of the spans."""
+    """SessionFile rows of the sessions that received a revision inside one of the spans (the
+    sessions still waiting are indexed first)."""
     if not spans:
         return SessionFile.objects.none()
+    index_sessions()
     wanted = Q()
     for span in spans:
         wanted |= Q(file_ref=span.file_id, revision__gte=span.first, revision__lte=span.last)

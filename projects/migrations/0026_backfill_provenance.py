@@ -9,11 +9,11 @@ carried from its receipt. Both read only the database, in batches:
   search existed, or whose text was purged) stops there; the rest of it is filled in from S3 the
   first time a blame or a save needs it (memory.lineage.fill_file), and texts that are gone for
   good give maps marked approximate.
-- SessionFile rows come from each session's receipt (memory.receipts.carried_files).
+- SessionFile rows come from each session's receipt (memory.receipts.carried_files); later
+  sessions are indexed by their post hook, or by the first question about where a line went.
 """
 
 from django.db import migrations
-from django.db.models import Exists, OuterRef
 
 from projects.memory import linemaps, receipts
 
@@ -168,15 +168,17 @@ def backfill_line_maps(apps, schema_editor=None) -> int:
 
 
 def backfill_session_files(apps, schema_editor=None) -> int:
+    """Index every session recorded so far (memory.carried.index_sessions does the same for
+    later ones): its receipt's files as SessionFile rows, and the session marked indexed."""
     AgentSession = apps.get_model("projects", "AgentSession")
     SessionFile = apps.get_model("projects", "SessionFile")
-    pending = AgentSession.objects.filter(~Exists(SessionFile.objects.filter(session=OuterRef("pk"))))
-    stored, last = 0, None
+    stored = 0
     while True:
-        page = pending.order_by("created_at", "pk")
-        if last is not None:
-            page = page.filter(created_at__gte=last[0]).exclude(created_at=last[0], pk__lte=last[1])
-        batch = list(page.values_list("pk", "created_at", "receipt")[:SESSIONS_A_BATCH])
+        batch = list(
+            AgentSession.objects.filter(carried_indexed=False)
+            .order_by("created_at", "pk")
+            .values_list("pk", "created_at", "receipt")[:SESSIONS_A_BATCH]
+        )
         if not batch:
             return stored
         rows = [
@@ -192,9 +194,9 @@ def backfill_session_files(apps, schema_editor=None) -> int:
             for pk, created_at, receipt in batch
             for f in receipts.carried_files(receipt)
         ]
-        SessionFile.objects.bulk_create(rows)
+        SessionFile.objects.bulk_create(rows, ignore_conflicts=True)
+        AgentSession.objects.filter(pk__in=[pk for pk, _at, _r in batch]).update(carried_indexed=True)
         stored += len(rows)
-        last = (batch[-1][1], batch[-1][0])
 
 
 def forwards(apps, schema_editor):

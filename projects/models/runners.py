@@ -144,6 +144,11 @@ class AgentSession(models.Model):
         help_text="The pre hook's Idempotency-Key, if the runner sent one: the same key again "
         "(a retry after a lost answer) gets this session, not a second one.",
     )
+    carried_indexed = models.BooleanField(
+        default=False,
+        help_text="Its receipt's files are in SessionFile (done by its post hook, or by the first "
+        "look at where a line went): kept off the pre hook's path.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -152,6 +157,13 @@ class AgentSession(models.Model):
                 fields=["agent", "request_key"],
                 condition=~models.Q(request_key=""),
                 name="session_request_key_once",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(carried_indexed=False),
+                name="session_carried_pending",
             ),
         ]
 
@@ -165,7 +177,8 @@ class AgentSession(models.Model):
 class SessionFile(models.Model):
     """One file, at one revision, that a session's prompt carried (from its receipt): what
     "where did this line go" searches. The file is named by id, not by a foreign key, so the
-    row outlives an erasure of the file (who was told, and when, stays; no text is here)."""
+    row outlives an erasure of the file (who was told, and when, stays; no text is here).
+    Written after the pre hook (memory.carried.index_sessions), never on its path."""
 
     session = models.ForeignKey(
         AgentSession, on_delete=models.CASCADE, related_name="carried", help_text="The session."
@@ -180,6 +193,9 @@ class SessionFile(models.Model):
     created_at = models.DateTimeField(help_text="When the session's prompt was assembled.")
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "file_ref"], name="one_session_file"),
+        ]
         indexes = [
             models.Index(fields=["file_ref", "revision"], name="session_file_revision"),
             models.Index(fields=["file_ref", "-created_at"], name="session_file_recent"),

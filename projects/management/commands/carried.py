@@ -35,6 +35,7 @@ class Command(BaseCommand):
             if line is not None:
                 raise CommandError(naming.erased_note(found, person))
             self.stderr.write(naming.erased_note(found, person) + " Sessions that received it:")
+            carried.index_sessions()
             live = MemoryFile.objects.filter(project=found).values("pk")
             rows = (
                 SessionFile.objects.filter(
