@@ -140,8 +140,9 @@ def _hold_written(storage: MemoryStorage, locked: MemoryFile) -> list:
     found: a direct write overwritten again before anyone looked is a version too. Returns
     the holds standing over the file."""
     standing = holds_over(locked)
-    if standing:
-        holding.hold_key_versions(storage, locked.key, holding.since_of(standing))
+    enforced = holding.needs_holding(standing)
+    if enforced:
+        holding.hold_key_versions(storage, locked.key, holding.since_of(enforced))
     return standing
 
 

@@ -325,13 +325,22 @@ def _kept_by_others(hold: LegalHold):
 # --- What is written past the console -------------------------------------------------------------
 
 
+SKEW = dt.timedelta(minutes=1)  # between the console's clock and the store's, at most
+
+
 def since_of(standing: list[LegalHold]) -> dt.datetime | None:
     """From when the store's versions of a key under these holds may be unheld: the oldest
-    `swept_through` among them, or None (every version) when one has not been swept whole."""
-    marks = [h.swept_through for h in standing]
-    if not marks or any(mark is None for mark in marks):
-        return None
-    return min(marks) - CLOCK_STEP
+    `swept_through` among them (the store's clock). A hold still being placed has its sweep
+    for what was there before it (and the refresh pass after it, for what the sweep passed
+    by): from when it was placed, less a minute for the clocks."""
+    marks = [h.swept_through or (h.placed_at - SKEW) for h in standing]
+    return min(marks) - CLOCK_STEP if marks else None
+
+
+def needs_holding(standing: list[LegalHold]) -> list[LegalHold]:
+    """The holds whose storage holds anything: placed ones the bucket enforces, and those
+    still being placed (a bucket without Object Lock holds nothing: no request is made)."""
+    return [h for h in standing if h.storage_enforced or h.state == State.PLACING]
 
 
 def hold_key_versions(storage: MemoryStorage, key: str, since: dt.datetime | None) -> int:
@@ -384,12 +393,19 @@ class FeedHolder:
             for unit in holds.hold_units(hold):
                 by_bucket.setdefault(storage_for(unit.project).bucket_name, []).append(unit)
         self._units = by_bucket
-        for bucket in by_bucket:
+        for bucket, units in by_bucket.items():
             if bucket not in self._followed:
                 found = feed_for(bucket)
                 if found is not None:
                     found.on_version(self.written)
                     self._followed.add(bucket)
+                    self._warm(storage_for(units[0].project))
+
+    def _warm(self, storage: MemoryStorage) -> None:
+        """Make each pool thread's S3 client now (a boto3 client per thread, a fraction of a
+        second each), not when the first write under a hold is reported."""
+        for _thread in range(self._pool._max_workers):
+            self._pool.submit(lambda: storage.client)
 
     def written(self, bucket: str, key: str, version_id: str) -> None:
         for unit in self._units.get(bucket, ()):
