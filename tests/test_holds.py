@@ -20,8 +20,8 @@ from django_tasks_db.models import DBTaskResult
 from projects.audit import Actor
 from projects.governance import erasure, holds, retention
 from projects.governance.tasks import QUEUE
-from projects.memory import errors, feed, holding, layout, lifecycle, removal, store
-from projects.models import AgentSession, AuditEvent, LegalHold, MemoryFile, Revision
+from projects.memory import adoption, errors, feed, holding, layout, lifecycle, reconcile, removal, store
+from projects.models import AgentSession, AuditEvent, LegalHold, MemoryFile, RefusedWrite, Revision
 from projects.runners import bearer, credentials, prehook
 from runnerkit.direct import DirectStorage
 
@@ -197,6 +197,13 @@ def test_while_a_hold_is_being_placed_every_way_of_deleting_refuses_and_reconcil
     hold.refresh_from_db()
     assert hold.state == LegalHold.State.PLACED and not _unheld(s3, project.prefix)
     assert profile.pk and LegalHold.objects.count() == 1
+    # A write the console refused to adopt (not text) is kept like the rest while it stands.
+    s3.put(other.key, b"caf\xe9\n")
+    reconcile.reconcile(project=project)
+    refused = RefusedWrite.objects.get(file=other)
+    with pytest.raises(errors.Held):
+        adoption.refused_write_delete(refused=refused, by=admin)
+    assert not _unheld(s3, other.key)
 
 
 def test_a_hold_released_while_it_is_being_placed_lifts_what_it_held(s3, project, admin, memory):
