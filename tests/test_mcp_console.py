@@ -459,3 +459,21 @@ def test_the_transport_get_delete_retries_and_unknown_sessions(client, company, 
     assert mcp.post("ping").status_code == 404
     assert AgentSession.objects.get(via="mcp").ended_at is not None
     assert Project.objects.count() == 2
+
+
+def test_an_agent_acting_for_a_person_reads_so_in_each_language_and_in_the_objects_metadata(agent, person):
+    from django.utils import translation
+
+    from projects.audit import VIA_MCP
+    from projects.memory import metadata
+    from projects.system_text import actor_shown
+
+    actor = Actor.for_agent(agent, "s-1", on_behalf_of=person, via=VIA_MCP)
+    assert actor.label == "agent:analyst for maria via MCP"
+    assert actor_shown(actor.label) == "agent:analyst for maria via MCP"
+    with translation.override("ru"):
+        assert actor_shown(actor.label) == "агент:analyst для maria через MCP"
+        assert actor_shown("agent:analyst via MCP") == "агент:analyst через MCP"
+    # A half-done save is finished with the same author: the metadata names both.
+    back = metadata.actor_from_metadata(metadata.write_metadata(actor, "m", None, None))
+    assert (back.agent, back.user, back.via, back.label) == (agent, person, VIA_MCP, actor.label)

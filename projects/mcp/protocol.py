@@ -3,7 +3,7 @@ it for a server that answers every POST with one JSON response and offers no ser
 stream: the console's own processes answer it (views.py), each request on its own, whatever
 process or host served the one before (the session lives in the database).
 
-Messages are read and answers built with the `mcp` SDK's own types (`mcp.types`), so the
+Messages are read and answers built with the `mcp` SDK's own types (its types module), so the
 wire format is the SDK's: a request is validated as a `JSONRPCRequest`, the initialize result
 is an `InitializeResult`, tool results `CallToolResult`, errors `ErrorData`."""
 
