@@ -27,7 +27,7 @@ from projects.models import Agent, AgentSession, AuditEvent, McpSession, MemoryF
 from projects.runners import prehook
 from tests.test_sso import ProviderVisit
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.db_independent]  # no locking or SQL of its own: one run
 REDIRECT = "http://127.0.0.1:33418/callback"  # the MCP host's loopback port (never listened on)
 
 
