@@ -455,6 +455,9 @@ def test_the_transport_get_delete_retries_and_unknown_sessions(client, company, 
     assert mcp.post("nothing/here").json()["error"]["code"] == -32601
     batch = client.post("/mcp/incidents/analyst/", "[]", content_type="application/json", **mcp.headers())
     assert batch.status_code == 400
+    real, mcp.session = mcp.session, "not-a-session-id"
+    assert mcp.post("ping").status_code == 404
+    mcp.session = real
     assert client.delete("/mcp/incidents/analyst/", **mcp.headers()).status_code == 204
     assert mcp.post("ping").status_code == 404
     assert AgentSession.objects.get(via="mcp").ended_at is not None

@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -78,7 +79,7 @@ def session_for(session_id: str, caller) -> McpSession | None:
     try:
         query = McpSession.objects.select_related("agent__project", "session__agent__project", "user")
         mcp = query.filter(pk=session_id, ended_at__isnull=True).first()
-    except (ValueError, TypeError, Exception):  # not a UUID
+    except (ValueError, ValidationError):  # not a UUID
         return None
     if mcp is None:
         return None
