@@ -198,6 +198,16 @@ MGC_OIDC_GROUPS_CLAIM = env_str("MGC_OIDC_GROUPS_CLAIM", "groups")
 # grant); 0 confirms on every request. docs/DEPLOY.md: offboarding.
 MGC_OIDC_RECHECK_SECONDS = env_int("MGC_OIDC_RECHECK_SECONDS", 60)
 MGC_OIDC_TIMEOUT = env_float("MGC_OIDC_TIMEOUT", 5.0)
+# --- The company's memory over MCP (projects/mcp/) ----------------------------------------
+# The endpoint's resource identifier (RFC 8707), named in its protected resource metadata and
+# expected as the access tokens' audience; empty: the console's own address + /mcp/.
+MGC_MCP_RESOURCE = env_str("MGC_MCP_RESOURCE")
+# Other audiences accepted (Entra ID's api://<app id>, a Keycloak client id), comma-separated.
+MGC_MCP_AUDIENCES = env_list("MGC_MCP_AUDIENCES", [])
+# The scopes MCP clients are told to ask for (Entra ID: api://<app id>/mcp.access).
+MGC_MCP_SCOPES = env_str("MGC_MCP_SCOPES", "openid").replace(",", " ").split()
+# An MCP session the client never ended is ended after this long without a request.
+MGC_MCP_SESSION_IDLE_SECONDS = env_int("MGC_MCP_SESSION_IDLE_SECONDS", 3600)
 # Passwords kept in the console: "on" (anyone with one), "breakglass" (only the accounts in
 # MGC_BREAKGLASS_USERS, for when the provider is down), "off".
 MGC_LOCAL_LOGIN = env_str("MGC_LOCAL_LOGIN", "on")

@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
+from projects.mcp import views as mcp_views
 from projects.runners.api import API_V1, api
 from projects.sso import views as sso_views
 from projects.views import signin
@@ -25,6 +26,11 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path(API_V1, api.urls),
+    # The company's memory over MCP (projects/mcp/): the endpoint, for one agent or any, and
+    # its protected resource metadata (RFC 9728), at the root and path-suffixed.
+    re_path(r"^mcp/?$", mcp_views.endpoint, name="mcp"),
+    re_path(r"^mcp/(?P<project>[-\w]+)/(?P<agent>[-\w]+)/?$", mcp_views.endpoint, name="mcp_agent"),
+    re_path(r"^\.well-known/oauth-protected-resource(?P<path>/.*)?$", mcp_views.resource_metadata),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher
     path("", include("projects.urls")),
 ]

@@ -21,6 +21,7 @@ from projects.models.runners import (
     AgentSession,
     AgentToken,
     IdempotencyRecord,
+    McpSession,
     RunnerCredential,
     SessionEvent,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "GroupMapping",
     "IdempotencyRecord",
     "IsolationCheck",
+    "McpSession",
     "LegalHold",
     "Lock",
     "Membership",
