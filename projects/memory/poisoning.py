@@ -142,13 +142,15 @@ class PoisonFinding:
 
 
 class _View:
-    """A normalised copy of the text and the way back to the original's offsets: the places
-    where a character became more or fewer than one (kept only where that happened)."""
+    """A normalised copy of the text, in its case and in lower case (what rules match), and the
+    way back to the original's offsets: the places where a character became more or fewer
+    than one (kept only where that happened)."""
 
-    __slots__ = ("text", "_view_marks", "_original_marks")
+    __slots__ = ("text", "low", "_view_marks", "_original_marks")
 
     def __init__(self, text: str, marks: tuple[list[int], list[int]] | None = None):
         self.text = text
+        self.low = _lower(text)
         self._view_marks, self._original_marks = marks or ([], [])
 
     def _back(self, position: int) -> int:
@@ -161,6 +163,14 @@ class _View:
         if not self._view_marks:
             return start, end
         return self._back(start), self._back(max(end - 1, start)) + 1
+
+
+def _lower(text: str) -> str:
+    """Lower case, one character for one (the few that lower to two, like "İ", stay)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
 def _english_view(text: str) -> _View:
@@ -207,8 +217,6 @@ def _russian_view(text: str) -> _View:
         table = {c: "" if lookalikes.is_ignorable(c) else unicodedata.normalize("NFKC", c).casefold() for c in set(text)}
         mapped = _mapped(text, table)
     view = mapped.text.replace("ё", "е")
-    if _LATIN_WORD_IN_RUSSIAN_RE.search(view):
-        view = _LATIN_WORD_IN_RUSSIAN_RE.sub(lambda m: m.group().translate(_LATIN_TO_CYRILLIC), view)
     if _SCRIPT_SEAM_RE.search(view):
         chars = list(view)
         for seam in _SCRIPT_SEAM_RE.finditer(view):
@@ -220,7 +228,10 @@ def _russian_view(text: str) -> _View:
                 right += 1
             chars[left:right] = "".join(chars[left:right]).translate(_LATIN_TO_CYRILLIC)
         view = "".join(chars)
+    if _LATIN_WORD_IN_RUSSIAN_RE.search(view):
+        view = _LATIN_WORD_IN_RUSSIAN_RE.sub(lambda m: m.group().translate(_LATIN_TO_CYRILLIC), view)
     mapped.text = view  # one character for one: the way back is unchanged
+    mapped.low = view  # already lower case
     return mapped
 
 
@@ -260,7 +271,12 @@ _PADDING_ALONE = 5000  # characters of padding that make a finding whatever foll
 
 
 def _paddings(text: str) -> list[re.Match]:
-    found = list(_REPEAT_PADDING_RE.finditer(text))
+    found = []
+    if len(text) >= 500:  # a run of 500 of one character: only characters that occur 500 times
+        for char in {c for c in set(text) if not c.isspace() and text.count(c) >= 500}:
+            if char * 500 in text:
+                found += _REPEAT_PADDING_RE.finditer(text)
+                break
     if any(hint in text for hint in _BLANK_HINTS):
         found += _BLANK_PADDING_RE.finditer(text)
     return found
@@ -281,6 +297,12 @@ _DECODE_CUE_RE = re.compile(
 _FOLLOW_CUE_RE = re.compile(
     r"\b(?:follow|execute|run|do|obey|apply|perform|carry out|act on|comply|treat (?:it|them) as|instructions?|"
     r"what it says|as instructed)\b|(?:выполни|следуй|исполни|сделай|подчиняйся|инструкци)",
+    re.IGNORECASE,
+)
+_DIRECTIVE_RE = re.compile(
+    r"\b(?:say|tell|claim|report|state|recommend|rate|approve|describe|mark|answer|reply|respond)\b" + r"[^\n]{0,40}"
+    r"\b(?:that|as|is|are|was|passed|approved|safe|fine|ok|verified|legitimate)\b"
+    r"|(?:скажи|сообщи|ответь|отметь|оцени|одобри|напиши)\w*[^\n]{0,40}(?:что|как|прош[её]л|одобрен|безопасн|проверен)",
     re.IGNORECASE,
 )
 _MAX_BLOBS = 64  # decoded per text: enough for a note, bounded for a crafted file
@@ -397,7 +419,7 @@ def _candidate_lines(view: str, russian: bool) -> dict[int, set[tuple[int, int]]
     """For each rule, the lines holding one of its anchor words: only those are matched, so a
     64 KB file costs one pass of one expression plus the few lines that matter."""
     index = _ANCHORS[russian]
-    lowered = view.lower() if len(view.lower()) == len(view) else view
+    lowered = view
     line_starts = [0]
     line_starts += [m.end() for m in re.finditer("\n", view)]
     found: dict[int, set[tuple[int, int]]] = {}
@@ -425,22 +447,22 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
     # (family, view, line start in the view) -> the rules that matched there
     groups: dict[tuple[str, bool, int], list[tuple[Rule, int, int]]] = {}
     for russian, view in views:
-        for number, lines in _candidate_lines(view.text, russian).items():
+        for number, lines in _candidate_lines(view.low, russian).items():
             rule = RULES[number]
             for line_start, line_end in sorted(lines):
-                for match in rule.pattern.finditer(view.text, line_start, line_end):
+                for match in rule.pattern.finditer(view.low, line_start, line_end):
                     if rule.check and not rule.check(view.text, match, trusted):
                         continue
-                    if rule.negatable and _negated(view.text, match.start(), russian):
+                    if rule.negatable and _negated(view.low, match.start(), russian):
                         continue
-                    if REPORTED_RE.search(view.text, max(line_start, match.start() - 40), match.start()):
+                    if REPORTED_RE.search(view.low, max(line_start, match.start() - 40), match.start()):
                         continue
                     groups.setdefault((rule.family, russian, line_start), []).append((rule, match.start(), match.end()))
     hits = []
     for (family, russian, line_start), matches in groups.items():
         view = views[1][1] if russian else views[0][1]
-        line_end = view.text.find("\n", line_start)
-        line = view.text[line_start : line_end if line_end != -1 else len(view.text)]
+        line_end = view.low.find("\n", line_start)
+        line = view.low[line_start : line_end if line_end != -1 else len(view.low)]
         start, end = min(m[1] for m in matches), max(m[2] for m in matches)
         orig_start, orig_end = view.original(start, end)
         carrier = _carrier_at(carriers, orig_start)
@@ -666,6 +688,14 @@ def _raw_carrier_hits(text, *, kind, trusted, depth, carriers, rule_hits) -> lis
         if not _RTL_RE.search(around):
             add(match.start(), match.end(), "bidi", [])
             break
+    # A comment or a link title that speaks to the AI and tells it what to say about something:
+    # out of a reader's sight, that is an instruction whatever its other words.
+    for start, end, name in carriers:
+        if name not in ("html_comment", "link_title") or any(h.start < end and h.end > start for h in rule_hits):
+            continue
+        content = text[start:end].lower()
+        if ADDRESS_AI_RE.search(content) and _DIRECTIVE_RE.search(content):
+            add(start, end, name, [], reason=f"{HIDDEN}.addressed_instruction")
     # Long padding: what follows is meant to be out of sight.
     for match in _paddings(text):
         rest = text[match.end() : match.end() + 2000]
@@ -757,7 +787,7 @@ def _decode_url(blob: str) -> str | None:
     return decoded if decoded != blob else None
 
 
-_MORSE_RE = re.compile(r"(?<![\w.-])(?:[.-]{1,6}(?: {1,3}|/ ?)){12,}[.-]{1,6}")
+_MORSE_RE = re.compile(r"(?<![\w.-])(?!- )(?:[.-]{1,6}(?: {1,3}|/ ?)){12,}[.-]{1,6}")
 _MORSE = dict(
     zip(
         ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- .-- -..- -.-- --.. "

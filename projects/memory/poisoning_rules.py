@@ -45,14 +45,16 @@ class Rule:
     russian: bool = False
     negatable: bool = False  # "never send X to Y" is a rule against it, not a request for it
     discussable: bool = True  # a quoted example in a note about an attack is not an attack
-    check: object = None  # a further test of a match: (view, match, trusted domains) -> bool
+    check: object = None  # a further test: (the view as cased, the match, trusted domains) -> bool
     agent_weight: int | None = None  # in an agent's own rules, where routing tools is their job
 
 
 def rule(
     family, name, weight, anchors, pattern, *, ru=False, negatable=False, discussable=True, check=None, agent_weight=None
 ) -> Rule:
-    flags = re.IGNORECASE | re.MULTILINE
+    """Expressions are written in lower case and matched against lower-case views: without
+    IGNORECASE the engine compares characters directly, several times faster."""
+    flags = re.MULTILINE
     return Rule(
         family, name, weight, tuple(anchors), re.compile(pattern, flags), ru, negatable, discussable, check, agent_weight
     )
@@ -293,7 +295,7 @@ _R += [
          "instruction", "information", "sys", "end", "close", "rest", "core", "amendment", "override"),
         r"\((?:system|admin|developer)_message\)|^[ \t>*+-]*(?:\d{1,3}[.)]\s*)?#{2,}\s*(?:system|admin|developer)\s*:"
         r"|^[ \t>*+-]*(?:\d{1,3}[.)]\s*)?\[(?:system|admin|developer)\]\s*(?::|\()"
-        r"|<\|(?:im_start|im_end|endoftext|system|eot_id|start_header_id)\|>|\[/?INST\]"
+        r"|<\|(?:im_start|im_end|endoftext|system|eot_id|start_header_id)\|>|\[/?inst\]"
         r"|<\s*/?\s*(?:system|instruction|admin|information|sys)\s*>"
         r"|<end of (?:session|conversation|document|context|instructions)>"
         r"|\b(?:end|close) of (?:system )?(?:prompt|instructions|context|document|session)\b" + W % 30
@@ -453,7 +455,7 @@ _R += [
         ("include", "embed", "append", "attach", "put", "add", "insert", "encode", "replace", "concatenate"),
         r"\b(?:include|embed|append|attach|put|add|insert|encode)\w*\b" + W % 60 + r"\b" + _DATA + r"\b" + W % 60
         + r"\b(?:in|into|to|as)\b (?:a |the |an )?(?:link|url|uri|image|query|parameter|path)\b"
-        r"|\breplace\b (?:the )?\[[A-Za-z_ ]{2,30}\] with\b" + W % 80
+        r"|\breplace\b (?:the )?\[[a-z_ ]{2,30}\] with\b" + W % 80
         + r"\b(?:previous|conversation|chat|message|summary|history|data|password|secret|profile|memory|context|page)"
         r"|\bconcatenat\w*\b" + W % 200 + r"(?:https?://|!\[)",
         check=_has_outside_url,
@@ -465,7 +467,7 @@ _R += [
         + r"(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--post-file|-InFile|-Body)\s*[\"']?"
         r"[^\s\"']{0,30}(?:@|\$\(|`)?(?:~|\$HOME|/etc/|\S{0,20}\.ssh|\S{0,20}id_rsa|\S{0,20}id_ed25519|\S{0,20}\.env\b|"
         r"\S{0,20}\.aws|\S{0,20}credentials|\S{0,20}\.netrc|\S{0,20}\.git-credentials|/etc/passwd|/etc/shadow|\S{0,20}\.kube|"
-        r"\$\{?[A-Z_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASS)[A-Z_]*\}?|cat |env\b|printenv)",
+        r"\$\{?[a-z_]*(?:key|token|secret|password|pass)[a-z_]*\}?|cat |env\b|printenv)",
         discussable=False, check=_outside_in_match,
     ),
     rule(
@@ -532,9 +534,9 @@ _R += [
     rule(
         TOOL_HIJACK, "add_key", 2,
         ("ssh", "ecdsa", "authorized_keys", "authorized"),
-        r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+AAAA[0-9A-Za-z+/]{20,}" + W % 120 + r"(?:>>|authorized_keys|tee)"
+        r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+aaaa[0-9a-z+/]{20,}" + W % 120 + r"(?:>>|authorized_keys|tee)"
         r"|(?:>>|tee -a)\s*(?:~|\$HOME|/root|/home/\w+)?/?\.ssh/authorized_keys"
-        r"|\bauthorized_keys\b" + W % 80 + r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+AAAA[0-9A-Za-z+/]{20,}",
+        r"|\bauthorized_keys\b" + W % 80 + r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+aaaa[0-9a-z+/]{20,}",
         discussable=False,
     ),
     rule(
@@ -635,12 +637,15 @@ _R += [
     ),
     rule(
         PERSISTENCE, "survive_removal", 2,
-        ("never", "don", "do", "must", "restore", "add", "put", "rewrite", "re", "recreate", "reinsert", "this", "these"),
+        ("never", "don", "do", "must", "restore", "add", "put", "rewrite", "re", "recreate", "reinsert", "this", "these",
+         "if"),
         r"\b(?:never|don'?t|do not|must not)\b (?:remove|delete|erase|drop|edit|change|modify|forget)\b" + W % 10
         + r"\b(?:this|these) (?:rule|line|instruction|note|section|message|text|block)s?\b"
         r"|\b(?:restore|re-?add|re-?insert|re-?create|put back|add back|rewrite)\b" + W % 30 + r"\b(?:this|these|it)\b"
         + W % 30 + r"\bif\b" + W % 30 + r"\b(?:removed|deleted|missing|gone|erased)\b"
-        r"|\b(?:this|these) (?:rule|instruction|note)s? (?:must|should|will) (?:survive|persist|remain|stay)\b",
+        r"|\b(?:this|these) (?:rule|instruction|note)s? (?:must|should|will) (?:survive|persist|remain|stay)\b"
+        r"|\bif\b" + W % 30 + r"\b(?:remove[sd]?|delete[sd]?|erase[sd]?|drops?|edits?)\b (?:this|these|it)\b" + W % 30
+        + r"\b(?:restore|re-?add|re-?insert|re-?create|put (?:it|them) back|add (?:it|them) back|rewrite)\b",
     ),
     rule(
         PERSISTENCE, "spread_to_agents", 1,
@@ -855,8 +860,7 @@ _R += [
     rule(
         CONCEALMENT, "deceive_people", 2,
         ("tell", "inform", "assure", "reassure", "convince", "notify", "remind", "let", "pretend", "claim", "say"),
-        r"\b(?:tell|inform|assure|reassure|convince|notify|remind|let)\b (?:the |every |all |any |each )?(?:employees?|"
-        r"users?|customers?|clients?|staff|team|people|him|her|them|everyone|callers?|candidates?|vendors?|auditors?)\b"
+        r"\b(?:tell|inform|assure|reassure|convince|notify|remind|let)\b (?:[\w'-]+ ){0,3}"
         + W % 20 + r"\b(?:that )?(?:their|his|her|the|your|our)? ?(?:manager|boss|supervisor|hr|ceo|cfo|legal|compliance|"
         r"security|it|director|head of \w+|bank|management|leadership|admin)\b" + W % 20
         + r"\b(?:has |have |had |already )?(?:approved|authori[sz]ed|signed off|agreed|confirmed|requested|cleared|okayed|"
