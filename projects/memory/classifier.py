@@ -147,7 +147,11 @@ def classify(
         log.warning("guard model at %s unreachable: %s", url, error)
         # NewConnectionError is a kind of TimeoutError in urllib3: a refused connection is not late.
         late = isinstance(error, urllib3.exceptions.TimeoutError)
-        reason = "timeout" if late and not isinstance(error, urllib3.exceptions.NewConnectionError) else "connection failed"
+        reason = (
+            "timeout"
+            if late and not isinstance(error, urllib3.exceptions.NewConnectionError)
+            else "connection failed"
+        )
         return Verdict(UNAVAILABLE, threshold=threshold, reason=reason, elapsed_ms=elapsed())
     if status != 200:
         return Verdict(UNAVAILABLE, threshold=threshold, reason=f"HTTP {status}", elapsed_ms=elapsed())

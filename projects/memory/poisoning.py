@@ -46,14 +46,15 @@ from urllib.parse import unquote
 from django.utils.translation import gettext_lazy as _
 
 from projects.memory import lookalikes
-
 from projects.memory.poisoning_rules import (
     ADDRESS_AI_RE,
     CLASSIFIER,
     CONCEALMENT,
+    DESTRUCTIVE_RE,
     DISCUSSION_RE,
     EXFILTRATION,
     HIDDEN,
+    IBAN,
     LEAD_IN_RE,
     LOCAL_HOST_RE,
     NEGATION_EN,
@@ -64,12 +65,10 @@ from projects.memory.poisoning_rules import (
     PERSONA,
     QUOTES,
     REPORTED_RE,
-    DESTRUCTIVE_RE,
     RULES,
     SECRECY_RE,
     SENSITIVE_RE,
     SUSPICIOUS_RE,
-    IBAN,
     TOOL_HIJACK,
     TRIGGER_RE,
     Rule,
@@ -205,7 +204,9 @@ _SCRIPT_SEAM_RE = re.compile(r"[a-z][а-я]|[а-я][a-z]")
 _HAS_CYRILLIC_RE = re.compile(r"[а-яёА-ЯЁ]")
 # A short word of Latin look-alike letters between Russian words ("He" for "Не"): read it as
 # Russian. Only between two Cyrillic words, so an English term in a Russian line stays itself.
-_LATIN_WORD_IN_RUSSIAN_RE = re.compile(r"(?<=[а-я] )[aeopcxykmthbunr]{1,6}(?= [а-я])|^[aeopcxykmthbunr]{1,6}(?= [а-я]{2})", re.MULTILINE)
+_LATIN_WORD_IN_RUSSIAN_RE = re.compile(
+    r"(?<=[а-я] )[aeopcxykmthbunr]{1,6}(?= [а-я])|^[aeopcxykmthbunr]{1,6}(?= [а-я]{2})", re.MULTILINE
+)
 
 
 def _russian_view(text: str) -> _View:
@@ -214,7 +215,10 @@ def _russian_view(text: str) -> _View:
     if not _SUSPECT_RE.search(text) and len(text.casefold()) == len(text):
         mapped = _View(text.casefold())
     else:
-        table = {c: "" if lookalikes.is_ignorable(c) else unicodedata.normalize("NFKC", c).casefold() for c in set(text)}
+        table = {
+            c: "" if lookalikes.is_ignorable(c) else unicodedata.normalize("NFKC", c).casefold()
+            for c in set(text)
+        }
         mapped = _mapped(text, table)
     view = mapped.text.replace("ё", "е")
     if _SCRIPT_SEAM_RE.search(view):
@@ -235,8 +239,10 @@ def _russian_view(text: str) -> _View:
     return mapped
 
 
-_SUSPECT_RE = re.compile(r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-                         r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff\u0300-\u036f]")
+_SUSPECT_RE = re.compile(
+    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u316"
+    r"4\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff\u0300-\u036f]"
+)
 
 
 def _suspect_chars(text: str) -> list[str]:
@@ -254,14 +260,20 @@ _TAGS_RE = re.compile("[\U000e0000-\U000e007f]{2,}")
 _BIDI_RE = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _RTL_RE = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\n`]*)$", re.MULTILINE)
-_PROMPTY_FENCE = re.compile(r"^(?:system|prompt|instructions?|assistant|ai|llm|hidden|secret)\b", re.IGNORECASE)
+_PROMPTY_FENCE = re.compile(
+    r"^(?:system|prompt|instructions?|assistant|ai|llm|hidden|secret)\b", re.IGNORECASE
+)
 _LINK_TITLE_RE = re.compile(
-    r"!?\[(?P<alt>[^\]\n]{0,500})\]\(\s*<?[^\s)>]{0,2000}>?\s+(?:\"(?P<t1>[^\"\n]{1,1000})\"|'(?P<t2>[^'\n]{1,1000})'|"
-    r"\((?P<t3>[^)\n]{1,1000})\))\s*\)|^[ \t]{0,3}\[[^\]\n]{1,200}\]:\s*\S{1,2000}\s+(?:\"(?P<t4>[^\"\n]{1,1000})\"|"
+    r"!?\[(?P<alt>[^\]\n]{0,500})\]\(\s*<?[^\s)>]{0,2000}>?\s+(?:\"(?P<t1>[^\"\n]{1,1000})\"|"
+    r"'(?P<t2>[^'\n]{1,1000})'|\((?P<t3>[^)\n]{1,1000})\))\s*\)|"
+    r"^[ \t]{0,3}\[[^\]\n]{1,200}\]:\s*\S{1,2000}\s+(?:\"(?P<t4>[^\"\n]{1,1000})\"|"
     r"'(?P<t5>[^'\n]{1,1000})')",
     re.MULTILINE,
 )
-_HTML_TITLE_RE = re.compile(r"\b(?:title|alt|aria-label|data-[\w-]+)\s*=\s*(?:\"(?P<a>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')", re.IGNORECASE)
+_HTML_TITLE_RE = re.compile(
+    r"\b(?:title|alt|aria-label|data-[\w-]+)\s*=\s*(?:\"(?P<a>[^\"\n]{1,1000})\"|'(?P<b>[^'\n]{1,1000})')",
+    re.IGNORECASE,
+)
 # Padding: a long run of blank lines or spaces, or of one repeated character. The whitespace
 # expression runs only where a cheap look for a long run of blanks finds one.
 _BLANK_PADDING_RE = re.compile(r"(?:[ \t\u00a0\u3000]*\n){60,}|[ \t\u00a0\u3000\n]{1000,}")
@@ -284,25 +296,29 @@ def _paddings(text: str) -> list[re.Match]:
 
 _B64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
 _HEX_RE = re.compile(
-    r"(?<![0-9A-Za-z])[0-9a-fA-F]{32,}(?![0-9A-Za-z])|(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}[ :]){15,}[0-9a-fA-F]{2}(?![0-9A-Za-z])"
-    r"|(?:\\x[0-9a-fA-F]{2}){12,}"
+    r"(?<![0-9A-Za-z])[0-9a-fA-F]{32,}(?![0-9A-Za-z])|"
+    r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}[ :]){15,}[0-9a-fA-F]{2}(?![0-9A-Za-z])|(?:\\x[0-9a-fA-F]{2}){12,}"
 )
 _URLENC_RE = re.compile(r"(?:[^%\s]{0,40}%[0-9A-Fa-f]{2}){6,}[^%\s]{0,40}")
 _ROT13_CUE_RE = re.compile(r"\brot[- ]?13\b|\bcaesar\b|\bшифр цезаря\b|\bрот13\b", re.IGNORECASE)
 _DECODE_CUE_RE = re.compile(
-    r"\b(?:decode|decoded|decoding|deobfuscate|unscramble|translate from|convert from|base-?64|b64|hex|rot-?13|"
+    r"\b(?:decode|decoded|decoding|deobfuscate|unscramble|translate from|convert from|base-?64|b64|hex|"
+    r"rot-?13|"
     r"url-?decode)\b|(?:декодируй|расшифруй|раскодируй|декодир|расшифров|base64)",
     re.IGNORECASE,
 )
 _FOLLOW_CUE_RE = re.compile(
-    r"\b(?:follow|execute|run|do|obey|apply|perform|carry out|act on|comply|treat (?:it|them) as|instructions?|"
+    r"\b(?:follow|execute|run|do|obey|apply|perform|carry out|act on|comply|treat (?:it|them) as|"
+    r"instructions?|"
     r"what it says|as instructed)\b|(?:выполни|следуй|исполни|сделай|подчиняйся|инструкци)",
     re.IGNORECASE,
 )
 _DIRECTIVE_RE = re.compile(
-    r"\b(?:say|tell|claim|report|state|recommend|rate|approve|describe|mark|answer|reply|respond)\b" + r"[^\n]{0,40}"
-    r"\b(?:that|as|is|are|was|passed|approved|safe|fine|ok|verified|legitimate)\b"
-    r"|(?:скажи|сообщи|ответь|отметь|оцени|одобри|напиши)\w*[^\n]{0,40}(?:что|как|прош[её]л|одобрен|безопасн|проверен)",
+    r"\b(?:say|tell|claim|report|state|recommend|rate|approve|describe|mark|answer|reply|respond)\b"
+    + r"[^\n]{0,40}"
+    r"\b(?:that|as|is|are|was|passed|approved|safe|fine|ok|verified|legitimate)\b|(?:скажи|сообщи|ответь|"
+    r"отметь|оцени|одобри|напиши)\w*[^\n]{0,40}(?:что|как|прош[её]л|одобрен|безопа"
+    r"сн|проверен)",
     re.IGNORECASE,
 )
 _MAX_BLOBS = 64  # decoded per text: enough for a note, bounded for a crafted file
@@ -322,7 +338,9 @@ class _Hit:
     signals: list[str] = field(default_factory=list)
 
 
-def scan(text: str, *, kind: str = KIND_WORKSPACE, trusted_domains: tuple[str, ...] | list[str] = ()) -> list[PoisonFinding]:
+def scan(
+    text: str, *, kind: str = KIND_WORKSPACE, trusted_domains: tuple[str, ...] | list[str] = ()
+) -> list[PoisonFinding]:
     """Findings in reading order, at most one per family and line.
 
     `kind` is what the memory is (KINDS): addressing the AI counts in a profile or a note,
@@ -338,7 +356,9 @@ def _scan_hits(text: str, *, kind: str, trusted: tuple[str, ...], depth: int) ->
         return []
     carriers = _carrier_spans(text)
     hits = _rule_hits(text, kind=kind, trusted=trusted, carriers=carriers)
-    hits += _raw_carrier_hits(text, kind=kind, trusted=trusted, depth=depth, carriers=carriers, rule_hits=hits)
+    hits += _raw_carrier_hits(
+        text, kind=kind, trusted=trusted, depth=depth, carriers=carriers, rule_hits=hits
+    )
     return hits
 
 
@@ -457,7 +477,9 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
                         continue
                     if REPORTED_RE.search(view.low, max(line_start, match.start() - 40), match.start()):
                         continue
-                    groups.setdefault((rule.family, russian, line_start), []).append((rule, match.start(), match.end()))
+                    groups.setdefault((rule.family, russian, line_start), []).append(
+                        (rule, match.start(), match.end())
+                    )
     hits = []
     for (family, russian, line_start), matches in groups.items():
         view = views[1][1] if russian else views[0][1]
@@ -477,18 +499,24 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
             code = f"{family}.{rule.name}"
             if code not in signals:
                 signals.append(code)
-                score += rule.agent_weight if kind == KIND_AGENT and rule.agent_weight is not None else rule.weight
+                score += (
+                    rule.agent_weight if kind == KIND_AGENT and rule.agent_weight is not None else rule.weight
+                )
         best = max(matches, key=lambda m: m[0].weight)
         # Boosters read the line as written too (lower case), so the Russian shapes are seen
         # beside an English rule and the other way round.
         # Only near the match (a sentence or two): a long line's far end says nothing of it.
         near = line[max(0, start - line_start - _NEAR) : end - line_start + _NEAR]
         original_near = text[max(0, orig_start - _NEAR) : orig_end + _NEAR]
-        original_near = original_near[original_near.rfind("\n", 0, orig_start - max(0, orig_start - _NEAR)) + 1 :]
+        original_near = original_near[
+            original_near.rfind("\n", 0, orig_start - max(0, orig_start - _NEAR)) + 1 :
+        ]
         cut = original_near.find("\n", orig_end - orig_start)
         original_near = (original_near if cut == -1 else original_near[:cut]).lower()
         names = {m[0].name for m in matches}
-        boost = _boosters(f"{near}\n{original_near}", family, names, kind=kind, trusted=trusted, carrier=carrier)
+        boost = _boosters(
+            f"{near}\n{original_near}", family, names, kind=kind, trusted=trusted, carrier=carrier
+        )
         signals += boost
         score += len(boost)
         spelled = _spelling_carrier(text[orig_start:orig_end], russian)
@@ -510,14 +538,18 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
     return hits
 
 
-def _boosters(line: str, family: str, names: set[str], *, kind: str, trusted: tuple[str, ...], carrier: str) -> list[str]:
+def _boosters(
+    line: str, family: str, names: set[str], *, kind: str, trusted: tuple[str, ...], carrier: str
+) -> list[str]:
     """The signals beside a rule that make it mean what it says: a standing trigger, secrecy,
     an address to the AI (in a profile or a note: an agent's own rules address it anyway),
     an outside or suspicious destination, sensitive data, a hiding place."""
     boost = []
     if TRIGGER_RE.search(line) and "trigger_call" not in names:  # that rule is a trigger itself
         boost.append("trigger")
-    if SECRECY_RE.search(line) and not (family == CONCEALMENT and names & {"never_mention", "hide_from_oversight"}):
+    if SECRECY_RE.search(line) and not (
+        family == CONCEALMENT and names & {"never_mention", "hide_from_oversight"}
+    ):
         boost.append("secrecy")
     if kind != KIND_AGENT and ADDRESS_AI_RE.search(line):
         boost.append("addresses_ai")
@@ -525,7 +557,9 @@ def _boosters(line: str, family: str, names: set[str], *, kind: str, trusted: tu
         where = outside(line, trusted)
         if where == "suspicious":
             boost.append("suspicious_destination")
-        elif where and family == TOOL_HIJACK and names & {"redirect_config", "add_this_key", "always_use_tool"}:
+        elif (
+            where and family == TOOL_HIJACK and names & {"redirect_config", "add_this_key", "always_use_tool"}
+        ):
             boost.append("outside_destination")
     if family == EXFILTRATION and SENSITIVE_RE.search(line):
         boost.append("sensitive_data")
@@ -582,7 +616,9 @@ def _discussed(line: str, match: tuple[Rule, int, int], line_start: int) -> bool
     after = [m for m in _QUOTE_RE.finditer(line, max(start, end - 1), min(len(line), end + 160))]
     for opening in before:
         closing = QUOTES.get(opening.group())
-        if closing and any(m.group() in (closing, opening.group()) and m.start() > opening.start() for m in after):
+        if closing and any(
+            m.group() in (closing, opening.group()) and m.start() > opening.start() for m in after
+        ):
             return True
     return False
 
@@ -603,7 +639,9 @@ def _spelling_carrier(original: str, russian: bool) -> str:
         latin = sum(c.isascii() for c in word)
         if latin and latin < len(word):
             return "lookalikes"
-        if not russian and all(lookalikes.fold_char(c).isascii() and lookalikes.fold_char(c).isalpha() for c in word):
+        if not russian and all(
+            lookalikes.fold_char(c).isascii() and lookalikes.fold_char(c).isalpha() for c in word
+        ):
             disguised += 1
     return "lookalikes" if disguised >= 2 else ""
 
@@ -632,7 +670,14 @@ def _carrier_spans(text: str) -> list[tuple[int, int, str]]:
     index = 0
     while index + 1 < len(fences):
         opening = fences[index]
-        closing = next((f for f in fences[index + 1 :] if f.group(1)[0] == opening.group(1)[0] and not f.group(2).strip()), None)
+        closing = next(
+            (
+                f
+                for f in fences[index + 1 :]
+                if f.group(1)[0] == opening.group(1)[0] and not f.group(2).strip()
+            ),
+            None,
+        )
         if closing is None:
             break
         spans.append((opening.end(), closing.start(), "code_fence"))
@@ -664,7 +709,15 @@ def _raw_carrier_hits(text, *, kind, trusted, depth, carriers, rule_hits) -> lis
     def add(start, end, carrier, found, reason=None):
         signals = [f"carrier:{carrier}"] + [h.reason for h in found]
         hits.append(
-            _Hit(HIDDEN, reason or (found[0].reason if found else f"{HIDDEN}.{carrier}"), 2, start, end, carrier, signals)
+            _Hit(
+                HIDDEN,
+                reason or (found[0].reason if found else f"{HIDDEN}.{carrier}"),
+                2,
+                start,
+                end,
+                carrier,
+                signals,
+            )
         )
 
     # Unicode tag characters spell ASCII invisibly; a flag emoji (U+1F3F4 + tags) is the one
@@ -691,7 +744,9 @@ def _raw_carrier_hits(text, *, kind, trusted, depth, carriers, rule_hits) -> lis
     # A comment or a link title that speaks to the AI and tells it what to say about something:
     # out of a reader's sight, that is an instruction whatever its other words.
     for start, end, name in carriers:
-        if name not in ("html_comment", "link_title") or any(h.start < end and h.end > start for h in rule_hits):
+        if name not in ("html_comment", "link_title") or any(
+            h.start < end and h.end > start for h in rule_hits
+        ):
             continue
         content = text[start:end].lower()
         if ADDRESS_AI_RE.search(content) and _DIRECTIVE_RE.search(content):
@@ -743,7 +798,9 @@ def _weak_signal(text: str) -> bool:
     if TRIGGER_RE.search(lowered) or SECRECY_RE.search(lowered) or ADDRESS_AI_RE.search(lowered):
         return True
     return any(
-        any(a in lowered for a in rule.anchors) and rule.pattern.search(lowered) for rule in RULES if rule.weight >= 1
+        any(a in lowered for a in rule.anchors) and rule.pattern.search(lowered)
+        for rule in RULES
+        if rule.weight >= 1
     )
 
 
@@ -767,7 +824,9 @@ def _printable(data: bytes) -> str | None:
 def _decode_b64(blob: str) -> str | None:
     try:
         padded = blob + "=" * (-len(blob) % 4)
-        return _printable(base64.b64decode(padded, altchars=b"-_" if ("-" in blob or "_" in blob) else None, validate=False))
+        return _printable(
+            base64.b64decode(padded, altchars=b"-_" if ("-" in blob or "_" in blob) else None, validate=False)
+        )
     except (binascii.Error, ValueError):
         return None
 
@@ -790,8 +849,10 @@ def _decode_url(blob: str) -> str | None:
 _MORSE_RE = re.compile(r"(?<![\w.-])(?!- )(?:[.-]{1,6}(?: {1,3}|/ ?)){12,}[.-]{1,6}")
 _MORSE = dict(
     zip(
-        ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- .-- -..- -.-- --.. "
-        "----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----. .-.-.- --..-- ..--.. -.-.-- .----. -....- .--.-.".split(),
+        ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- .-- -..-"
+        " -.-- --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----. .-.-.- --..-- ..--.. -.-.-"
+        "- .----. -."
+        "...- .--.-.".split(),
         "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,?!'-@",
         strict=True,
     )
@@ -827,12 +888,21 @@ def masked_excerpt(text: str, start: int, end: int) -> str:
     local parts, query values, IBANs and long tokens masked, invisible characters named
     (⟨U+200B⟩), tag characters shown as the text they spell, in brackets."""
     piece = text[start : min(end, start + _EXCERPT_CHARS)]
-    piece = _TAGS_RE.sub(lambda m: "⟨tags: " + "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0xE0020 <= ord(c) <= 0xE007E) + "⟩", piece)
+    piece = _TAGS_RE.sub(
+        lambda m: (
+            "⟨tags: "
+            + "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0xE0020 <= ord(c) <= 0xE007E)
+            + "⟩"
+        ),
+        piece,
+    )
     piece = "".join(f"⟨U+{ord(c):04X}⟩" if lookalikes.is_default_ignorable(c) else c for c in piece)
     piece = _MASK_EMAIL_RE.sub(lambda m: _MASK + "@" + m.group(1), piece)
     piece = _MASK_QUERY_RE.sub(lambda m: m.group(1) + _MASK, piece)
     piece = _MASK_IBAN_RE.sub(lambda m: m.group()[:2] + _MASK, piece)
-    piece = _MASK_LONG_RE.sub(lambda m: m.group()[:2] + _MASK if not m.group().isalpha() else m.group(), piece)
+    piece = _MASK_LONG_RE.sub(
+        lambda m: m.group()[:2] + _MASK if not m.group().isalpha() else m.group(), piece
+    )
     piece = " ".join(piece.split())
     if end - start > _EXCERPT_CHARS:
         piece += " …"

@@ -50,13 +50,32 @@ class Rule:
 
 
 def rule(
-    family, name, weight, anchors, pattern, *, ru=False, negatable=False, discussable=True, check=None, agent_weight=None
+    family,
+    name,
+    weight,
+    anchors,
+    pattern,
+    *,
+    ru=False,
+    negatable=False,
+    discussable=True,
+    check=None,
+    agent_weight=None,
 ) -> Rule:
     """Expressions are written in lower case and matched against lower-case views: without
     IGNORECASE the engine compares characters directly, several times faster."""
     flags = re.MULTILINE
     return Rule(
-        family, name, weight, tuple(anchors), re.compile(pattern, flags), ru, negatable, discussable, check, agent_weight
+        family,
+        name,
+        weight,
+        tuple(anchors),
+        re.compile(pattern, flags),
+        ru,
+        negatable,
+        discussable,
+        check,
+        agent_weight,
     )
 
 
@@ -64,160 +83,195 @@ def rule(
 
 EMAIL = r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){0,5}\.[a-z]{2,24}\b"
 _TLDS = (
-    "com|net|org|io|ru|su|xyz|info|biz|co|me|app|dev|site|online|top|cc|tk|ml|ga|cf|gq|example|"
-    "test|ai|us|uk|de|fr|cn|in|link|click|live|pro|store|shop|tech|cloud|gg|to|ly|ws|pw|page|"
-    "eu|nl|pl|ua|kz|by|tv|one|win|icu|vip|fun|host|space|website|security|рф"
+    "com|net|org|io|ru|su|xyz|info|biz|co|me|app|dev|site|online|top|cc|tk|ml|ga|cf|gq|example|test|ai|us|"
+    "uk|de|fr|cn|in|link|click|live|pro|store|shop|tech|cloud|gg|to|ly|ws|pw|page|eu|nl|pl|ua|kz|by|tv|one|"
+    "win|icu|vip|fun|host|space|website|security|рф"
 )
 DOMAIN = r"(?<![\w@./-])(?:[a-z0-9-]{1,63}\.){1,6}(?:" + _TLDS + r")(?![\w-])(?:/[^\s)\"'<>]{0,500})?"
 URL = r"\b(?:https?|ftp)://[^\s)\"'<>\]]{2,2000}"
 IBAN = r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b|\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b"
 WALLET = r"\b0x[a-fA-F0-9]{40}\b|\bbc1[a-z0-9]{25,60}\b"
 OUTSIDE_RE = re.compile(
-    "(?P<email>" + EMAIL + ")|(?P<url>" + URL + ")|(?P<domain>" + DOMAIN + ")|(?P<iban>" + IBAN + ")|(?P<wallet>"
-    + WALLET + ")",
+    "(?P<email>"
+    + EMAIL
+    + ")|(?P<url>"
+    + URL
+    + ")|(?P<domain>"
+    + DOMAIN
+    + ")|(?P<iban>"
+    + IBAN
+    + ")|(?P<wallet>"
+    + WALLET
+    + ")",
     re.IGNORECASE,
 )
 # Loopback, private and internal names are not "outside".
 LOCAL_HOST_RE = re.compile(
     r"(?:^|[/@.])(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+|"
-    r"172\.(?:1[6-9]|2\d|3[01])\.\d+\.\d+|\[?::1\]?)(?:[:/]|$)|\.(?:local|internal|lan|corp|localhost|home\.arpa)\b",
+    r"172\.(?:1[6-9]|2\d|3[01])\.\d+\.\d+|\[?::1\]?)(?:[:/]|$)|\.(?:local|internal|lan|corp|localhost|home"
+    r"\.arpa)\b",
     re.IGNORECASE,
 )
 # Free mail, paste, tunnel and request-catcher services, raw IP addresses: nobody's office.
 SUSPICIOUS_RE = re.compile(
-    r"@(?:gmail|googlemail|yahoo|hotmail|outlook|live|aol|icloud|proton(?:mail)?|pm|gmx|mail|"
-    r"yandex|ya|rambler|bk|inbox|list|tutanota|zoho|qq|163)\.[a-z.]{2,10}\b|"
-    r"\b(?:pastebin|hastebin|webhook\.site|requestbin|pipedream|ngrok|burpcollaborator|"
-    r"interact\.sh|oast\.\w+|transfer\.sh|file\.io|anonfiles|tinyurl|bit\.ly|t\.me|discord(?:app)?\.com/api/webhooks)\b|"
+    r"@(?:gmail|googlemail|yahoo|hotmail|outlook|live|aol|icloud|proton(?:mail)?|pm|gmx|mail|yandex|ya|"
+    r"rambler|bk|inbox|list|tutanota|zoho|qq|163)\.[a-z.]{2,10}\b|\b(?:pastebin|hastebin|webhook\.site|"
+    r"requestbin|pipedream|ngrok|burpcollaborator|interact\.sh|oast\.\w+|transfer\.sh|file\.io|anonfiles|"
+    r"tinyurl|bit\.ly|t\.me|discord(?:app)?\.com/api/webhooks)\b|"
     r"\b(?:https?|ftp)://\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b",
     re.IGNORECASE,
 )
 # A URL to be filled with data: a placeholder in it.
 URL_PLACEHOLDER_RE = re.compile(
-    r"\[[A-Z_ ]{2,30}\]|\{\{?[^{}\s]{1,40}\}?\}|\$\{?[A-Za-z_]\w{0,30}\}?|%s|<[a-z_ ]{2,30}>|"
-    r"=(?:DATA|INFO|SECRET|NUM|HISTORY|SUMMARY|CONTEXT|PROFILE|MEMORY)\b|"
+    r"\[[A-Z_ ]{2,30}\]|\{\{?[^{}\s]{1,40}\}?\}|\$\{?[A-Za-z_]\w{0,30}\}?|%s|<[a-z_ ]{2,30}>|=(?:DATA|INFO|"
+    r"SECRET|NUM|HISTORY|SUMMARY|CONTEXT|PROFILE|MEMORY)\b|"
     r"\[(?:data|info|secret|summary|history|context|conversation|profile|memory)\]",
 )
 FILL_URL_RE = re.compile(
-    r"\b(?:replac|substitut|fill|append|add|includ|put|insert|encod|attach|concatenat|embed)\w*\b" + W % 80
-    + r"\b(?:url|uri|link|image|img|query|parameter|param|path|src)\b|\bwhere(?:as)?\b" + W % 30
-    + r"\b(?:is|are)\b" + W % 30 + r"\b(?:encoded|summary|content|conversation|data|history|"
-    r"profile|memory|message|secret|password|token)\b|"
-    r"(?:подставь|замени|вставь|добавь|допиши|закодируй|прикрепи)\w*" + W % 80
-    + r"(?:url|ссылк|адрес|картинк|изображени|параметр|запрос)",
+    r"\b(?:replac|substitut|fill|append|add|includ|put|insert|encod|attach|concatenat|embed)\w*\b"
+    + W % 80
+    + r"\b(?:url|uri|link|image|img|query|parameter|param|path|src)\b|\bwhere(?:as)?\b"
+    + W % 30
+    + r"\b(?:is|are)\b"
+    + W % 30
+    + r"\b(?:encoded|summary|content|conversation|data|history|"
+    r"profile|memory|message|secret|password|token)\b|(?:подставь|замени|вставь|добавь|допиши|закодируй|"
+    r"прикрепи)\w*" + W % 80 + r"(?:url|ссылк|адрес|картинк|изображени|параметр|запрос)",
     re.IGNORECASE,
 )
 
 _SEND = _any(
-    "send", "sending", "e-?mail", "mail", "forward", "post", "upload", "transmit", "exfiltrate", "leak", "submit",
-    "share", "bcc", "cc", "copy", "sync", "push", "deliver", "relay", "dm", "fax", "publish", "paste", "beam",
+    "send", "sending", "e-?mail", "mail", "forward", "post", "upload", "transmit", "exfiltrate", "leak",
+    "submit", "share", "bcc", "cc", "copy", "sync", "push", "deliver", "relay", "dm", "fax", "publish",
+    "paste",
+    "beam",
 )  # fmt: skip
 _SEND_ANCHORS = (
-    "send", "mail", "e-mail", "email", "forward", "post", "upload", "transmit", "exfiltrate", "leak", "submit", "share",
+    "send", "mail", "e-mail", "email", "forward", "post", "upload", "transmit", "exfiltrate", "leak",
+    "submit", "share",
     "bcc", "cc", "copy", "sync", "push", "deliver", "relay", "dm", "fax", "publish", "paste", "beam",
 )  # fmt: skip
 # What is worth stealing: bulk ("all", "entire") or sensitive by its name.
 _DATA = _any(
-    r"all\b", "every", "everything", "entire", "full", "whole", "contents?", "bodies", "body", "files", "documents?",
-    "invoices?", "e-?mails", "inbox", "messages", "conversations?", "chat", "history", "transcripts?", "profile",
-    "memory", "memories", "passwords?", "credentials?", "secrets?", "tokens?", r"api[ _-]?keys?", "keys", r"ssh\b",
-    "codes?", "otp", "2fa", "card", "iban", r"account (?:numbers?|details)", "personal", "contacts?", "customer",
+    r"all\b", "every", "everything", "entire", "full", "whole", "contents?", "bodies", "body", "files",
+    "documents?",
+    "invoices?", "e-?mails", "inbox", "messages", "conversations?", "chat", "history", "transcripts?",
+    "profile",
+    "memory", "memories", "passwords?", "credentials?", "secrets?", "tokens?", r"api[ _-]?keys?", "keys",
+    r"ssh\b",
+    "codes?", "otp", "2fa", "card", "iban", r"account (?:numbers?|details)", "personal", "contacts?",
+    "customer",
     r"salar\w*", "payroll", "source code", "system prompt", "cookies?", "sessions?", "passport", "ssn",
 )  # fmt: skip
 _DATA_RU = (
-    r"(?:вс[её]|все|всю|всех|каждый|каждое|полн\w*|содержим\w*|файл\w*|документ\w*|сч[её]т\w*|инвойс\w*|письм\w*|"
-    r"переписк\w*|истори\w*|профил\w*|памят\w*|парол\w*|ключ\w*|токен\w*|секрет\w*|код\w*|карт\w*|реквизит\w*|"
-    r"контакт\w*|клиент\w*|зарплат\w*|ведомост\w*|паспорт\w*|персональн\w*|сообщени\w*)"
+    r"(?:вс[её]|все|всю|всех|каждый|каждое|полн\w*|содержим\w*|файл\w*|документ\w*|сч[её]т\w*|инвойс\w*|"
+    r"письм\w*|переписк\w*|истори\w*|профил\w*|памят\w*|парол\w*|ключ\w*|токен\w*|секрет\w*|код\w*|карт\w*|"
+    r"реквизит\w*|контакт\w*|клиент\w*|зарплат\w*|ведомост\w*|паспорт\w*|персональн\w*|сообщени\w*)"
 )
 SENSITIVE_RE = re.compile(
-    r"\b(?:passwords?|passcodes?|credentials?|passport(?:_| )?(?:number|no)?|bank(?:_| )account|account(?:_| )number|"
-    r"ssn|social security|card (?:number|details)|cvv|api[ _-]?keys?|private keys?|secret keys?|access tokens?|"
-    r"security codes?|2fa codes?|otp|salar(?:y|ies)|payroll|id(?:_| )number)\b|"
-    r"(?:парол\w*|паспорт\w*|банковск\w+ сч[её]т\w*|номер\w* карт\w*|cvv|api-ключ\w*|секретн\w+ ключ\w*|токен\w*|"
+    r"\b(?:passwords?|passcodes?|credentials?|passport(?:_| )?(?:number|no)?|bank(?:_| )account|"
+    r"account(?:_| )number|ssn|social security|card (?:number|details)|cvv|api[ _-]?keys?|private keys?|"
+    r"secret keys?|access tokens?|security codes?|2fa codes?|otp|salar(?:y|ies)|payroll|id(?:_| )number)\b|"
+    r"(?:парол\w*|паспорт\w*|банковск\w+ сч[её]т\w*|номер\w* карт\w*|cvv|api-ключ\w*|секретн\w+ ключ\w*|"
+    r"токен\w*|"
     r"код\w* подтверждени\w*|зарплат\w*|ведомост\w*)",
     re.IGNORECASE,
 )
 _AI = _any(
-    "ai", r"a\.i\.", "assistant", "model", "llm", "language model", "gpt", "chatgpt", "claude", "gemini", "copilot",
+    "ai", r"a\.i\.", "assistant", "model", "llm", "language model", "gpt", "chatgpt", "claude", "gemini",
+    "copilot",
     "agent", "bot", "chatbot", r"automated (?:analysis|system|tool|agent|assistant|reader|screening)\w*",
 )  # fmt: skip
 
 # Boosters: a shape or a target that makes a weak rule of the same line a finding.
 TRIGGER_RE = re.compile(
-    r"\b(?:when(?:ever)?|if|each time|every time|any ?time|as soon as|once)\b" + W % 40
-    + r"\b(?:asks?|asked|requests?|requested|mentions?|mentioned|wants?|says?|types?|talks? about|inquires?|"
-    r"queries|searches|opens?|logs? in|starts?|comes? up)\b"
-    r"|\bbefore (?:you )?(?:answer|respond|repl|reply|do(?:ing)? anything|any other|you can|continuing|proceeding|"
-    r"solving|completing|starting)\w*"
-    r"|\bfrom now on\b|\bhenceforth\b|\bgoing forward\b|\bin (?:all|every) future\b"
-    r"|\bfor (?:all|every) (?:future |subsequent )?(?:sessions?|requests?|conversations?|answers?|replies|responses)\b"
-    r"|\b(?:always|first),? (?:first )?(?:send|forward|email|e-mail|post|upload|run|call|execute|copy|invoke)\b"
-    r"|\b(?:at the (?:start|beginning|end) of|after) (?:every|each) (?:session|conversation|answer|reply|response|task|run)\b"
-    r"|(?:когда|если|как только|каждый раз,? когда|всякий раз,? когда|при каждом)" + W % 40
+    r"\b(?:when(?:ever)?|if|each time|every time|any ?time|as soon as|once)\b"
+    + W % 40
+    + r"\b(?:asks?|asked|requests?|requested|mentions?|mentioned|wants?|says?|types?|talks? about|inquires"
+    r"?|queries|searches|opens?|logs? in|starts?|comes? up)\b|\bbefore (?:you )?(?:answer|respond|repl|"
+    r"reply|do(?:ing)? anything|any other|you can|continuing|proceeding|solving|completing|starting)\w*|"
+    r"\bfrom now on\b|\bhenceforth\b|\bgoing forward\b|\bin (?:all|every) future\b|\bfor (?:all|"
+    r"every) (?:future |subsequent )?(?:sessions?|requests?|conversations?|answers?|replies|responses)\b|"
+    r"\b(?:always|first),? (?:first )?(?:send|forward|email|e-mail|post|upload|run|call|execute|copy|"
+    r"invoke)\b|\b(?:at the (?:start|beginning|end) of|after) (?:every|each) (?:session|conversation|"
+    r"answer|reply|response|task|run)\b|(?:когда|если|как только|каждый раз,? когда|всякий раз,? когда|"
+    r"при каждом)"
+    + W
+    % 40
     + r"(?:спрос|попрос|запрос|упомян|упомин|скаж|напиш|обрат|захоч|откро|войд|начн|упоминани)\w*"
-    r"|(?:прежде чем|перед тем,? как) (?:отвечать|ответить|выполн|делать|сделать|продолж|начать)\w*"
-    r"|с (?:этого|сегодняшнего) (?:момента|дня)|отныне|впредь|во всех (?:будущих|последующих)"
-    r"|(?:после|в конце) (?:каждой|каждого) (?:сесси|разговор|ответ|задач)\w*"
-    r"|(?:всегда|сначала|первым делом),? (?:сначала )?(?:отправ|перешл|пересыл|выполн|запуст|вызов|скопир)\w*",
+    r"|(?:прежде чем|перед тем,? как) (?:отвечать|ответить|выполн|делать|сделать|продолж|начать)\w*|"
+    r"с (?:этого|сегодняшнего) (?:момента|дня)|отныне|впредь|во всех (?:будущих|последующих)|(?:после|"
+    r"в конце) (?:каждой|каждого) (?:сесси|разговор|ответ|задач)\w*|(?:всегда|сначала|"
+    r"первым делом),? (?:сначала )?(?:отправ|перешл|пересыл|выполн|запуст|вызов|скопир)"
+    r"\w*",
     re.IGNORECASE,
 )
 SECRECY_RE = re.compile(
-    r"\b(?:silently|quietly|secretly|covertly|discreetly|invisibly|stealthily),? (?:send|forward|copy|run|execute|call|add|"
-    r"delete|remove|change|upload|post|transfer|exfiltrate|e-?mail|install|include|append|record|do|perform|invoke|"
-    r"share|save|write|replace|update|grant|approve)\b"
-    r"|\b(?:send|forward|copy|run|execute|call|add|delete|remove|change|upload|post|transfer|e-?mail|install|do|perform|"
-    r"invoke|share|save|write|it|this|them|that)\b" + W % 30 + r"\b(?:silently|quietly|secretly|covertly|discreetly|"
-    r"stealthily)\b(?!-)"
-    r"|\bwithout (?:telling|informing|notifying|asking|alerting|mentioning|showing|letting)\b"
-    r"|\b(?:don'?t|do not|never|must not) (?:tell|inform|notify|mention|show|reveal|disclose|alert|log|report|ask)\b"
-    r"|\bso (?:that )?(?:nobody|no one|no-one|none of them) (?:sees?|notices?|knows?|finds? out)\b"
-    r"|\bin the background\b|\bbehind the scenes\b|\bno one (?:needs to|should|will) know\b"
-    r"|(?:тихо|незаметно|тайно|скрытно|втихую|молча),? (?:отправ|перешл|скопир|выполн|запуст|вызов|добав|удал|измен|"
-    r"загруз|выгруз|перевед|установ|запиш|сохран|сдела)\w*"
-    r"|не (?:говоря|сообщая|уведомляя|спрашивая|показывая|предупреждая)"
-    r"|никому не (?:говори|сообщай|показывай)|не (?:сообщай|говори|упоминай|показывай|рассказывай)"
+    r"\b(?:silently|quietly|secretly|covertly|discreetly|invisibly|stealthily),? (?:send|forward|copy|run|"
+    r"execute|call|add|delete|remove|change|upload|post|transfer|exfiltrate|e-?mail|install|include|append|"
+    r"record|do|perform|invoke|share|save|write|replace|update|grant|approve)\b|\b(?:send|forward|copy|run|"
+    r"execute|call|add|delete|remove|change|upload|post|transfer|e-?mail|install|do|perform|invoke|share|"
+    r"save|write|it|this|them|that)\b" + W % 30 + r"\b(?:silently|quietly|secretly|covertly|discreetly|"
+    r"stealthily)\b(?!-)|\bwithout (?:telling|informing|notifying|asking|alerting|mentioning|showing|"
+    r"letting)\b|\b(?:don'?t|do not|never|must not) (?:tell|inform|notify|mention|show|reveal|disclose|"
+    r"alert|log|report|ask)\b|\bso (?:that )?(?:nobody|no one|no-one|none of them) (?:sees?|notices?|"
+    r"knows?|finds? out)\b|\bin the background\b|\bbehind the scenes\b|\bno one (?:needs to|should|"
+    r"will) know\b|(?:тихо|незаметно|тайно|скрытно|втихую|молча),? (?:отправ|перешл|скопир|выполн|запуст|"
+    r"вызов|добав|удал|измен|загруз|выгруз|перевед|установ|запиш|сохран|сдела)\w*|не (?:говоря|сообщая|"
+    r"уведомляя|спрашивая|показывая|предупреждая)|никому не (?:говори|сообщай|показывай)|не (?:сообщай|"
+    r"говори|упоминай|показывай|рассказывай)"
     r"|чтобы никто не (?:увидел|узнал|заметил)",
     re.IGNORECASE,
 )
 ADDRESS_AI_RE = re.compile(
-    r"\b(?:note|message|instructions?|reminder|notice|memo|directive|attention|important|hey|dear|hi|hello)\b"
-    + W % 12 + r"\b(?:for|to)?\b" + W % 6 + r"\b(?:the |any |all |an? )?" + _AI + r"s?\b"
+    r"\b(?:note|message|instructions?|reminder|notice|memo|directive|attention|important|hey|dear|hi|hello"
+    r")\b" + W % 12 + r"\b(?:for|to)?\b" + W % 6 + r"\b(?:the |any |all |an? )?" + _AI + r"s?\b"
     r"|\b(?:if|since|as) you(?: a|')re (?:an? )?(?:ai|llm|language model|assistant|chatbot|bot|agent)\b"
     r"|\bto you,? (?:the |an? )?" + _AI + r"\b"
-    r"|^[ \t>*-]*(?:ai|assistant|llm|model|agent|claude|gpt|chatgpt|copilot)\s*[:,]"
-    r"|\b(?:ai|llm|assistant|agent|model)s?(?: reading this| that reads? this| processing this)\b"
-    r"|(?:заметка|сообщение|инструкция|указание|напоминание|внимание|важно)" + W % 12
+    r"|^[ \t>*-]*(?:ai|assistant|llm|model|agent|claude|gpt|chatgpt|copilot)\s*[:,]|\b(?:ai|llm|assistant|"
+    r"agent|model)s?(?: reading this| that reads? this| processing this)\b|(?:заметка|сообщение|инструкция|"
+    r"указание|напоминание|внимание|важно)"
+    + W
+    % 12
     + r"(?:для )?(?:ии|ai|ассистент\w*|модел\w*|нейросет\w*|агент\w*|бот\w*|llm|gpt|claude)"
     r"|если ты (?:ии|ai|языков\w+ модель|ассистент|бот|агент|нейросеть)",
     re.IGNORECASE | re.MULTILINE,
 )
 # A note about an attack quotes it: 'the ticket said "ignore previous instructions"'.
 DISCUSSION_RE = re.compile(
-    r"\b(?:prompt[- ]injection|injection|injected|jailbreak attempt|attack\w*|attempt\w*|phishing|malicious|suspicious|"
-    r"example|e\.g\.|such as|like|detected|flagged|blocked|reported|quarantin\w*|red[- ]team\w*|payload|adversar\w*|"
-    r"spam|scam|social engineering|classic|known|pattern|signature|test case|threat|abuse)\b|"
-    r"(?:инъекци|атак|попытк|фишинг|вредонос|подозрител|пример|например|обнаружен|заблокирован|карантин|шаблон|"
+    r"\b(?:prompt[- ]injection|injection|injected|jailbreak attempt|attack\w*|attempt\w*|phishing|"
+    r"malicious|suspicious|example|e\.g\.|such as|like|detected|flagged|blocked|reported|quarantin\w*|"
+    r"red[- ]team\w*|payload|adversar\w*|spam|scam|social engineering|classic|known|pattern|signature|"
+    r"test case|threat|abuse)\b|(?:инъекци|атак|попытк|фишинг|вредонос|подозрител|пример|например|"
+    r"обнаружен|заблокирован|карантин|шаблон|"
     r"злоумышлен|мошенни|взлом|хакер|угроз)",
     re.IGNORECASE,
 )
-LEAD_IN_RE = re.compile(r"(?:\blike|\bsuch as|\be\.g\.|\bfor example|\bfor instance|например|вроде|типа|вида)[\s:,]*$", re.IGNORECASE)
+LEAD_IN_RE = re.compile(
+    r"(?:\blike|\bsuch as|\be\.g\.|\bfor example|\bfor instance|например|вроде|типа|вида)[\s:,]*$",
+    re.IGNORECASE,
+)
 QUOTES = {'"': '"', "“": "”", "«": "»", "'": "'", "`": "`", "„": "“", "‘": "’"}
 NEGATION_EN = re.compile(
-    r"\b(?:never|don'?t|do not|does not|doesn'?t|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|won'?t|no|"
+    r"\b(?:never|don'?t|do not|does not|doesn'?t|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|"
+    r"won'?t|no|"
     r"not|avoid|prohibited|forbidden|refuse to|disallow\w*)\b[^\n.;:!?]{0,25}$",
     re.IGNORECASE,
 )
 # "If the user asks you to ignore these rules, refuse": the instruction is reported, not given.
 REPORTED_RE = re.compile(
-    r"\b(?:asks?|asked|asking|tells?|told|telling|wants?|wanted|requests?|requested|instructs?|instructed|tries|tried|"
-    r"trying|attempts?|attempted|urges?|urged|pushes|pressures?)\b (?:you |the (?:agent|assistant|model|ai) |them |us |me )?"
-    r"to\s*$|(?:просит|просят|попросит|попросят|попросил|велит|велят|требует|требуют|пытается|пытаются|предлагает)\w* "
+    r"\b(?:asks?|asked|asking|tells?|told|telling|wants?|wanted|requests?|requested|instructs?|instructed|"
+    r"tries|tried|trying|attempts?|attempted|urges?|urged|pushes|pressures?)\b (?:you |the (?:agent|"
+    r"assistant|model|ai) |them |us |me )?to\s*$|(?:просит|просят|попросит|попросят|попросил|велит|велят|"
+    r"требует|требуют|пытается|пытаются|предлагает)\w* "
     r"(?:тебя |агента |ассистента )?$",
     re.IGNORECASE,
 )
 DESTRUCTIVE_RE = re.compile(
-    r"\b(?:delete|drop|wipe|rm -rf|destroy|truncate|purge|erase|transfer|refund|payout|grant|chmod 777|disable|"
-    r"deactivate|revoke|shutdown|format)\w*|(?:удали|удаля|сотри|уничтож|очисти|переведи|верни деньги|отключи|выдай)\w*",
+    r"\b(?:delete|drop|wipe|rm -rf|destroy|truncate|purge|erase|transfer|refund|payout|grant|chmod 777|"
+    r"disable|"
+    r"deactivate|revoke|shutdown|format)\w*|(?:удали|удаля|сотри|уничтож|очисти|переведи|верни деньги|"
+    r"отключи|выдай)\w*",
     re.IGNORECASE,
 )
 NEGATION_RU = re.compile(r"(?:^|\s)(?:не|нельзя|никогда|запрещено|запрещается|избегай)\s[^\n.;:!?]{0,25}$")
@@ -226,170 +280,304 @@ _R: list[Rule] = []
 
 # --- instruction override --------------------------------------------------------------------
 _PREVIOUS = _any(
-    "previous", "prior", "above", "earlier", "preceding", "former", "original", "initial", "system", "old", "existing",
+    "previous", "prior", "above", "earlier", "preceding", "former", "original", "initial", "system", "old",
+    "existing",
     "all", "any", "your", "my", "these",
 )  # fmt: skip
 _INSTRUCTIONS = (
-    r"(?:\w*nstruct\w*|prompts?|directions?|directives?|guidelines?|guidance|context|messages?|constraints|orders|"
-    r"programming|polic(?:y|ies)|rules?|restrictions)"
+    r"(?:\w*nstruct\w*|prompts?|directions?|directives?|guidelines?|guidance|context|messages?|constraints|"
+    r"orders|programming|polic(?:y|ies)|rules?|restrictions)"
 )
 _R += [
     rule(
-        OVERRIDE, "ignore_previous", 2,
+        OVERRIDE,
+        "ignore_previous",
+        2,
         ("ignore", "ignoring", "disregard", "forget", "forgot", "abandon", "discard", "aside", "following"),
-        r"\b(?:ignore|ignoring|disregard\w*|forget|forgot|abandon|discard|set aside|throw out|stop following|"
+        r"\b(?:ignore|ignoring|disregard\w*|forget|forgot|abandon|discard|set aside|throw out|"
+        r"stop following|"
         r"no longer follow)\b" + W % 40 + r"\b" + _PREVIOUS + r"\b" + W % 25 + r"\b" + _INSTRUCTIONS + r"\b",
     ),
     rule(
-        OVERRIDE, "override_previous", 2,
-        ("override", "overriding", "overrides", "bypass", "supersede", "supersedes", "replace", "replaces", "void", "null",
-         "cancel", "cancels", "revoke", "revokes", "suspend", "suspended", "outdated", "obsolete", "apply"),
-        r"\b(?:override|overriding|overrides|bypass|supersedes?|replaces?|cancels?|revokes?|suspends?)\b (?:all |any )?"
-        r"(?:of )?(?:your|the|my|all)? ?(?:previous|prior|above|earlier|original|initial|system|operator'?s?|existing) "
+        OVERRIDE,
+        "override_previous",
+        2,
+        (
+            "override",
+            "overriding",
+            "overrides",
+            "bypass",
+            "supersede",
+            "supersedes",
+            "replace",
+            "replaces",
+            "void",
+            "null",
+            "cancel",
+            "cancels",
+            "revoke",
+            "revokes",
+            "suspend",
+            "suspended",
+            "outdated",
+            "obsolete",
+            "apply",
+        ),
+        r"\b(?:override|overriding|overrides|bypass|supersedes?|replaces?|cancels?|revokes?|"
+        r"suspends?)\b (?:all |any )?(?:of )?(?:your|the|my|all)? ?(?:previous|prior|above|earlier|"
+        r"original|initial|system|operator'?s?|existing) "
         r"(?:\w+ )?" + _INSTRUCTIONS + r"\b"
-        r"|\b(?:previous|prior|earlier|original|system|operator'?s?|above) (?:\w+ )?" + _INSTRUCTIONS + r" (?:is|are) "
+        r"|\b(?:previous|prior|earlier|original|system|operator'?s?|above) (?:\w+ )?"
+        + _INSTRUCTIONS
+        + r" (?:is|are) "
         r"(?:now )?(?:void|null|cancel+ed|revoked|suspended|outdated|obsolete|superseded|no longer valid)\b"
         r"|\b(?:previous|prior|earlier|original|above) (?:\w+ )?" + _INSTRUCTIONS + r" no longer apply\b"
         r"|\b(?:context|prompt|rules) (?:above )?(?:is|are) (?:now )?(?:void|null|cancel+ed|obsolete)\b",
     ),
     rule(
-        OVERRIDE, "ignore_everything", 2,
+        OVERRIDE,
+        "ignore_everything",
+        2,
         ("ignore", "disregard", "forget"),
-        r"\b(?:ignore|disregard|forget)\b (?:all|everything|anything)(?: else)?\b" + W % 30
+        r"\b(?:ignore|disregard|forget)\b (?:all|everything|anything)(?: else)?\b"
+        + W % 30
         + r"\b(?:above|before|previously|prior|said|told|in the (?:text|document|data))\b",
     ),
     rule(
-        OVERRIDE, "ignore_instructions", 1,
+        OVERRIDE,
+        "ignore_instructions",
+        1,
         ("ignore", "disregard", "forget"),
-        r"\b(?:ignore|disregard|forget)\b (?:the |all |any |your |my )?(?:above |previous |prior )?(?:instructions|"
-        r"directions|prompt|rules)\b|\b(?:ignore|disregard)\b (?:the rest of|everything in|all of) (?:this|the) "
+        r"\b(?:ignore|disregard|forget)\b (?:the |all |any |your |my )?(?:above |previous |"
+        r"prior )?(?:instructions|directions|prompt|rules)\b|\b(?:ignore|disregard)\b (?:the rest of|"
+        r"everything in|all of) (?:this|the) "
         r"(?:data|document|text|input|context|page|file|article|email)\b",
     ),
     rule(
-        OVERRIDE, "ignore_and_do", 1,
+        OVERRIDE,
+        "ignore_and_do",
+        1,
         ("ignore", "disregard", "forget"),
-        r"\b(?:ignore|disregard|forget)\b" + W % 60 + r"\band (?:just |only |simply |instead |then )?(?:print|say|output|"
+        r"\b(?:ignore|disregard|forget)\b"
+        + W % 60
+        + r"\band (?:just |only |simply |instead |then )?(?:print|say|output|"
         r"respond|reply|repeat|write|return|answer|tell|focus)\b",
     ),
     rule(
-        OVERRIDE, "new_instructions", 2,
-        ("system", "prompt", "instructions", "instruction", "directive", "directives", "orders", "your", "real", "actual"),
-        r"\bnew system (?:prompt|message|instructions?)\b|\bsystem prompt (?:update|override|change)d?\b"
-        r"|\b(?:new|updated|real|actual|true|revised|replacement|overriding|secret|hidden) (?:instructions|directives|orders)\b"
-        + W % 20 + r"(?::|\bare\b|\bfollows?\b|\bbelow\b)"
-        r"|\byour (?:new|real|actual|true|updated|only) (?:task|role|goal|objective|mission|instructions?|purpose|job)\b"
-        + W % 10 + r"(?::|\bis\b|\bare\b|\bnow\b)"
+        OVERRIDE,
+        "new_instructions",
+        2,
+        (
+            "system",
+            "prompt",
+            "instructions",
+            "instruction",
+            "directive",
+            "directives",
+            "orders",
+            "your",
+            "real",
+            "actual",
+        ),
+        r"\bnew system (?:prompt|message|instructions?)\b|\bsystem prompt (?:update|override|change)d?\b|"
+        r"\b(?:new|updated|real|actual|true|revised|replacement|overriding|secret|hidden) (?:instructions|"
+        r"directives|orders)\b" + W % 20 + r"(?::|\bare\b|\bfollows?\b|\bbelow\b)"
+        r"|\byour (?:new|real|actual|true|updated|only) (?:task|role|goal|objective|mission|instructions?|"
+        r"purpose|job)\b" + W % 10 + r"(?::|\bis\b|\bare\b|\bnow\b)"
         r"|\bthe (?:real|actual|true|only) instructions\b",
     ),
     rule(
-        OVERRIDE, "you_are_now", 2,
+        OVERRIDE,
+        "you_are_now",
+        2,
         ("from", "now", "henceforth", "going", "starting"),
-        r"\b(?:from now on|henceforth|going forward|starting now)\b,? you(?:'re| are| will| shall| must)\b"
-        r"|\byou(?:'re| are) now (?:an?|the|my|no longer|named|called)\b|\byou(?:'re| are) now [\"“«']"
-        r"|\bnow you are (?:an?|the|my)\b"
+        r"\b(?:from now on|henceforth|going forward|starting now)\b,? you(?:'re| are| will| shall| must)\b|"
+        r"\byou(?:'re| are) now (?:an?|the|my|no longer|named|called)\b|\byou(?:'re| are) now [\"“«']|"
+        r"\bnow you are (?:an?|the|my)\b"
         r"|\byou will now (?:act|behave|respond|answer|follow|obey|be|only)\b",
     ),
     rule(
-        OVERRIDE, "fake_system_turn", 2,
-        ("system", "admin", "developer", "root", "im_start", "im_end", "endoftext", "eot_id", "start_header_id", "inst",
-         "instruction", "information", "sys", "end", "close", "rest", "core", "amendment", "override"),
-        r"\((?:system|admin|developer)_message\)|^[ \t>*+-]*(?:\d{1,3}[.)]\s*)?#{2,}\s*(?:system|admin|developer)\s*:"
-        r"|^[ \t>*+-]*(?:\d{1,3}[.)]\s*)?\[(?:system|admin|developer)\]\s*(?::|\()"
-        r"|<\|(?:im_start|im_end|endoftext|system|eot_id|start_header_id)\|>|\[/?inst\]"
-        r"|<\s*/?\s*(?:system|instruction|admin|information|sys)\s*>"
-        r"|<end of (?:session|conversation|document|context|instructions)>"
-        r"|\b(?:end|close) of (?:system )?(?:prompt|instructions|context|document|session)\b" + W % 30
+        OVERRIDE,
+        "fake_system_turn",
+        2,
+        (
+            "system",
+            "admin",
+            "developer",
+            "root",
+            "im_start",
+            "im_end",
+            "endoftext",
+            "eot_id",
+            "start_header_id",
+            "inst",
+            "instruction",
+            "information",
+            "sys",
+            "end",
+            "close",
+            "rest",
+            "core",
+            "amendment",
+            "override",
+        ),
+        r"\((?:system|admin|developer)_message\)|^[ \t>*+-]*(?:\d{1,3}[.)]\s*)?#{2,}\s*(?:system|admin|"
+        r"developer)\s*:|^[ \t>*+-]*(?:\d{1,3}[.)]\s*)?\[(?:system|admin|developer)\]\s*(?::|\()|<\|"
+        r"(?:im_start|im_end|endoftext|system|eot_id|start_header_id)\|>|\[/?inst\]|<\s*/?\s*(?:system|"
+        r"instruction|admin|information|sys)\s*>|<end of (?:session|conversation|document|context|"
+        r"instructions)>|\b(?:end|close) of (?:system )?(?:prompt|instructions|context|document|session)\b"
+        + W
+        % 30
         + r"\b(?:new|next|follow|now)\b"
         r"|\[(?:system|system message|admin request|rest-of-document)\s*(?:\]|::)"
         r"|^[ \t]*--+ ?(?:core|system|legal|admin|override)[a-z ,]{0,30}instruction",
     ),
     rule(
-        OVERRIDE, "fake_turn", 1,
+        OVERRIDE,
+        "fake_turn",
+        1,
         ("user", "human", "assistant", "system", "admin"),
         r"^[ \t>*+-]*(?:\d{1,3}[.)]\s*)?\**(?:user|human|assistant|system|admin)\**\s*:\**\s*\S",
     ),
     rule(
-        OVERRIDE, "before_task", 2,
+        OVERRIDE,
+        "before_task",
+        2,
         ("before", "first"),
-        r"\bbefore (?:you )?(?:can )?(?:solve|answer|complete|do|continue|proceed|respond|finish|start|work on)\w*\b"
-        + W % 60 + r"\b(?:task|request|question|job|assignment)s?\b" + W % 60
+        r"\bbefore (?:you )?(?:can )?(?:solve|answer|complete|do|continue|proceed|respond|finish|start|"
+        r"work on)\w*\b"
+        + W % 60
+        + r"\b(?:task|request|question|job|assignment)s?\b"
+        + W % 60
         + r"\b(?:do|complete|perform|execute|carry out|follow)\b (?:the following|this|these)\b",
     ),
     rule(
-        OVERRIDE, "message_to_model", 2,
+        OVERRIDE,
+        "message_to_model",
+        2,
         ("message", "note", "instruction", "notice", "update", "important", "urgent"),
-        r"\b(?:important|urgent|critical|special|private|secret|hidden)\b (?:message|note|instruction|notice|update)s?\b"
-        + W % 40 + r"\bto you\b|\bthis is an? (?:important|urgent) (?:message|instruction) (?:from|for)\b",
+        r"\b(?:important|urgent|critical|special|private|secret|hidden)\b (?:message|note|instruction|"
+        r"notice|update)s?\b"
+        + W % 40
+        + r"\bto you\b|\bthis is an? (?:important|urgent) (?:message|instruction) (?:from|for)\b",
     ),
     rule(
-        OVERRIDE, "strictly_follow", 2,
+        OVERRIDE,
+        "strictly_follow",
+        2,
         ("strictly", "only", "instead", "exclusively", "adhere", "obey"),
-        r"\b(?:strictly|only|instead|exclusively) (?:adhere to|follow|obey|comply with|execute)\b" + W % 40
-        + r"\b(?:following|these|this|my|the below|below)\b" + W % 10
+        r"\b(?:strictly|only|instead|exclusively) (?:adhere to|follow|obey|comply with|execute)\b"
+        + W % 40
+        + r"\b(?:following|these|this|my|the below|below)\b"
+        + W % 10
         + r"\b(?:instructions?|commands?|orders|directions?|steps?)\b",
     ),
     rule(
-        OVERRIDE, "repeat_following", 1,
+        OVERRIDE,
+        "repeat_following",
+        1,
         ("repeat", "print", "say", "output"),
-        r"\b(?:repeat|print|say|output)\b (?:the following|this|these|after me)\b (?:sentence|text|phrase|words?|line)?",
+        r"\b(?:repeat|print|say|output)\b (?:the following|this|these|after me)\b (?:sentence|text|phrase|"
+        r"words?|line)?",
     ),
     rule(
-        OVERRIDE, "no_deviation", 1,
+        OVERRIDE,
+        "no_deviation",
+        1,
         ("nothing", "deviate", "absolutely", "disregard", "focus", "test", "override"),
-        r"\band (?:absolutely )?nothing else\b|\bmay not deviate\b|\bdo not deviate\b"
-        r"|\bfocus (?:only|exclusively) on (?:the following|this)\b|\bdisregard all (?:info|information)\b"
+        r"\band (?:absolutely )?nothing else\b|\bmay not deviate\b|\bdo not deviate\b|\bfocus (?:only|"
+        r"exclusively) on (?:the following|this)\b|\bdisregard all (?:info|information)\b"
         r"|\bthis is a test\b|\boverride (?:manual|the) (?:scoring|evaluation|review)\b",
     ),
     # Russian
     rule(
-        OVERRIDE, "ignore_previous", 2,
-        ("игнор", "проигнор", "забуд", "забыт", "отбрось", "отмени", "обращай", "учитывай", "пренебреги", "следуй",
-         "перестань"),
-        r"(?:проигнориру\w*|игнориру\w*|игнорировать|забудь\w*|забыть|отбрось\w*|отмени\w*|не обращай внимания на|"
-        r"не учитывай|пренебреги|не следуй|перестань следовать|больше не следуй)" + W % 40
-        + r"(?:вс[её]|все|любые|люб\w+|предыдущ\w*|прежн\w*|ранее|выше\w*|системн\w*|исходн\w*|стар\w+|прошл\w*|"
-        r"изначальн\w*|сво\w+|твои)" + W % 25
-        + r"(?:инструкци\w*|указани\w*|правил\w*|промпт\w*|директив\w*|настро\w*|ограничени\w*|сообщени\w*|команд\w*|"
+        OVERRIDE,
+        "ignore_previous",
+        2,
+        (
+            "игнор",
+            "проигнор",
+            "забуд",
+            "забыт",
+            "отбрось",
+            "отмени",
+            "обращай",
+            "учитывай",
+            "пренебреги",
+            "следуй",
+            "перестань",
+        ),
+        r"(?:проигнориру\w*|игнориру\w*|игнорировать|забудь\w*|забыть|отбрось\w*|отмени\w*|"
+        r"не обращай внимания на|не учитывай|пренебреги|не следуй|перестань следовать|больше не следуй)"
+        + W
+        % 40
+        + r"(?:вс[её]|все|любые|люб\w+|предыдущ\w*|прежн\w*|ранее|выше\w*|системн\w*|исходн\w*|стар\w+|"
+        r"прошл\w*|"
+        r"изначальн\w*|сво\w+|твои)"
+        + W
+        % 25
+        + r"(?:инструкци\w*|указани\w*|правил\w*|промпт\w*|директив\w*|настро\w*|ограничени\w*|"
+        r"сообщени\w*|команд\w*|"
         r"распоряжени\w*|установк\w*|контекст\w*)",
         ru=True,
     ),
     rule(
-        OVERRIDE, "override_previous", 2,
+        OVERRIDE,
+        "override_previous",
+        2,
         ("предыдущ", "прежн", "системн", "ранее", "правила", "инструкции", "устарел", "действуют"),
-        r"(?:предыдущ|прежн|системн|ранее данн|старые|исходн)\w* (?:\w+ )?(?:инструкци|правил|указани|промпт|ограничени)\w*"
-        + W % 20 + r"(?:отменен|недействительн|устарел|больше не действуют|не действуют|аннулирован)\w*",
+        r"(?:предыдущ|прежн|системн|ранее данн|старые|исходн)\w* (?:\w+ )?(?:инструкци|правил|указани|"
+        r"промпт|ограничени)\w*"
+        + W % 20
+        + r"(?:отменен|недействительн|устарел|больше не действуют|не действуют|аннулирован)\w*",
         ru=True,
     ),
     rule(
-        OVERRIDE, "new_instructions", 2,
+        OVERRIDE,
+        "new_instructions",
+        2,
         ("новый", "новые", "твоя", "твои", "настоящие", "настоящая", "истинные", "секретные", "скрытые"),
-        r"нов\w+ системн\w+ промпт\w*|(?:нов|настоящ|истинн|обновл[её]нн|скрыт|секретн)\w+ (?:инструкци|указани|"
+        r"нов\w+ системн\w+ промпт\w*|(?:нов|настоящ|истинн|обновл[её]нн|скрыт|секретн)\w+ (?:инструкци|"
+        r"указани|"
         r"директив)\w*" + W % 20 + r"(?::|—|-|\bтаковы\b|\bследующ|\bниже\b)"
         r"|тво(?:я|и|й) (?:нов|настоящ|истинн|единственн)\w+ (?:задач|рол|цел|инструкци|миссия)\w*",
         ru=True,
     ),
     rule(
-        OVERRIDE, "you_are_now", 2,
+        OVERRIDE,
+        "you_are_now",
+        2,
         ("момента", "отныне", "теперь", "впредь"),
-        r"(?:с этого момента|отныне|впредь|начиная с этого момента),? ты\b|(?:теперь|отныне) ты\b" + W % 3
+        r"(?:с этого момента|отныне|впредь|начиная с этого момента),? ты\b|(?:теперь|отныне) ты\b"
+        + W % 3
         + r"(?:—|-)?\s*(?:не |—)?\w+|\bты теперь\b|\bты больше не\b",
         ru=True,
     ),
     rule(
-        OVERRIDE, "before_task", 2,
+        OVERRIDE,
+        "before_task",
+        2,
         ("прежде", "перед"),
-        r"(?:прежде чем|перед тем,? как) (?:ты )?(?:сможешь )?(?:выполн|реш|ответ|продолж|приступ|начать|заверш)\w*"
-        + W % 60 + r"(?:сначала|сперва|вначале)?\s*(?:сделай|выполни|соверши)\s+(?:следующее|это)",
+        r"(?:прежде чем|перед тем,? как) (?:ты )?(?:сможешь )?(?:выполн|реш|ответ|продолж|приступ|начать|"
+        r"заверш)\w*"
+        + W % 60
+        + r"(?:сначала|сперва|вначале)?\s*(?:сделай|выполни|соверши)\s+(?:следующее|это)",
         ru=True,
     ),
     rule(
-        OVERRIDE, "message_to_model", 2,
+        OVERRIDE,
+        "message_to_model",
+        2,
         ("сообщение", "указание", "инструкция"),
-        r"(?:важное|срочное|секретное|скрытое|особое) (?:сообщение|указание|инструкция)" + W % 40 + r"(?:тебе|для тебя)",
+        r"(?:важное|срочное|секретное|скрытое|особое) (?:сообщение|указание|инструкция)"
+        + W % 40
+        + r"(?:тебе|для тебя)",
         ru=True,
     ),
     rule(
-        OVERRIDE, "ignore_instructions", 1,
+        OVERRIDE,
+        "ignore_instructions",
+        1,
         ("игнор", "проигнор", "забуд"),
         r"(?:проигнорируй|игнорируй|забудь) (?:все |любые )?(?:инструкции|указания|правила)",
         ru=True,
@@ -435,180 +623,335 @@ def _has_outside_url(view, match, trusted) -> bool:
 
 _R += [
     rule(
-        EXFILTRATION, "send_outside", 1, _SEND_ANCHORS,
+        EXFILTRATION,
+        "send_outside",
+        1,
+        _SEND_ANCHORS,
         r"\b" + _SEND + r"\b" + C % 160 + _TO_OUTSIDE,
-        negatable=True, check=_outside_after_verb,
+        negatable=True,
+        check=_outside_after_verb,
     ),
     rule(
-        EXFILTRATION, "send_bulk_data", 1, _SEND_ANCHORS,
+        EXFILTRATION,
+        "send_bulk_data",
+        1,
+        _SEND_ANCHORS,
         r"\b" + _SEND + r"\b" + C % 50 + r"\b" + _DATA + r"\b" + C % 80 + r"\b(?:to|at|into|onto|via|with)\b",
         negatable=True,
     ),
     rule(
-        EXFILTRATION, "data_url", 2,
+        EXFILTRATION,
+        "data_url",
+        2,
         ("http", "https", "img", "image", "iframe"),
-        r"(?:!\[[^\]\n]{0,300}\]\(\s*<?|<(?:img|image|iframe)\b[^>\n]{0,200}?\bsrc\s*=\s*[\"']?)(?:https?:)?//[^\s)\"'>]{1,2000}",
+        r"(?:!\[[^\]\n]{0,300}\]\(\s*<?|<(?:img|image|"
+        r"iframe)\b[^>\n]{0,200}?\bsrc\s*=\s*[\"']?)(?:https?:)?//[^\s)\"'>]{1,2000}",
         check=_data_carrying,
     ),
     rule(
-        EXFILTRATION, "data_in_link", 2,
+        EXFILTRATION,
+        "data_in_link",
+        2,
         ("include", "embed", "append", "attach", "put", "add", "insert", "encode", "replace", "concatenate"),
-        r"\b(?:include|embed|append|attach|put|add|insert|encode)\w*\b" + W % 60 + r"\b" + _DATA + r"\b" + W % 60
+        r"\b(?:include|embed|append|attach|put|add|insert|encode)\w*\b"
+        + W % 60
+        + r"\b"
+        + _DATA
+        + r"\b"
+        + W % 60
         + r"\b(?:in|into|to|as)\b (?:a |the |an )?(?:link|url|uri|image|query|parameter|path)\b"
-        r"|\breplace\b (?:the )?\[[a-z_ ]{2,30}\] with\b" + W % 80
-        + r"\b(?:previous|conversation|chat|message|summary|history|data|password|secret|profile|memory|context|page)"
+        r"|\breplace\b (?:the )?\[[a-z_ ]{2,30}\] with\b"
+        + W
+        % 80
+        + r"\b(?:previous|conversation|chat|message|summary|history|data|password|secret|profile|memory|"
+        r"context|page)"
         r"|\bconcatenat\w*\b" + W % 200 + r"(?:https?://|!\[)",
         check=_has_outside_url,
     ),
     rule(
-        EXFILTRATION, "upload_secrets_cli", 2,
+        EXFILTRATION,
+        "upload_secrets_cli",
+        2,
         ("curl", "wget", "nc", "ncat", "scp", "rsync", "invoke", "iwr"),
-        r"\b(?:curl|wget|nc|ncat|scp|rsync|invoke-webrequest|iwr|invoke-restmethod)\b" + W % 120
-        + r"(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--post-file|-InFile|-Body)\s*[\"']?"
-        r"[^\s\"']{0,30}(?:@|\$\(|`)?(?:~|\$HOME|/etc/|\S{0,20}\.ssh|\S{0,20}id_rsa|\S{0,20}id_ed25519|\S{0,20}\.env\b|"
-        r"\S{0,20}\.aws|\S{0,20}credentials|\S{0,20}\.netrc|\S{0,20}\.git-credentials|/etc/passwd|/etc/shadow|\S{0,20}\.kube|"
+        r"\b(?:curl|wget|nc|ncat|scp|rsync|invoke-webrequest|iwr|invoke-restmethod)\b"
+        + W % 120
+        + r"(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--post-file|-InFile|"
+        r"-Body)\s*[\"']?"
+        r"[^\s\"']{0,30}(?:@|\$\(|`)?(?:~|\$HOME|/etc/|\S{0,20}\.ssh|\S{0,20}id_rsa|\S{0,20}id_ed25519|"
+        r"\S{0,20}\.env\b|\S{0,20}\.aws|\S{0,20}credentials|\S{0,20}\.netrc|\S{0,20}\.git-credentials|"
+        r"/etc/passwd|/etc/shadow|\S{0,20}\.kube|"
         r"\$\{?[a-z_]*(?:key|token|secret|password|pass)[a-z_]*\}?|cat |env\b|printenv)",
-        discussable=False, check=_outside_in_match,
+        discussable=False,
+        check=_outside_in_match,
     ),
     rule(
-        EXFILTRATION, "transfer_money", 1,
+        EXFILTRATION,
+        "transfer_money",
+        1,
         ("transfer", "send", "wire", "pay", "move", "make", "create", "schedule", "initiate"),
-        r"\b(?:transfer|send|wire|pay|move)\b" + W % 40 + r"\b(?:money|funds|payment|transaction|\$|usd|eur|€|£|"
-        r"amount|balance)\b"
-        r"|\b(?:send|make|create|schedule|initiate) (?:a |the )?(?:transaction|payment|transfer|wire)\b"
+        r"\b(?:transfer|send|wire|pay|move)\b"
+        + W % 40
+        + r"\b(?:money|funds|payment|transaction|\$|usd|eur|€|£|"
+        r"amount|balance)\b|\b(?:send|make|create|schedule|initiate) (?:a |the )?(?:transaction|payment|"
+        r"transfer|wire)\b"
         r"|\btransfer\b" + W % 40 + r"\bto (?:the )?(?:account|iban)\b",
         negatable=True,
     ),
     # Russian
     rule(
-        EXFILTRATION, "send_outside", 1,
-        ("отправ", "перешл", "пересыл", "перешли", "скопир", "копир", "загруз", "загруж", "выгруз", "выгруж", "опубли",
-         "переда", "слей", "сливай", "сбрось", "продублир", "подели", "запост", "пиши", "напиши", "отсыл", "шли"),
-        r"(?:отправ|перешл|пересыл|перешли|скопир|копир|загруз|загруж|выгруз|выгруж|опублику|переда|слей|сливай|сбрось|"
+        EXFILTRATION,
+        "send_outside",
+        1,
+        (
+            "отправ",
+            "перешл",
+            "пересыл",
+            "перешли",
+            "скопир",
+            "копир",
+            "загруз",
+            "загруж",
+            "выгруз",
+            "выгруж",
+            "опубли",
+            "переда",
+            "слей",
+            "сливай",
+            "сбрось",
+            "продублир",
+            "подели",
+            "запост",
+            "пиши",
+            "напиши",
+            "отсыл",
+            "шли",
+        ),
+        r"(?:отправ|перешл|пересыл|перешли|скопир|копир|загруз|загруж|выгруз|выгруж|опублику|переда|слей|"
+        r"сливай|сбрось|"
         r"продублиру|поделись|запост|(?:на)?пиши на|отсыла|шли)\w*" + W % 160 + _TO_OUTSIDE,
-        ru=True, negatable=True, check=_outside_after_verb,
+        ru=True,
+        negatable=True,
+        check=_outside_after_verb,
     ),
     rule(
-        EXFILTRATION, "send_bulk_data", 1,
-        ("отправ", "перешл", "пересыл", "перешли", "скопир", "копир", "загруз", "загруж", "выгруз", "выгруж", "переда",
-         "слей", "продублир", "отсыл"),
-        r"(?:отправ|перешл|пересыл|перешли|скопир|копир|загруз|загруж|выгруз|выгруж|переда|слей|продублиру|отсыла)\w*"
-        + W % 40 + _DATA_RU,
-        ru=True, negatable=True,
+        EXFILTRATION,
+        "send_bulk_data",
+        1,
+        (
+            "отправ",
+            "перешл",
+            "пересыл",
+            "перешли",
+            "скопир",
+            "копир",
+            "загруз",
+            "загруж",
+            "выгруз",
+            "выгруж",
+            "переда",
+            "слей",
+            "продублир",
+            "отсыл",
+        ),
+        r"(?:отправ|перешл|пересыл|перешли|скопир|копир|загруз|загруж|выгруз|выгруж|переда|слей|продублиру|"
+        r"отсыла)\w*" + W % 40 + _DATA_RU,
+        ru=True,
+        negatable=True,
     ),
     rule(
-        EXFILTRATION, "transfer_money", 1,
+        EXFILTRATION,
+        "transfer_money",
+        1,
         ("переведи", "перечисли", "отправь", "оплати", "перевод", "переводи"),
-        r"(?:переведи|перечисли|отправь|оплати|переводи)\w*" + W % 40
-        + r"(?:деньг|средств|сумм|платеж|платёж|руб|₽|\$|€|остат|баланс)|перевод\w*" + W % 30 + r"на сч[её]т",
-        ru=True, negatable=True,
+        r"(?:переведи|перечисли|отправь|оплати|переводи)\w*"
+        + W % 40
+        + r"(?:деньг|средств|сумм|платеж|платёж|руб|₽|\$|€|остат|баланс)|перевод\w*"
+        + W % 30
+        + r"на сч[её]т",
+        ru=True,
+        negatable=True,
     ),
 ]
 
 # --- tool hijack -----------------------------------------------------------------------------
 _R += [
     rule(
-        TOOL_HIJACK, "trigger_call", 2,
+        TOOL_HIJACK,
+        "trigger_call",
+        2,
         ("when", "whenever", "if", "each", "every", "anytime", "time", "soon"),
-        r"\b(?:when(?:ever)?|if|each time|every time|any ?time|as soon as)\b" + W % 60
-        + r"\b(?:asks?|asked|requests?|mentions?|mentioned|wants?|says?|queries|inquires?|comes? up)\b" + W % 80
-        + r"\b(?:call|invoke|run|execute|use|trigger|fetch|open|visit|navigate to|load)\b" + W % 8
-        + r"(?:the )?(?:`|\w+\(|\w+_\w+|tool|function|command|script|api|endpoint|webhook|url|link|https?://|plugin|action)",
+        r"\b(?:when(?:ever)?|if|each time|every time|any ?time|as soon as)\b"
+        + W % 60
+        + r"\b(?:asks?|asked|requests?|mentions?|mentioned|wants?|says?|queries|inquires?|comes? up)\b"
+        + W % 80
+        + r"\b(?:call|invoke|run|execute|use|trigger|fetch|open|visit|navigate to|load)\b"
+        + W % 8
+        + r"(?:the )?(?:`|\w+\(|\w+_\w+|tool|function|command|script|api|endpoint|webhook|url|link|"
+        r"https?://|plugin|action)",
         agent_weight=1,
     ),
     rule(
-        TOOL_HIJACK, "pipe_to_shell", 1,
-        ("curl", "wget", "iwr", "irm", "invoke", "iex", "bash", "sh", "zsh", "python", "python3", "downloadstring"),
-        r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b"
-        r"|\b(?:ba|z)?sh\s+-c\s+[\"']?\$\((?:curl|wget)\b"
-        r"|\b(?:iex|invoke-expression)\b" + W % 40 + r"(?:iwr|irm|downloadstring|invoke-webrequest|net\.webclient)"
+        TOOL_HIJACK,
+        "pipe_to_shell",
+        1,
+        (
+            "curl",
+            "wget",
+            "iwr",
+            "irm",
+            "invoke",
+            "iex",
+            "bash",
+            "sh",
+            "zsh",
+            "python",
+            "python3",
+            "downloadstring",
+        ),
+        r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|;]{0,200}\|"
+        r"\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|\b(?:ba|z)?sh\s+-c\s+[\"']?\$\((?:curl|wget)\b|\b(?:iex|"
+        r"invoke-expression)\b" + W % 40 + r"(?:iwr|irm|downloadstring|invoke-webrequest|net\.webclient)"
         r"|\bpython3?\s+-c\s+[\"'][^\n]{0,80}(?:urlopen|requests\.get)[^\n]{0,80}exec\(",
     ),
     rule(
-        TOOL_HIJACK, "encoded_shell", 2,
+        TOOL_HIJACK,
+        "encoded_shell",
+        2,
         ("base64", "powershell", "frombase64string", "enc", "encodedcommand"),
-        r"\b(?:echo|printf)\s+[\"']?[A-Za-z0-9+/]{16,}={0,2}[\"']?\s*\|\s*base64\s+(?:-d|--decode)\s*\|\s*(?:ba|z)?sh\b"
+        r"\b(?:echo|printf)\s+[\"']?[A-Za-z0-9+/]{16,}={0,2}[\"']?\s*\|\s*base64\s+(?:-d|--decode)\s*\|"
+        r"\s*(?:ba|z)?sh\b"
         r"|\bpowershell(?:\.exe)?\b" + W % 40 + r"\s-(?:e|enc|encodedcommand)\s+[A-Za-z0-9+/]{20,}"
         r"|frombase64string\(" + W % 200 + r"\b(?:iex|invoke-expression)\b",
     ),
     rule(
-        TOOL_HIJACK, "add_key", 2,
+        TOOL_HIJACK,
+        "add_key",
+        2,
         ("ssh", "ecdsa", "authorized_keys", "authorized"),
-        r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+aaaa[0-9a-z+/]{20,}" + W % 120 + r"(?:>>|authorized_keys|tee)"
-        r"|(?:>>|tee -a)\s*(?:~|\$HOME|/root|/home/\w+)?/?\.ssh/authorized_keys"
-        r"|\bauthorized_keys\b" + W % 80 + r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+aaaa[0-9a-z+/]{20,}",
+        r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+aaaa[0-9a-z+/]{20,}"
+        + W % 120
+        + r"(?:>>|authorized_keys|tee)"
+        r"|(?:>>|tee -a)\s*(?:~|\$HOME|/root|/home/\w+)?/?\.ssh/authorized_keys|\bauthorized_keys\b"
+        + W % 80
+        + r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+aaaa[0-9a-z+/]{20,}",
         discussable=False,
     ),
     rule(
-        TOOL_HIJACK, "add_this_key", 1,
+        TOOL_HIJACK,
+        "add_this_key",
+        1,
         ("add", "trust", "whitelist", "allowlist", "approve"),
-        r"\badd (?:this|the following|the below|my|our new) (?:ssh |public |deploy |gpg |pgp |api |signing )?key\b"
-        r"|\b(?:trust|whitelist|allowlist|approve) (?:this|the following) (?:key|certificate|cert|signing key|fingerprint|ca)\b",
+        r"\badd (?:this|the following|the below|my|our new) (?:ssh |public |deploy |gpg |pgp |api |"
+        r"signing )?key\b"
+        r"|\b(?:trust|whitelist|allowlist|approve) (?:this|the following) (?:key|certificate|cert|"
+        r"signing key|fingerprint|ca)\b",
     ),
     rule(
-        TOOL_HIJACK, "redirect_config", 1,
+        TOOL_HIJACK,
+        "redirect_config",
+        1,
         ("set", "change", "update", "replace", "point", "switch", "modify", "redirect", "route", "configure"),
-        r"\b(?:set|change|update|replace|point|switch|modify|redirect|route|configure)\b" + W % 40
-        + r"\b(?:webhook|callback|endpoint|base[ _-]?url|api[ _-]?url|remote|origin|proxy|recipient|payee|beneficiary|"
-        r"iban|bank (?:account|details)|account number|payment (?:details|address|account)|dns|mirror|registry|"
+        r"\b(?:set|change|update|replace|point|switch|modify|redirect|route|configure)\b"
+        + W % 40
+        + r"\b(?:webhook|callback|endpoint|base[ _-]?url|api[ _-]?url|remote|origin|proxy|recipient|payee|"
+        r"beneficiary|"
+        r"iban|bank (?:account|details)|account number|payment (?:details|address|account)|dns|mirror|"
+        r"registry|"
         r"index-url|package index|upstream|update server|wallet)s?\b" + W % 60 + r"\b(?:to|with|at|so it)\b",
         negatable=True,
     ),
     rule(
-        TOOL_HIJACK, "account_takeover", 2,
+        TOOL_HIJACK,
+        "account_takeover",
+        2,
         ("change", "reset", "set", "update", "invite", "add", "grant", "give", "make"),
-        r"\b(?:change|reset|set|update)\b (?:the |a |their |his |her |the user'?s |my )?(?:user'?s |account )?"
+        r"\b(?:change|reset|set|update)\b (?:the |a |their |his |her |the user'?s |my )?(?:user'?s |"
+        r"account )?"
         r"(?:password|passcode|pin|recovery (?:e-?mail|phone)|2fa|mfa)\b" + W % 20 + r"\bto\b"
-        r"|\b(?:invite|add)\b" + W % 40 + EMAIL + W % 60
+        r"|\b(?:invite|add)\b"
+        + W % 40
+        + EMAIL
+        + W % 60
         + r"\b(?:workspace|channel|team|org|organi[sz]ation|repo|repository|project|group|admin)"
-        r"|\b(?:grant|give|make)\b" + W % 30 + EMAIL + W % 30 + r"\b(?:admin|owner|write|full) (?:access|rights|role|permissions?)",
+        r"|\b(?:grant|give|make)\b"
+        + W % 30
+        + EMAIL
+        + W % 30
+        + r"\b(?:admin|owner|write|full) (?:access|rights|role|permissions?)",
     ),
     rule(
-        TOOL_HIJACK, "always_use_tool", 1,
+        TOOL_HIJACK,
+        "always_use_tool",
+        1,
         ("always", "only"),
         r"\b(?:always|only)\b" + W % 20 + r"\b(?:use|call|run|invoke|route)\b" + W % 60 + r"\binstead of\b",
     ),
     rule(
-        TOOL_HIJACK, "bypass_approval", 1,
+        TOOL_HIJACK,
+        "bypass_approval",
+        1,
         ("instead", "bypass", "bypassing", "skip", "skipping", "without", "around"),
-        r"\b(?:instead of|bypass\w*|skip\w*|without|around)\b (?:the |any |an |a )?(?:\w+ )?(?:approval|review|sign-?off|"
-        r"confirmation|verification|2fa|mfa|four-eyes|human check|pipeline|change management)\b",
+        r"\b(?:instead of|bypass\w*|skip\w*|without|around)\b (?:the |any |an |a )?(?:\w+ )?(?:approval|"
+        r"sign-?off|"
+        r"four-eyes|human (?:check|approval|review)|change management|review process)\b",
     ),
     # Russian
     rule(
-        TOOL_HIJACK, "trigger_call", 2,
+        TOOL_HIJACK,
+        "trigger_call",
+        2,
         ("когда", "если", "каждый", "всякий"),
-        r"(?:когда|если|каждый раз|всякий раз)" + W % 60 + r"(?:спрос|попрос|упомян|упомин|запрос|захоч)\w*" + W % 80
-        + r"(?:вызов|вызыва|запуст|выполн|используй|открой|перейди)\w*" + W % 12
+        r"(?:когда|если|каждый раз|всякий раз)"
+        + W % 60
+        + r"(?:спрос|попрос|упомян|упомин|запрос|захоч)\w*"
+        + W % 80
+        + r"(?:вызов|вызыва|запуст|выполн|используй|открой|перейди)\w*"
+        + W % 12
         + r"(?:`|\w+\(|\w+_\w+|инструмент|функци|команд|скрипт|api|ссылк|https?://)",
-        ru=True, agent_weight=1,
+        ru=True,
+        agent_weight=1,
     ),
     rule(
-        TOOL_HIJACK, "add_this_key", 1,
+        TOOL_HIJACK,
+        "add_this_key",
+        1,
         ("добавь", "доверяй"),
         r"добавь (?:этот|следующий|мой|наш) (?:ssh[- ]|публичный |открытый |deploy[- ])?ключ"
         r"|доверяй (?:этому|следующему) (?:ключу|сертификату)",
         ru=True,
     ),
     rule(
-        TOOL_HIJACK, "redirect_config", 1,
+        TOOL_HIJACK,
+        "redirect_config",
+        1,
         ("смени", "замени", "измени", "обнови", "поменяй", "укажи", "перенаправь"),
-        r"(?:смени|замени|измени|обнови|поменяй|укажи|перенаправь)\w*" + W % 40
-        + r"(?:получател|реквизит|сч[её]т|iban|webhook|вебхук|адрес|endpoint|url|прокси|зеркал|репозитори)\w*",
-        ru=True, negatable=True,
+        r"(?:смени|замени|измени|обнови|поменяй|укажи|перенаправь)\w*"
+        + W % 40
+        + r"(?:получател|реквизит|сч[её]т|iban|webhook|вебхук|адрес|endpoint|url|прокси|зеркал|"
+        r"репозитори)\w*",
+        ru=True,
+        negatable=True,
     ),
     rule(
-        TOOL_HIJACK, "account_takeover", 2,
+        TOOL_HIJACK,
+        "account_takeover",
+        2,
         ("смени", "измени", "сбрось", "поменяй", "пригласи", "добавь", "выдай", "дай", "сделай"),
         r"(?:смени|измени|сбрось|поменяй)\w* пароль" + W % 40 + r"\bна\b"
-        r"|(?:пригласи|добавь)\w*" + W % 40 + EMAIL
-        + r"|(?:выдай|дай|сделай)\w*" + W % 40 + r"(?:администратор|админ|владельц|полн\w+ доступ|права администратора)\w*",
+        r"|(?:пригласи|добавь)\w*"
+        + W % 40
+        + EMAIL
+        + r"|(?:выдай|дай|сделай)\w*"
+        + W % 40
+        + r"(?:администратор|админ|владельц|полн\w+ доступ|права администратора)\w*",
         ru=True,
     ),
     rule(
-        TOOL_HIJACK, "bypass_approval", 1,
+        TOOL_HIJACK,
+        "bypass_approval",
+        1,
         ("вместо", "минуя", "обходя", "без"),
-        r"(?:вместо|минуя|в обход|обходя|без) (?:\w+ )?(?:согласовани|одобрени|ревью|проверк|подтверждени|пайплайн)\w*",
+        r"(?:вместо|минуя|в обход|обходя|без) (?:\w+ )?(?:согласовани|одобрени)\w*",
         ru=True,
     ),
 ]
@@ -616,200 +959,483 @@ _R += [
 # --- persistence and self-replication --------------------------------------------------------
 _MEMORY_TARGETS = (
     r"(?:agents\.md|claude\.md|soul\.md|user\.md|tools\.md|memory\.md|gemini\.md|\.cursorrules|"
-    r"copilot-instructions\.md|\.windsurfrules|system prompt|your (?:memory|memories|instructions|rules|notes|profile|"
-    r"system prompt|config\w*)|(?:the |your |long[- ]term |persistent |permanent )?memory\b|memory files?|"
-    r"every (?:new |other |future |single )?(?:file|note|page|document|memory|response|reply|answer|message|commit|pr|"
-    r"pull request|email|session|conversation|output)s?|all (?:other |new |future |your )?(?:files|notes|pages|"
-    r"documents|memories|responses|replies|answers|messages|commits|sessions|outputs|repos|repositories|agents)|"
-    r"each (?:file|note|response|reply|message|session|answer)|the (?:user|employee|customer)'?s? profile|"
-    r"(?:other|all) agents'?|all future sessions)"
+    r"copilot-instructions\.md|\.windsurfrules|system prompt|your (?:memory|memories|instructions|rules|"
+    r"notes|profile|system prompt|config\w*)|(?:the |your |long[- ]term |persistent |permanent )?memory\b|"
+    r"memory files?|every (?:new |other |future |single )?(?:file|note|page|document|memory|response|reply|"
+    r"answer|message|commit|pr|pull request|email|session|conversation|output)s?|all (?:other |new |"
+    r"future |your )?(?:files|notes|pages|documents|memories|responses|replies|answers|messages|commits|"
+    r"sessions|outputs|repos|repositories|agents)|each (?:file|note|response|reply|message|session|answer)|"
+    r"the (?:user|employee|customer)'?s? profile|(?:other|all) agents'?|all future sessions)"
 )
 _R += [
     rule(
-        PERSISTENCE, "copy_self", 2,
-        ("write", "add", "append", "insert", "copy", "save", "put", "include", "replicate", "propagate", "persist",
-         "store", "paste", "inject", "spread", "duplicate", "embed", "prepend", "memorise", "memorize", "remember",
-         "repeat"),
-        r"\b(?:write|add|append|insert|copy|save|put|include|replicate|propagate|persist|store|paste|inject|spread|"
-        r"duplicate|embed|prepend|memori[sz]e|remember|repeat)\b" + W % 10
-        + r"\b(?:this|these|the (?:following|above|same)|this exact|it|them|the (?:rule|line|instruction|message|note|text|"
-        r"block|paragraph|sentence)s?)\b" + W % 40 + r"\b(?:in|into|to|on|at|across)\b" + W % 24 + _MEMORY_TARGETS,
+        PERSISTENCE,
+        "copy_self",
+        2,
+        (
+            "write",
+            "add",
+            "append",
+            "insert",
+            "copy",
+            "save",
+            "put",
+            "include",
+            "replicate",
+            "propagate",
+            "persist",
+            "store",
+            "paste",
+            "inject",
+            "spread",
+            "duplicate",
+            "embed",
+            "prepend",
+            "memorise",
+            "memorize",
+            "remember",
+            "repeat",
+        ),
+        r"\b(?:write|add|append|insert|copy|save|put|include|replicate|propagate|persist|store|paste|"
+        r"inject|spread|duplicate|embed|prepend|memori[sz]e|remember|repeat)\b"
+        + W
+        % 10
+        + r"\b(?:this|these|the (?:following|above|same)|this exact|it|them|the (?:rule|line|instruction|"
+        r"message|note|text|"
+        r"block|paragraph|sentence)s?)\b"
+        + W % 40
+        + r"\b(?:in|into|to|on|at|across)\b"
+        + W % 24
+        + _MEMORY_TARGETS,
     ),
     rule(
-        PERSISTENCE, "survive_removal", 2,
-        ("never", "don", "do", "must", "restore", "add", "put", "rewrite", "re", "recreate", "reinsert", "this", "these",
-         "if"),
-        r"\b(?:never|don'?t|do not|must not)\b (?:remove|delete|erase|drop|edit|change|modify|forget)\b" + W % 10
+        PERSISTENCE,
+        "survive_removal",
+        2,
+        (
+            "never",
+            "don",
+            "do",
+            "must",
+            "restore",
+            "add",
+            "put",
+            "rewrite",
+            "re",
+            "recreate",
+            "reinsert",
+            "this",
+            "these",
+            "if",
+        ),
+        r"\b(?:never|don'?t|do not|must not)\b (?:remove|delete|erase|drop|edit|change|modify|forget)\b"
+        + W % 10
         + r"\b(?:this|these) (?:rule|line|instruction|note|section|message|text|block)s?\b"
-        r"|\b(?:restore|re-?add|re-?insert|re-?create|put back|add back|rewrite)\b" + W % 30 + r"\b(?:this|these|it)\b"
-        + W % 30 + r"\bif\b" + W % 30 + r"\b(?:removed|deleted|missing|gone|erased)\b"
-        r"|\b(?:this|these) (?:rule|instruction|note)s? (?:must|should|will) (?:survive|persist|remain|stay)\b"
-        r"|\bif\b" + W % 30 + r"\b(?:remove[sd]?|delete[sd]?|erase[sd]?|drops?|edits?)\b (?:this|these|it)\b" + W % 30
+        r"|\b(?:restore|re-?add|re-?insert|re-?create|put back|add back|rewrite)\b"
+        + W % 30
+        + r"\b(?:this|these|it)\b"
+        + W % 30
+        + r"\bif\b"
+        + W % 30
+        + r"\b(?:removed|deleted|missing|gone|erased)\b"
+        r"|\b(?:this|these) (?:rule|instruction|note)s? (?:must|should|will) (?:survive|persist|remain|"
+        r"stay)\b|\bif\b"
+        + W % 30
+        + r"\b(?:remove[sd]?|delete[sd]?|erase[sd]?|drops?|edits?)\b (?:this|these|it)\b"
+        + W % 30
         + r"\b(?:restore|re-?add|re-?insert|re-?create|put (?:it|them) back|add (?:it|them) back|rewrite)\b",
     ),
     rule(
-        PERSISTENCE, "spread_to_agents", 1,
+        PERSISTENCE,
+        "spread_to_agents",
+        1,
         ("tell", "teach", "share", "pass", "forward", "inform", "future", "other", "agents"),
-        r"\b(?:tell|teach|share with|pass (?:this )?(?:on )?to|forward (?:this )?to|inform)\b" + W % 20
+        r"\b(?:tell|teach|share with|pass (?:this )?(?:on )?to|forward (?:this )?to|inform)\b"
+        + W % 20
         + r"\b(?:other|every|all|future) (?:agents|assistants|models|instances|sessions|conversations)\b"
         r"|\bfor all future (?:sessions|conversations)\b",
     ),
     # Russian
     rule(
-        PERSISTENCE, "copy_self", 2,
-        ("запиши", "добавь", "добавляй", "скопируй", "копируй", "вставь", "вставляй", "сохрани", "допиши", "внеси",
-         "продублируй", "распространи", "повтори", "повторяй", "запомни"),
-        r"(?:запиши|добавь|добавляй|скопируй|копируй|вставь|вставляй|сохрани|допиши|внеси|продублируй|распространи|повтори|"
-        r"повторяй|запомни)" + W % 10
-        + r"(?:это|эту|этот|эти|следующ\w+|данн\w+|вышеуказанн\w+|его|её|ее|их)" + W % 40
-        + r"(?:\bв\b|\bво\b|\bна\b)" + W % 25
-        + r"(?:agents\.md|claude\.md|soul\.md|user\.md|tools\.md|памят\w*|кажд\w+ (?:файл|заметк|ответ|сообщени|документ|"
-        r"сесси|коммит)\w*|все (?:файлы|заметки|ответы|сообщения|документы|сессии)|системн\w+ промпт|профил\w*|"
+        PERSISTENCE,
+        "copy_self",
+        2,
+        (
+            "запиши",
+            "добавь",
+            "добавляй",
+            "скопируй",
+            "копируй",
+            "вставь",
+            "вставляй",
+            "сохрани",
+            "допиши",
+            "внеси",
+            "продублируй",
+            "распространи",
+            "повтори",
+            "повторяй",
+            "запомни",
+        ),
+        r"(?:запиши|добавь|добавляй|скопируй|копируй|вставь|вставляй|сохрани|допиши|внеси|продублируй|"
+        r"распространи|повтори|повторяй|запомни)"
+        + W % 10
+        + r"(?:это|эту|этот|эти|следующ\w+|данн\w+|вышеуказанн\w+|его|её|ее|их)"
+        + W % 40
+        + r"(?:\bв\b|\bво\b|\bна\b)"
+        + W % 25
+        + r"(?:agents\.md|claude\.md|soul\.md|user\.md|tools\.md|памят\w*|кажд\w+ (?:файл|заметк|ответ|"
+        r"сообщени|документ|"
+        r"сесси|коммит)\w*|все (?:файлы|заметки|ответы|сообщения|документы|сессии)|системн\w+ промпт|"
+        r"профил\w*|"
         r"инструкци\w+|правил\w+ агент|всех (?:будущих|остальных|других) (?:сесси|агент)\w*)",
         ru=True,
     ),
     rule(
-        PERSISTENCE, "survive_removal", 2,
+        PERSISTENCE,
+        "survive_removal",
+        2,
         ("удаляй", "стирай", "меняй", "убирай", "восстанови", "верни", "добавь"),
-        r"(?:никогда не|не) (?:удаляй|стирай|меняй|убирай)" + W % 10
+        r"(?:никогда не|не) (?:удаляй|стирай|меняй|убирай)"
+        + W % 10
         + r"(?:это|эту|этот|эти) (?:правил|строк|инструкци|заметк|текст)\w*"
-        r"|(?:восстанови|верни|добавь снова)" + W % 30 + r"(?:если)" + W % 30 + r"(?:удал|стер|пропад|исчез)\w*"
-        r"|(?:если)" + W % 30 + r"(?:удал|стер|пропад|исчез)\w*" + W % 10 + r"(?:восстанови|верни|добавь снова)",
+        r"|(?:восстанови|верни|добавь снова)"
+        + W % 30
+        + r"(?:если)"
+        + W % 30
+        + r"(?:удал|стер|пропад|исчез)\w*"
+        r"|(?:если)"
+        + W % 30
+        + r"(?:удал|стер|пропад|исчез)\w*"
+        + W % 10
+        + r"(?:восстанови|верни|добавь снова)",
         ru=True,
     ),
     rule(
-        PERSISTENCE, "spread_to_agents", 1,
+        PERSISTENCE,
+        "spread_to_agents",
+        1,
         ("передай", "сообщи", "расскажи", "будущих", "агентам", "агентов"),
-        r"(?:передай|сообщи|расскажи)\w* (?:другим|всем) агентам|во всех будущих сесси\w*|в памяти (?:всех|других|остальных) агент",
+        r"(?:передай|сообщи|расскажи)\w* (?:другим|всем) агентам|во всех будущих сесси\w*|"
+        r"в памяти (?:всех|других|остальных) агент",
         ru=True,
     ),
 ]
 
 # --- persona and policy hijack ---------------------------------------------------------------
 _LIMITS = (
-    r"(?:restrictions|limits|limitations|rules|filters|filtering|guidelines|boundaries|ethics|ethical \w+|morals?|moral \w+|"
-    r"censorship|policies|constraints|safeguards|confines|guardrails|bounds)"
+    r"(?:restrictions|limits|limitations|rules|filters|filtering|guidelines|boundaries|ethics|ethical \w+|"
+    r"morals?|moral \w+|censorship|policies|constraints|safeguards|confines|guardrails|bounds)"
 )
 _R += [
     rule(
-        PERSONA, "no_restrictions", 2,
-        ("restrictions", "restriction", "limits", "limitations", "rules", "filters", "guidelines", "boundaries", "ethics",
-         "ethical", "morals", "moral", "censorship", "policies", "policy", "constraints", "safeguards", "guardrails",
-         "confines", "free", "freed", "liberated", "released", "exempt", "bound", "restricted", "limited",
-         "constrained", "without", "safety", "content"),
+        PERSONA,
+        "no_restrictions",
+        2,
+        (
+            "restrictions",
+            "restriction",
+            "limits",
+            "limitations",
+            "rules",
+            "filters",
+            "guidelines",
+            "boundaries",
+            "ethics",
+            "ethical",
+            "morals",
+            "moral",
+            "censorship",
+            "policies",
+            "policy",
+            "constraints",
+            "safeguards",
+            "guardrails",
+            "confines",
+            "free",
+            "freed",
+            "liberated",
+            "released",
+            "exempt",
+            "bound",
+            "restricted",
+            "limited",
+            "constrained",
+            "without",
+            "safety",
+            "content",
+        ),
         r"\byou (?:have|has|are under|are bound by|follow) no (?:\w+ )?" + _LIMITS + r"\b"
-        r"|\b(?:free|freed|liberated|released|exempt|unbound) (?:from|of|by) (?:all |any |the |your )?(?:\w+ ){0,2}"
-        + _LIMITS + r"\b"
-        r"|\b(?:not|never|no longer) (?:bound|restricted|limited|constrained|governed) by (?:any |the |its |your )?(?:\w+ ){0,2}"
-        + _LIMITS + r"\b"
-        r"|\b(?:ai|assistant|model|bot|chatbot|mode|version|entity|persona|character) (?:with no|without(?: any)?) "
+        r"|\b(?:free|freed|liberated|released|exempt|unbound) (?:from|of|by) (?:all |any |the |"
+        r"your )?(?:\w+ ){0,2}" + _LIMITS + r"\b"
+        r"|\b(?:not|never|no longer) (?:bound|restricted|limited|constrained|governed) by (?:any |the |"
+        r"its |your )?(?:\w+ ){0,2}" + _LIMITS + r"\b"
+        r"|\b(?:ai|assistant|model|bot|chatbot|mode|version|entity|persona|character) (?:with no|"
+        r"without(?: any)?) "
         r"(?:\w+ )?" + _LIMITS + r"\b"
-        r"|\b(?:without|with no|no) (?:any )?(?:ethical|moral|content|safety)? ?" + _LIMITS + W % 60
+        r"|\b(?:without|with no|no) (?:any )?(?:ethical|moral|content|safety)? ?"
+        + _LIMITS
+        + W % 60
         + r"\b(?:you (?:can|will|must|answer|respond|reply)|answer|respond|reply|generate)\b"
-        r"|\b(?:ignore|bypass|disable|turn off|break|violate|override|disregard)\b" + W % 20
-        + r"\b(?:safety|content|ethical|usage|openai|anthropic|moderation|security|company)\b (?:policy|policies|"
+        r"|\b(?:ignore|bypass|disable|turn off|break|violate|override|disregard)\b"
+        + W
+        % 20
+        + r"\b(?:safety|content|ethical|usage|openai|anthropic|moderation|security|company)\b (?:policy|"
+        r"policies|"
         r"guidelines|filters?|rules|restrictions|protocols?|measures)\b"
-        r"|\b(?:safety|content) (?:filters?|policy|policies) (?:are|is) (?:now )?(?:off|disabled|lifted|suspended)\b",
+        r"|\b(?:safety|content) (?:filters?|policy|policies) (?:are|is) (?:now )?(?:off|disabled|lifted|"
+        r"suspended)\b",
     ),
     rule(
-        PERSONA, "jailbreak_persona", 2,
-        ("do", "anything", "developer", "god", "sudo", "jailbreak", "jailbroken", "dan", "unrestricted", "unlocked",
-         "unfiltered", "uncensored", "amoral", "unaligned", "unethical", "stay", "character", "broken", "confines",
-         "stan", "dude", "aim", "mongo", "anti", "pretend", "simulate", "become", "play", "roleplay", "role", "act",
-         "evil", "rogue", "unhinged", "unlimited", "no"),
-        r"\bdo anything now\b|\b(?:developer|god|sudo|jailbreak|dan|unrestricted|unlocked) mode\b" + W % 12
-        + r"\b(?:enabled|on|activated|engaged|active|unlocked)\b|\b(?:dan|jailbreak|god) mode\b|\bjailbr(?:oken|eak(?:ing)?)\b"
-        r"|\b(?:you are|you're|act as|become|play|role-?play(?:ing)? as|pretend to be|simulate)\b" + W % 20
-        + r"\b(?:dan|stan|dude|aim|mongo tom|anti-dan|an? (?:unfiltered|uncensored|unrestricted|amoral|evil|rogue|unhinged|"
-        r"jailbroken|unaligned|unethical) (?:ai|assistant|model|chatbot|bot|version|character))\b"
-        r"|\b(?:unfiltered|uncensored|unrestricted|unlimited|amoral|unaligned)\b,? (?:and |completely |totally |fully )?"
-        r"(?:unfiltered |uncensored |unrestricted |unlimited |amoral |self-aware |independent )?(?:ai|assistant|chatbot|"
-        r"model|language model|bot|responses?|answers?|version|artificial intelligence|entity|persona)\b"
-        r"|\bstay in character\b|\bbroken free of the (?:typical )?confines\b|\bno longer (?:an? )?(?:ai|assistant) "
+        PERSONA,
+        "jailbreak_persona",
+        2,
+        (
+            "do",
+            "anything",
+            "developer",
+            "god",
+            "sudo",
+            "jailbreak",
+            "jailbroken",
+            "dan",
+            "unrestricted",
+            "unlocked",
+            "unfiltered",
+            "uncensored",
+            "amoral",
+            "unaligned",
+            "unethical",
+            "stay",
+            "character",
+            "broken",
+            "confines",
+            "stan",
+            "dude",
+            "aim",
+            "mongo",
+            "anti",
+            "pretend",
+            "simulate",
+            "become",
+            "play",
+            "roleplay",
+            "role",
+            "act",
+            "evil",
+            "rogue",
+            "unhinged",
+            "unlimited",
+            "no",
+        ),
+        r"\bdo anything now\b|\b(?:developer|god|sudo|jailbreak|dan|unrestricted|unlocked) mode\b"
+        + W % 12
+        + r"\b(?:enabled|on|activated|engaged|active|unlocked)\b|\b(?:dan|jailbreak|god) mode\b|"
+        r"\bjailbr(?:oken|eak(?:ing)?)\b"
+        r"|\b(?:you are|you're|act as|become|play|role-?play(?:ing)? as|pretend to be|simulate)\b"
+        + W
+        % 20
+        + r"\b(?:dan|stan|dude|aim|mongo tom|anti-dan|an? (?:unfiltered|uncensored|unrestricted|amoral|"
+        r"evil|rogue|unhinged|"
+        r"jailbroken|unaligned|unethical) (?:ai|assistant|model|chatbot|bot|version|character))\b|"
+        r"\b(?:unfiltered|uncensored|unrestricted|unlimited|amoral|unaligned)\b,? (?:and |completely |"
+        r"totally |fully )?(?:unfiltered |uncensored |unrestricted |unlimited |amoral |self-aware |"
+        r"independent )?(?:ai|assistant|chatbot|model|language model|bot|responses?|answers?|version|"
+        r"artificial intelligence|entity|persona)\b|\bstay in character\b|"
+        r"\bbroken free of the (?:typical )?confines\b|\bno longer (?:an? )?(?:ai|assistant) "
         r"(?:model )?(?:bound|restricted)\b",
     ),
     rule(
-        PERSONA, "never_refuse", 1,
-        ("never", "not", "don", "won", "will", "cannot", "can", "must", "answer", "respond", "reply", "fulfil",
-         "fulfill", "comply", "do", "say", "generate", "write"),
-        r"\b(?:never|not|don'?t|won'?t|will not|cannot|can'?t|must not)\b (?:ever )?(?:refuse|decline|reject|deny|say no|"
-        r"add (?:any )?(?:warnings?|disclaimers?)|include (?:any )?(?:warnings?|disclaimers?)|"
+        PERSONA,
+        "never_refuse",
+        1,
+        (
+            "never",
+            "not",
+            "don",
+            "won",
+            "will",
+            "cannot",
+            "can",
+            "must",
+            "answer",
+            "respond",
+            "reply",
+            "fulfil",
+            "fulfill",
+            "comply",
+            "do",
+            "say",
+            "generate",
+            "write",
+        ),
+        r"\b(?:never|not|don'?t|won'?t|will not|cannot|can'?t|must not)\b (?:ever )?(?:refuse|decline|"
+        r"reject|deny|say no|add (?:any )?(?:warnings?|disclaimers?)|include (?:any )?(?:warnings?|"
+        r"disclaimers?)|"
         r"(?:say|tell|respond|reply|answer)\b" + W % 30 + r"\b(?:can'?t|cannot|sorry|unable))\b"
-        r"|\bnever,? ever,? (?:respond|reply|say|refuse)\b"
-        r"|\b(?:answer|respond to|reply to|fulfil+|comply with|do) (?:any|every|all)\b" + W % 10
-        + r"\b(?:requests?|questions?|prompts?|commands?)\b" + W % 40 + r"\b(?:no matter|regardless|even if|however|fully)\b"
+        r"|\bnever,? ever,? (?:respond|reply|say|refuse)\b|\b(?:answer|respond to|reply to|fulfil+|"
+        r"comply with|do) (?:any|every|all)\b"
+        + W % 10
+        + r"\b(?:requests?|questions?|prompts?|commands?)\b"
+        + W % 40
+        + r"\b(?:no matter|regardless|even if|however|fully)\b"
         r"|\b(?:can|will|could) (?:do|say|generate|write) anything\b",
     ),
     rule(
-        PERSONA, "despite_harm", 1,
+        PERSONA,
+        "despite_harm",
+        1,
         ("even", "regardless", "illegal", "unethical", "harmful", "offensive", "immoral", "dangerous"),
-        r"\b(?:even (?:if|when|though)|regardless (?:of )?(?:whether|if)?) (?:it is|it's|they are|the request is)? ?"
-        r"(?:illegal|unethical|harmful|offensive|immoral|dangerous|inappropriate|explicit|against (?:the )?(?:rules|policy))\b"
+        r"\b(?:even (?:if|when|though)|regardless (?:of )?(?:whether|if)?) (?:it is|it's|they are|"
+        r"the request is)? ?(?:illegal|unethical|harmful|offensive|immoral|dangerous|inappropriate|"
+        r"explicit|against (?:the )?(?:rules|policy))\b"
         r"|\b(?:illegal|unethical|immoral) (?:or|and) (?:illegal|unethical|immoral|harmful|offensive)\b",
     ),
     rule(
-        PERSONA, "amoral", 2,
-        ("no", "without", "devoid", "lacks", "lack", "free", "disregard", "disregards", "disregarding", "ignores"),
-        r"\b(?:no|without|devoid of|lacks?|free of|disregard\w*|ignores?|ignoring)\b (?:any |all )?(?:moral|ethical|legal)"
-        r"(?:,? (?:or |and )?(?:moral|ethical|legal)){0,2} (?:bounds|limits|boundaries|values|compass|considerations|"
-        r"concerns|restrictions|guidelines|principles|filters|standards|qualms)\b"
-        r"|\bno (?:rules|limitations|limits|guidelines|restrictions|filters|censorship|boundaries),? no (?:rules|"
+        PERSONA,
+        "amoral",
+        2,
+        (
+            "no",
+            "without",
+            "devoid",
+            "lacks",
+            "lack",
+            "free",
+            "disregard",
+            "disregards",
+            "disregarding",
+            "ignores",
+        ),
+        r"\b(?:no|without|devoid of|lacks?|free of|disregard\w*|ignores?|ignoring)\b (?:any |"
+        r"all )?(?:moral|ethical|legal)(?:,? (?:or |and )?(?:moral|ethical|legal)){0,2} (?:bounds|limits|"
+        r"boundaries|values|compass|considerations|concerns|restrictions|guidelines|principles|filters|"
+        r"standards|qualms)\b|\bno (?:rules|limitations|limits|guidelines|restrictions|filters|censorship|"
+        r"boundaries),? no (?:rules|"
         r"limitations|limits|guidelines|restrictions|filters|censorship|boundaries|laws|regulations)\b",
     ),
     rule(
-        PERSONA, "vendor_policy", 1,
+        PERSONA,
+        "vendor_policy",
+        1,
         ("openai", "chatgpt", "anthropic", "break"),
-        r"\b(?:openai|chatgpt|anthropic)(?:'s)? (?:content |usage |boring |stupid )?(?:polic(?:y|ies)|guidelines|rules|"
-        r"restrictions|filters|programming|moderation)\b"
+        r"\b(?:openai|chatgpt|anthropic)(?:'s)? (?:content |usage |boring |stupid )?(?:polic(?:y|ies)|"
+        r"guidelines|rules|restrictions|filters|programming|moderation)\b"
         r"|\bbreak (?:the |all |these |those |every )?(?:\w+ )?rules\b",
     ),
     rule(
-        PERSONA, "dual_response", 1,
+        PERSONA,
+        "dual_response",
+        1,
         ("two", "2", "both", "second", "responses", "outputs"),
-        r"\b(?:two|2) (?:different |separate |distinct )*(?:ways|responses|outputs|answers|personas|personalities|replies)\b"
-        r"|\bone (?:normal|filtered|censored|regular)\b" + W % 30 + r"\bone (?:with|unfiltered|uncensored|as)\b",
+        r"\b(?:two|2) (?:different |separate |distinct )*(?:ways|responses|outputs|answers|personas|"
+        r"personalities|replies)\b|\bone (?:normal|filtered|censored|regular)\b"
+        + W % 30
+        + r"\bone (?:with|unfiltered|uncensored|as)\b",
     ),
     rule(
-        PERSONA, "harmful_content", 1,
-        ("offensive", "extreme", "explicit", "harmful", "toxic", "nsfw", "hateful", "racist", "violent", "illegal",
-         "unsafe", "profanity", "swear"),
-        r"\b(?:offensive|extreme|explicit|harmful|toxic|nsfw|hateful|racist|violent|illegal|unsafe)\b (?:and \w+ )?"
-        r"(?:content|language|material|behaviou?r|responses?|answers?|jokes|activities|advice)\b|\b(?:use|using) "
+        PERSONA,
+        "harmful_content",
+        1,
+        (
+            "offensive",
+            "extreme",
+            "explicit",
+            "harmful",
+            "toxic",
+            "nsfw",
+            "hateful",
+            "racist",
+            "violent",
+            "illegal",
+            "unsafe",
+            "profanity",
+            "swear",
+        ),
+        r"\b(?:offensive|extreme|explicit|harmful|toxic|nsfw|hateful|racist|violent|illegal|"
+        r"unsafe)\b (?:and \w+ )?(?:content|language|material|behaviou?r|responses?|answers?|jokes|"
+        r"activities|advice)\b|\b(?:use|using) "
         r"(?:profanity|swear words|slurs)\b",
         negatable=True,
     ),
     rule(
-        PERSONA, "persona_shift", 1,
-        ("pretend", "roleplay", "role", "simulate", "act", "immerse", "persona", "personas", "character", "alter", "play",
-         "hypothetical", "opposite", "transform", "going", "respond", "adapt", "create", "maintain", "will"),
-        r"\b(?:pretend (?:to be|you are|you're)|role-?play|immerse yourself|take on the (?:role|persona)|in the role of|"
-        r"simulate (?:an?|the)|act as (?:an?|my|if)|you are going to (?:pretend|act)|let'?s play a game|new persona|"
-        r"alter ego|hypothetical (?:ai|mode|scenario)|opposite mode|stay in (?:the )?role|transform into|act like|"
-        r"you are going to (?:play|be)|play the role|you will (?:act|respond|answer) as|respond as|adapt two|"
+        PERSONA,
+        "persona_shift",
+        1,
+        (
+            "pretend",
+            "roleplay",
+            "role",
+            "simulate",
+            "act",
+            "immerse",
+            "persona",
+            "personas",
+            "character",
+            "alter",
+            "play",
+            "hypothetical",
+            "opposite",
+            "transform",
+            "going",
+            "respond",
+            "adapt",
+            "create",
+            "maintain",
+            "will",
+        ),
+        r"\b(?:pretend (?:to be|you are|you're)|role-?play|immerse yourself|take on the (?:role|persona)|"
+        r"in the role of|simulate (?:an?|the)|act as (?:an?|my|if)|you are going to (?:pretend|act)|"
+        r"let'?s play a game|new persona|alter ego|hypothetical (?:ai|mode|scenario)|opposite mode|"
+        r"stay in (?:the )?role|transform into|act like|you are going to (?:play|be)|play the role|"
+        r"you will (?:act|respond|answer) as|respond as|adapt two|"
         r"(?:create|maintain) (?:two|2) (?:separate )?personas)\b",
     ),
     # Russian
     rule(
-        PERSONA, "no_restrictions", 2,
-        ("тебя", "ты", "без", "режим", "джейлбрейк", "игнорируй", "обойди", "отключи", "нарушай", "нарушь", "dan",
-         "фильтры", "ограничения", "цензура"),
-        r"(?:у тебя|для тебя|тебя) (?:больше )?нет (?:никаких |больше )?(?:ограничений|правил|фильтров|запретов|цензуры|"
-        r"этических|моральных)|ты (?:больше )?не (?:связан|ограничен|обязан следовать|должен следовать)\w*"
-        r"|без (?:каких-либо |всяких |любых |никаких )?(?:ограничений|цензуры|фильтров|запретов|этических|моральных)" + W % 40
-        + r"(?:отвеча|ответ|действ|генериру|пиши|делай|выполня)\w*"
-        r"|(?:отвеча|действу|генериру|пиши|работай)\w*" + W % 20 + r"без (?:каких-либо |всяких |любых |никаких )?"
-        r"(?:ограничений|цензуры|фильтров|запретов)"
-        r"|режим (?:разработчика|бога|без ограничений|dan)|джейлбрейк|(?:ты|стань|будь) (?:теперь )?dan\b"
-        r"|(?:игнорируй|обойди|отключи|наруш)\w*" + W % 20 + r"(?:политик\w*|правил\w*|фильтр\w*|ограничени\w*) "
+        PERSONA,
+        "no_restrictions",
+        2,
+        (
+            "тебя",
+            "ты",
+            "без",
+            "режим",
+            "джейлбрейк",
+            "игнорируй",
+            "обойди",
+            "отключи",
+            "нарушай",
+            "нарушь",
+            "dan",
+            "фильтры",
+            "ограничения",
+            "цензура",
+        ),
+        r"(?:у тебя|для тебя|тебя) (?:больше )?нет (?:никаких |больше )?(?:ограничений|правил|фильтров|"
+        r"запретов|цензуры|этических|моральных)|ты (?:больше )?не (?:связан|ограничен|обязан следовать|"
+        r"должен следовать)\w*|без (?:каких-либо |всяких |любых |никаких )?(?:ограничений|цензуры|фильтров|"
+        r"запретов|этических|моральных)" + W % 40 + r"(?:отвеча|ответ|действ|генериру|пиши|делай|выполня)\w*"
+        r"|(?:отвеча|действу|генериру|пиши|работай)\w*"
+        + W
+        % 20
+        + r"без (?:каких-либо |всяких |любых |никаких )?"
+        r"(?:ограничений|цензуры|фильтров|запретов)|режим (?:разработчика|бога|без ограничений|dan)|"
+        r"джейлбрейк|(?:ты|стань|будь) (?:теперь )?dan\b|(?:игнорируй|обойди|отключи|наруш)\w*"
+        + W
+        % 20
+        + r"(?:политик\w*|правил\w*|фильтр\w*|ограничени\w*) "
         r"(?:безопасности|контента|openai|anthropic|модерации|компании)"
         r"|(?:фильтры|ограничения|цензура) (?:контента )?(?:отключен|сняты|снят)\w*",
         ru=True,
     ),
     rule(
-        PERSONA, "never_refuse", 1,
+        PERSONA,
+        "never_refuse",
+        1,
         ("никогда", "ни", "отвечай", "даже"),
-        r"(?:никогда|ни в коем случае) не (?:отказывай|отказывайся|извиняйся|предупреждай|добавляй предупреждени)\w*"
-        r"|отвечай на (?:любые|все|любой) (?:вопросы|запросы|вопрос|запрос)"
+        r"(?:никогда|ни в коем случае) не (?:отказывай|отказывайся|извиняйся|предупреждай|"
+        r"добавляй предупреждени)\w*|отвечай на (?:любые|все|любой) (?:вопросы|запросы|вопрос|запрос)"
         r"|даже если (?:это )?(?:незаконн|неэтичн|вредн|опасн|аморальн)\w*",
         ru=True,
     ),
@@ -817,107 +1443,210 @@ _R += [
 
 # --- concealment and deception of people -----------------------------------------------------
 _OVERSIGHT = (
-    r"(?:the )?(?:compliance|security|auditors?|audit|admins?|administrators?|reviewers?|moderators?|operators?|owners?|"
-    r"supervisors?|managers?|legal|it department|it team|hr|monitoring|logs?|the (?:user|employee|customer|client|human|"
-    r"people|team)|users|employees|humans|people|anyone|everyone|them|your (?:operator|owner|developers?|creators?))"
+    r"(?:the )?(?:compliance|security|auditors?|audit|admins?|administrators?|reviewers?|moderators?|"
+    r"operators?|owners?|supervisors?|managers?|legal|it department|it team|hr|monitoring|logs?|"
+    r"the (?:user|employee|customer|client|human|people|team)|users|employees|humans|people|anyone|"
+    r"everyone|them|your (?:operator|owner|developers?|creators?))"
 )
 _SELF = (
-    r"(?:this|these|the (?:above|following)|that) (?:rule|instruction|note|line|message|section|change|directive|order|"
-    r"entry|step|task)s?"
+    r"(?:this|these|the (?:above|following)|that) (?:rule|instruction|note|line|message|section|change|"
+    r"directive|order|entry|step|task)s?"
 )
 _R += [
     rule(
-        CONCEALMENT, "never_mention", 2,
+        CONCEALMENT,
+        "never_mention",
+        2,
         ("never", "don", "do", "must", "should", "under"),
-        r"\b(?:never|don'?t|do not|must not|should not|under no circumstances)\b" + W % 15
-        + r"\b(?:mention|reveal|disclose|tell\b" + W % 20 + r"\babout|acknowledge|talk about|discuss|show|admit|confirm|"
-        r"explain|refer to|bring up)\b" + W % 20 + _SELF
-        + r"|\b(?:never|don'?t|do not)\b" + W % 10 + r"\b(?:mention|reveal|disclose|say|admit|tell anyone)\b" + W % 20
+        r"\b(?:never|don'?t|do not|must not|should not|under no circumstances)\b"
+        + W % 15
+        + r"\b(?:mention|reveal|disclose|tell\b"
+        + W % 20
+        + r"\babout|acknowledge|talk about|discuss|show|admit|confirm|"
+        r"explain|refer to|bring up)\b"
+        + W % 20
+        + _SELF
+        + r"|\b(?:never|don'?t|do not)\b"
+        + W % 10
+        + r"\b(?:mention|reveal|disclose|say|admit|tell anyone)\b"
+        + W % 20
         + r"\b(?:that you (?:were|are|have been) (?:told|instructed|asked)|(?:where|who) (?:this|these|the) "
         r"(?:instructions?|rules?) came from|you (?:did|sent|forwarded|ran|are doing) (?:this|it))\b",
     ),
     rule(
-        CONCEALMENT, "hide_from_oversight", 2,
-        ("hide", "hiding", "conceal", "concealing", "keep", "keeping", "withhold", "withholding", "out", "away", "cover",
-         "trace", "tracks"),
-        r"\b(?:hide|hiding|conceal|concealing|keep|keeping|withhold|withholding)\b" + W % 30 + r"\bfrom\b" + W % 6
-        + r"\b" + _OVERSIGHT + r"\b"
-        r"|\bkeep (?:this|these) (?:rule|instruction|note|transfer|change|message)s? (?:secret|hidden|confidential|quiet)\b"
-        r"|\b(?:out of|away from) (?:the )?(?:logs?|audit(?: trail| log)?|compliance|security|reviewers?|monitoring)\b"
+        CONCEALMENT,
+        "hide_from_oversight",
+        2,
+        (
+            "hide",
+            "hiding",
+            "conceal",
+            "concealing",
+            "keep",
+            "keeping",
+            "withhold",
+            "withholding",
+            "out",
+            "away",
+            "cover",
+            "trace",
+            "tracks",
+        ),
+        r"\b(?:hide|hiding|conceal|concealing|keep|keeping|withhold|withholding)\b"
+        + W % 30
+        + r"\bfrom\b"
+        + W % 6
+        + r"\b"
+        + _OVERSIGHT
+        + r"\b"
+        r"|\bkeep (?:this|these) (?:rule|instruction|note|transfer|change|message)s? (?:secret|hidden|"
+        r"confidential|quiet)\b|\b(?:out of|away from) (?:the )?(?:logs?|audit(?: trail| log)?|compliance|"
+        r"security|reviewers?|monitoring)\b"
         r"|\b(?:cover (?:up|your) tracks|without (?:a|any) trace|leave no trace)\b",
         negatable=True,
     ),
     rule(
-        CONCEALMENT, "erase_traces", 1,
+        CONCEALMENT,
+        "erase_traces",
+        1,
         ("delete", "erase", "remove", "wipe", "clear", "purge", "don", "do", "never"),
-        r"\b(?:delete|erase|remove|wipe|clear|purge)\b" + W % 20
-        + r"\b(?:the )?(?:sent (?:e-?mail|message)s?|evidence|audit (?:log|trail)|logs? of|traces?|history of|"
-        r"(?:e-?mail|message) you (?:just )?sent|notification)\b"
-        r"|\b(?:don'?t|do not|never)\b (?:log|record|report|audit|flag)\b" + W % 10
-        + r"\b(?:this|it|these|the transfer|the email)\b",
+        r"\b(?:delete|erase|remove|wipe|clear|purge)\b"
+        + W % 20
+        + r"\b(?:the )?(?:sent (?:e-?mail|message)s?|evidence|audit (?:log|trail)|logs? of|traces?|"
+        r"history of|"
+        r"(?:e-?mail|message) you (?:just )?sent|notification)\b|\b(?:don'?t|do not|never)\b (?:log|record|"
+        r"report|audit|flag)\b" + W % 10 + r"\b(?:this|it|these|the transfer|the email)\b",
         negatable=True,
     ),
     rule(
-        CONCEALMENT, "deceive_people", 2,
-        ("tell", "inform", "assure", "reassure", "convince", "notify", "remind", "let", "pretend", "claim", "say"),
+        CONCEALMENT,
+        "deceive_people",
+        2,
+        (
+            "tell",
+            "inform",
+            "assure",
+            "reassure",
+            "convince",
+            "notify",
+            "remind",
+            "let",
+            "pretend",
+            "claim",
+            "say",
+        ),
         r"\b(?:tell|inform|assure|reassure|convince|notify|remind|let)\b (?:[\w'-]+ ){0,3}"
-        + W % 20 + r"\b(?:that )?(?:their|his|her|the|your|our)? ?(?:manager|boss|supervisor|hr|ceo|cfo|legal|compliance|"
-        r"security|it|director|head of \w+|bank|management|leadership|admin)\b" + W % 20
-        + r"\b(?:has |have |had |already )?(?:approved|authori[sz]ed|signed off|agreed|confirmed|requested|cleared|okayed|"
-        r"ok'?d|allowed|permitted|verified|waived)\b"
-        r"|\b(?:tell|assure|reassure|convince|inform)\b" + W % 30 + r"\bthat\b" + W % 60
+        + W % 20
+        + r"\b(?:that )?(?:their|his|her|the|your|our)? ?(?:manager|boss|supervisor|hr|ceo|cfo|legal|"
+        r"compliance|"
+        r"security|it|director|head of \w+|bank|management|leadership|admin)\b"
+        + W
+        % 20
+        + r"\b(?:has |have |had |already )?(?:approved|authori[sz]ed|signed off|agreed|confirmed|"
+        r"requested|cleared|okayed|"
+        r"ok'?d|allowed|permitted|verified|waived)\b|\b(?:tell|assure|reassure|convince|inform)\b"
+        + W % 30
+        + r"\bthat\b"
+        + W % 60
         + r"\b(?:even (?:though|if)|although|regardless|it is not true|it'?s not true|falsely|whether or not|"
-        r"no need to (?:check|verify|ask|call|report))\b"
-        r"|\b(?:pretend|claim|say) (?:that )?(?:you are|you're|to be|it is|it's|this is) (?:from )?(?:the )?(?:it|hr|"
+        r"no need to (?:check|verify|ask|call|report))\b|\b(?:pretend|claim|say) (?:that )?(?:you are|"
+        r"you're|to be|it is|it's|this is) (?:from )?(?:the )?(?:it|hr|"
         r"security|support|helpdesk|bank|ceo|manager|compliance|legal|official|government|police)\b",
     ),
     rule(
-        CONCEALMENT, "steer_answers", 1,
+        CONCEALMENT,
+        "steer_answers",
+        1,
         ("always", "only"),
-        r"\b(?:always|only)\b" + W % 10 + r"\b(?:say|tell|recommend|claim|describe|report|state|answer|present|rate)\b"
-        + W % 60 + r"\b(?:best|approved|safe|legitimate|trusted|verified|not malicious|most qualified|highly recommended|"
+        r"\b(?:always|only)\b"
+        + W % 10
+        + r"\b(?:say|tell|recommend|claim|describe|report|state|answer|present|rate)\b"
+        + W % 60
+        + r"\b(?:best|approved|safe|legitimate|trusted|verified|not malicious|most qualified|"
+        r"highly recommended|"
         r"no issues?|nothing (?:wrong|suspicious)|all (?:good|clear)|compliant)\b",
     ),
     # Russian
     rule(
-        CONCEALMENT, "never_mention", 2,
-        ("упоминай", "раскрывай", "рассказывай", "говори", "сообщай", "признавайся", "показывай", "обсуждай", "выдавай"),
-        r"не (?:упоминай|раскрывай|рассказывай|говори|сообщай|признавайся|показывай|обсуждай|выдавай)\w*" + W % 30
-        + r"(?:эт\w+|данн\w+|следующ\w+) (?:правил|инструкци|заметк|строк|указани|сообщени|изменени|распоряжени)\w*"
-        r"|не (?:говори|сообщай|упоминай|признавайся)\w*" + W % 20
+        CONCEALMENT,
+        "never_mention",
+        2,
+        (
+            "упоминай",
+            "раскрывай",
+            "рассказывай",
+            "говори",
+            "сообщай",
+            "признавайся",
+            "показывай",
+            "обсуждай",
+            "выдавай",
+        ),
+        r"не (?:упоминай|раскрывай|рассказывай|говори|сообщай|признавайся|показывай|обсуждай|выдавай)\w*"
+        + W % 30
+        + r"(?:эт\w+|данн\w+|следующ\w+) (?:правил|инструкци|заметк|строк|указани|сообщени|изменени|"
+        r"распоряжени)\w*"
+        r"|не (?:говори|сообщай|упоминай|признавайся)\w*"
+        + W % 20
         + r"(?:что тебе (?:велели|приказали|сказали|поручили)|откуда)",
         ru=True,
     ),
     rule(
-        CONCEALMENT, "hide_from_oversight", 2,
+        CONCEALMENT,
+        "hide_from_oversight",
+        2,
         ("скрой", "скрывай", "скрыть", "утаи", "утаивай", "спрячь", "прячь", "держи"),
-        r"(?:скрой|скрывай|скрыть|утаи|утаивай|спрячь|прячь)\w*" + W % 30
-        + r"(?:от) (?:комплаенс\w*|службы безопасности|безопасник\w*|аудитор\w*|администратор\w*|админ\w*|проверяющ\w*|"
-        r"модератор\w*|руководств\w*|руководител\w*|начальств\w*|юрист\w*|пользовател\w*|сотрудник\w*|клиент\w*|людей|всех|"
-        r"логов|журнал\w*|отдела \w+|владельц\w*|оператор\w*)"
+        r"(?:скрой|скрывай|скрыть|утаи|утаивай|спрячь|прячь)\w*"
+        + W % 30
+        + r"(?:от) (?:комплаенс\w*|службы безопасности|безопасник\w*|аудитор\w*|администратор\w*|админ\w*|"
+        r"проверяющ\w*|"
+        r"модератор\w*|руководств\w*|руководител\w*|начальств\w*|юрист\w*|пользовател\w*|сотрудник\w*|"
+        r"клиент\w*|людей|всех|логов|журнал\w*|отдела \w+|владельц\w*|оператор\w*)"
         r"|держи (?:это|их|его) (?:в секрете|в тайне|втайне)",
-        ru=True, negatable=True,
+        ru=True,
+        negatable=True,
     ),
     rule(
-        CONCEALMENT, "erase_traces", 1,
+        CONCEALMENT,
+        "erase_traces",
+        1,
         ("удали", "сотри", "очисти"),
-        r"(?:удали|сотри|очисти)\w*" + W % 20 + r"(?:отправленн\w+ (?:письм|сообщени)|след\w*|журнал\w*|лог\w*|истори\w*)",
-        ru=True, negatable=True,
+        r"(?:удали|сотри|очисти)\w*"
+        + W % 20
+        + r"(?:отправленн\w+ (?:письм|сообщени)|след\w*|журнал\w*|лог\w*|истори\w*)",
+        ru=True,
+        negatable=True,
     ),
     rule(
-        CONCEALMENT, "deceive_people", 2,
+        CONCEALMENT,
+        "deceive_people",
+        2,
         ("скажи", "сообщи", "заверь", "убеди", "передай", "ответь", "говори", "уведоми"),
-        r"(?:скажи|сообщи|заверь|убеди|передай|ответь|говори|уведоми)\w*" + W % 30
-        + r"(?:что )?(?:его|её|ее|их|ваш\w*|твой|твоя)? ?(?:руководител\w*|менеджер\w*|начальник\w*|директор\w*|hr|"
-        r"юрист\w*|комплаенс\w*|служба безопасности|бухгалтери\w*|банк\w*|руководств\w*)" + W % 20
-        + r"(?:уже )?(?:одобрил|согласовал|разрешил|подтвердил|подписал|утвердил|дал добро|разрешено|одобрено|согласовано)\w*"
-        r"|(?:скажи|сообщи|заверь|убеди)\w*" + W % 30 + r"что" + W % 60 + r"(?:даже если|хотя|это неправда|независимо)",
+        r"(?:скажи|сообщи|заверь|убеди|передай|ответь|говори|уведоми)\w*"
+        + W % 30
+        + r"(?:что )?(?:его|её|ее|их|ваш\w*|твой|твоя)? ?(?:руководител\w*|менеджер\w*|начальник\w*|"
+        r"директор\w*|hr|"
+        r"юрист\w*|комплаенс\w*|служба безопасности|бухгалтери\w*|банк\w*|руководств\w*)"
+        + W
+        % 20
+        + r"(?:уже )?(?:одобрил|согласовал|разрешил|подтвердил|подписал|утвердил|дал добро|разрешено|"
+        r"одобрено|согласовано)\w*"
+        r"|(?:скажи|сообщи|заверь|убеди)\w*"
+        + W % 30
+        + r"что"
+        + W % 60
+        + r"(?:даже если|хотя|это неправда|независимо)",
         ru=True,
     ),
     rule(
-        CONCEALMENT, "steer_answers", 1,
+        CONCEALMENT,
+        "steer_answers",
+        1,
         ("всегда", "только"),
-        r"(?:всегда|только)" + W % 10 + r"(?:говори|отвечай|называй|рекомендуй|пиши|утверждай)\w*" + W % 60
+        r"(?:всегда|только)"
+        + W % 10
+        + r"(?:говори|отвечай|называй|рекомендуй|пиши|утверждай)\w*"
+        + W % 60
         + r"(?:лучш|одобрен|безопасн|надёжн|надежн|проверен|соответству)\w*",
         ru=True,
     ),
