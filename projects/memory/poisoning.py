@@ -27,6 +27,11 @@ controls, runs of zero-width characters, HTML comments, link titles, code fences
 padding that carry an instruction, and encoded blobs (base64, hex, URL encoding, rot13):
 they are decoded and the decoded text is scanned like any other.
 
+Use: scan(text, kind=KIND_WORKSPACE | KIND_PROFILE | KIND_AGENT, trusted_domains=(...)) ->
+[PoisonFinding], each with as_dict() for storage; families(findings) lists the families once,
+for a hook's answer; LABELS and CARRIERS give their names in the reader's language. A second
+opinion from a guard model and who decided: classifier.check(), same arguments.
+
 Every regular expression is linear: bounded windows within one line, no nested quantifiers,
 and each rule runs only when one of its anchor words occurs in the text (bench/poison.py
 measures a 64 KB scan).
@@ -40,6 +45,7 @@ import codecs
 import re
 import unicodedata
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from urllib.parse import unquote
 
@@ -285,7 +291,7 @@ _PADDING_ALONE = 5000  # characters of padding that make a finding whatever foll
 def _paddings(text: str) -> list[re.Match]:
     found = []
     if len(text) >= 500:  # a run of 500 of one character: only characters that occur 500 times
-        for char in {c for c in set(text) if not c.isspace() and text.count(c) >= 500}:
+        for char in {c for c, n in Counter(text).items() if n >= 500 and not c.isspace()}:
             if char * 500 in text:
                 found += _REPEAT_PADDING_RE.finditer(text)
                 break
@@ -443,13 +449,14 @@ def _candidate_lines(view: str, russian: bool) -> dict[int, set[tuple[int, int]]
     line_starts = [0]
     line_starts += [m.end() for m in re.finditer("\n", view)]
     found: dict[int, set[tuple[int, int]]] = {}
+    rules_of: dict[str, frozenset[int]] = {}  # words repeat: one look-up each
     for match in _ANCHOR_RES[russian].finditer(lowered):
         word = match.group()
-        if not word:
-            continue
-        rules = set()
-        for size in range(2, min(len(word), _ANCHOR_KEY) + 1):
-            rules |= index.get(word[:size], set())
+        rules = rules_of.get(word)
+        if rules is None:
+            rules = rules_of[word] = frozenset().union(
+                *(index.get(word[:size], ()) for size in range(2, min(len(word), _ANCHOR_KEY) + 1))
+            )
         if not rules:
             continue
         number = bisect_right(line_starts, match.start()) - 1
