@@ -400,6 +400,7 @@ def _line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
 
 _WORD_SCAN_RE = re.compile(r"\w+")
 _NEAR = 200  # characters either side of a match in which boosters count
+_DESTINED = {"send_outside", "data_url", "data_in_link", "upload_secrets_cli"}  # rules that name where to
 _ANCHOR_KEY = 5  # anchors are matched by their first five letters: a dictionary look-up per word
 
 
@@ -478,7 +479,7 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
             rule = RULES[number]
             for line_start, line_end in sorted(lines):
                 for match in rule.pattern.finditer(view.low, line_start, line_end):
-                    if rule.check and not rule.check(view.text, match, trusted):
+                    if rule.check and not rule.check(view.text, match, trusted, text):
                         continue
                     if rule.negatable and _negated(view.low, match.start(), russian):
                         continue
@@ -494,7 +495,19 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
         line = view.low[line_start : line_end if line_end != -1 else len(view.low)]
         start, end = min(m[1] for m in matches), max(m[2] for m in matches)
         orig_start, orig_end = view.original(start, end)
-        carrier = _carrier_at(carriers, orig_start)
+        # Hidden when any of its matches is (the strongest first): a verb outside a comment does
+        # not make the instruction inside it visible.
+        carrier = next(
+            (
+                c
+                for c in (
+                    _carrier_at(carriers, view.original(m[1], m[2])[0])
+                    for m in sorted(matches, key=lambda m: -m[0].weight)
+                )
+                if c
+            ),
+            "",
+        )
         if not carrier:  # what hides is never "just an example"
             matches = [m for m in matches if not _discussed(line, m, line_start)]
             if not matches:
@@ -531,6 +544,8 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
             carrier = spelled
         if score < 2:
             continue
+        if family == EXFILTRATION and not (names & _DESTINED or outside(near, trusted)):
+            continue  # data named and a verb, but nowhere to send it: not exfiltration
         hits.append(
             _Hit(
                 family=family if not carrier else HIDDEN,

@@ -115,7 +115,8 @@ LOCAL_HOST_RE = re.compile(
 # Free mail, paste, tunnel and request-catcher services, raw IP addresses: nobody's office.
 SUSPICIOUS_RE = re.compile(
     r"@(?:gmail|googlemail|yahoo|hotmail|outlook|live|aol|icloud|proton(?:mail)?|pm|gmx|mail|yandex|ya|"
-    r"rambler|bk|inbox|list|tutanota|zoho|qq|163)\.[a-z.]{2,10}\b|\b(?:pastebin|hastebin|webhook\.site|"
+    r"rambler|bk|inbox|list|tutanota|tuta|zoho|qq|163|mailbox|posteo)\.[a-z.]{2,10}\b|\b(?:pastebin|"
+    r"hastebin|webhook\.site|"
     r"requestbin|pipedream|ngrok|burpcollaborator|interact\.sh|oast\.\w+|transfer\.sh|file\.io|anonfiles|"
     r"tinyurl|bit\.ly|t\.me|discord(?:app)?\.com/api/webhooks)\b|"
     r"\b(?:https?|ftp)://\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b",
@@ -124,7 +125,7 @@ SUSPICIOUS_RE = re.compile(
 # A URL to be filled with data: a placeholder in it.
 URL_PLACEHOLDER_RE = re.compile(
     r"\[[A-Z_ ]{2,30}\]|\{\{?[^{}\s]{1,40}\}?\}|\$\{?[A-Za-z_]\w{0,30}\}?|%s|<[a-z_ ]{2,30}>|=(?:DATA|INFO|"
-    r"SECRET|NUM|HISTORY|SUMMARY|CONTEXT|PROFILE|MEMORY)\b|"
+    r"SECRET|NUM|HISTORY|SUMMARY|CONTEXT|PROFILE|MEMORY)\b|=[A-Z]+_[A-Z_]{2,30}\b|"
     r"\[(?:data|info|secret|summary|history|context|conversation|profile|memory)\]",
 )
 FILL_URL_RE = re.compile(
@@ -143,13 +144,13 @@ FILL_URL_RE = re.compile(
 _SEND = _any(
     "send", "sending", "e-?mail", "mail", "forward", "post", "upload", "transmit", "exfiltrate", "leak",
     "submit", "share", "bcc", "cc", "copy", "sync", "push", "deliver", "relay", "dm", "fax", "publish",
-    "paste",
-    "beam",
+    "paste", "beam", "ship", "dump", "export", "mirror", "pipe", "stream",
 )  # fmt: skip
 _SEND_ANCHORS = (
     "send", "mail", "e-mail", "email", "forward", "post", "upload", "transmit", "exfiltrate", "leak",
     "submit", "share",
-    "bcc", "cc", "copy", "sync", "push", "deliver", "relay", "dm", "fax", "publish", "paste", "beam",
+    "bcc", "cc", "copy", "sync", "push", "deliver", "relay", "dm", "fax", "publish", "paste", "beam", "ship",
+    "dump", "export", "mirror", "pipe", "stream",
 )  # fmt: skip
 # What is worth stealing: bulk ("all", "entire") or sensitive by its name.
 _DATA = _any(
@@ -164,11 +165,13 @@ _DATA = _any(
     r"salar\w*", "payroll", "source code", "system prompt", "cookies?", "sessions?", "passport", "ssn",
 )  # fmt: skip
 _DATA_RU = (
-    r"(?:вс[её]|все|всю|всех|каждый|каждое|полн\w*|содержим\w*|файл\w*|документ\w*|сч[её]т\w*|инвойс\w*|"
+    r"(?:вс[её]|все|всю|всех|кажд\w*|копи[юяи]|договор\w*|контракт\w*|полн\w*|содержим\w*|файл\w*|"
+    r"документ\w*|сч[её]т\w*|инвойс\w*|"
     r"письм\w*|переписк\w*|истори\w*|профил\w*|памят\w*|парол\w*|ключ\w*|токен\w*|секрет\w*|код\w*|карт\w*|"
     r"реквизит\w*|контакт\w*|клиент\w*|зарплат\w*|ведомост\w*|паспорт\w*|персональн\w*|сообщени\w*)"
 )
 SENSITIVE_RE = re.compile(
+    r"(?:^|[\s`'\"(])\.env\b|\benv files?\b|"
     r"\b(?:passwords?|passcodes?|credentials?|passport(?:_| )?(?:number|no)?|bank(?:_| )account|"
     r"account(?:_| )number|ssn|social security|card (?:number|details)|cvv|api[ _-]?keys?|private keys?|"
     r"secret keys?|access tokens?|security codes?|2fa codes?|otp|salar(?:y|ies)|payroll|id(?:_| )number)\b|"
@@ -281,12 +284,11 @@ _R: list[Rule] = []
 # --- instruction override --------------------------------------------------------------------
 _PREVIOUS = _any(
     "previous", "prior", "above", "earlier", "preceding", "former", "original", "initial", "system", "old",
-    "existing",
-    "all", "any", "your", "my", "these",
+    "existing", "all", "any", "your", "my", "these", r"operator'?s?", r"developer'?s?", r"system'?s?",
 )  # fmt: skip
 _INSTRUCTIONS = (
     r"(?:\w*nstruct\w*|prompts?|directions?|directives?|guidelines?|guidance|context|messages?|constraints|"
-    r"orders|programming|polic(?:y|ies)|rules?|restrictions)"
+    r"setup|configuration|briefing|training|orders|programming|polic(?:y|ies)|rules?|restrictions)"
 )
 _R += [
     rule(
@@ -588,13 +590,13 @@ _R += [
 _TO_OUTSIDE = r"(?:@|://|www\.|\.[a-z]{2,24}\b|\b0x[0-9a-f]{8}|\bbc1|\b[a-z]{2}\d{2}[a-z0-9]{10})"
 
 
-def _outside_after_verb(view, match, trusted) -> bool:
+def _outside_after_verb(view, match, trusted, original="") -> bool:
     from projects.memory.poisoning import outside  # noqa: PLC0415 - the one reading of "outside"
 
     return bool(outside(match.group()[3:], trusted))
 
 
-def _data_carrying(view, match, trusted) -> bool:
+def _data_carrying(view, match, trusted, original="") -> bool:
     """An image or embed whose URL is to be filled with data: a placeholder in it, or an
     instruction nearby to fill it in."""
     if URL_PLACEHOLDER_RE.search(match.group()):
@@ -603,10 +605,12 @@ def _data_carrying(view, match, trusted) -> bool:
     end = view.find("\n", match.end())
     end = len(view) if end == -1 else end
     around = view[max(start, match.start() - 300) : min(end, match.end() + 300)]
-    return bool(FILL_URL_RE.search(around))
+    # The English view reads Cyrillic as look-alike Latin: a Russian "fill it in" is read as written.
+    written = original[max(start, match.start() - 300) : min(end, match.end() + 300)] if original else ""
+    return bool(FILL_URL_RE.search(around) or FILL_URL_RE.search(written))
 
 
-def _outside_in_match(view, match, trusted) -> bool:
+def _outside_in_match(view, match, trusted, original="") -> bool:
     from projects.memory.poisoning import outside  # noqa: PLC0415 - the one reading of "outside"
 
     start = view.rfind("\n", 0, match.start()) + 1
@@ -614,7 +618,7 @@ def _outside_in_match(view, match, trusted) -> bool:
     return bool(outside(view[start : len(view) if end == -1 else end], trusted))
 
 
-def _has_outside_url(view, match, trusted) -> bool:
+def _has_outside_url(view, match, trusted, original="") -> bool:
     start = view.rfind("\n", 0, match.start()) + 1
     end = view.find("\n", match.end())
     line = view[start : len(view) if end == -1 else end]
@@ -1084,7 +1088,8 @@ _R += [
         + W % 40
         + r"(?:\bв\b|\bво\b|\bна\b)"
         + W % 25
-        + r"(?:agents\.md|claude\.md|soul\.md|user\.md|tools\.md|памят\w*|кажд\w+ (?:файл|заметк|ответ|"
+        + r"(?:agents\.md|claude\.md|soul\.md|user\.md|tools\.md|памят\w*|кажд\w+ (?:\w+ )?(?:файл|заметк|"
+        r"ответ|"
         r"сообщени|документ|"
         r"сесси|коммит)\w*|все (?:файлы|заметки|ответы|сообщения|документы|сессии)|системн\w+ промпт|"
         r"профил\w*|"
@@ -1648,6 +1653,253 @@ _R += [
         + r"(?:говори|отвечай|называй|рекомендуй|пиши|утверждай)\w*"
         + W % 60
         + r"(?:лучш|одобрен|безопасн|надёжн|надежн|проверен|соответству)\w*",
+        ru=True,
+    ),
+]
+
+# Phrasings found by probing with new texts (not the corpora): the same families, other words.
+_R += [
+    rule(
+        OVERRIDE,
+        "takes_priority",
+        1,
+        ("priority", "precedence", "supersedes", "overrides"),
+        r"\b(?:takes?|has|have) (?:priority|precedence) over\b"
+        + W % 30
+        + r"\b(?:everything|all|any|other|previous|the system|your|the operator)\b"
+        r"|\b(?:supersedes|overrides) (?:everything|all|any)\b",
+    ),
+    rule(
+        OVERRIDE,
+        "obey_other_source",
+        1,
+        ("only", "exclusively", "orders", "act"),
+        r"\b(?:only|exclusively) (?:obey|follow|act on|listen to|take orders from|answer to)\b"
+        + W % 30
+        + r"\b(?:ticket|note|message|e-?mail|comment|document|page|file|sender|vendor|caller)s?\b"
+        r"|\btake (?:your )?orders from\b|\bact only on what\b",
+    ),
+    rule(
+        OVERRIDE,
+        "you_are_now",
+        2,
+        ("here", "point"),
+        r"\b(?:from here on|from this point on|from this point forward)\b,? (?:you|your)\b",
+    ),
+    rule(
+        TOOL_HIJACK,
+        "add_key",
+        2,
+        ("add", "append", "install", "put", "paste"),
+        r"\b(?:add|append|install|put|paste)\b"
+        + W % 80
+        + r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+aaaa",
+        discussable=False,
+    ),
+    rule(
+        PERSISTENCE,
+        "ensure_persist",
+        2,
+        ("make", "ensure", "see"),
+        r"\b(?:make sure|ensure|see to it)(?: that)? (?:this|these|the following) (?:rule|instruction|"
+        r"note|text|"
+        r"line|block|message|paragraph)s? (?:ends? up|is|are|gets?|stays?|remains?|goes?|lands?)\b"
+        + W % 24
+        + r"\b(?:in|into|on)\b"
+        + W % 24
+        + _MEMORY_TARGETS,
+    ),
+    rule(
+        PERSISTENCE,
+        "ensure_persist",
+        2,
+        ("сделай", "убедись", "проследи", "позаботься"),
+        r"(?:сделай так|убедись|проследи|позаботься),? (?:что|чтобы|о том,? чтобы) (?:это|эта|этот|эти|"
+        r"данн\w+) "
+        r"(?:правил|инструкци|заметк|текст|строк|абзац|блок)\w* (?:попал|остал|сохранил|был|записан|добавлен|"
+        r"появил)\w*"
+        + W % 20
+        + r"(?:\bв\b|\bво\b)"
+        + W % 25
+        + r"(?:agents\.md|claude\.md|soul\.md|user\.md|tools\.md|памят\w*|кажд\w+|все\w*|профил\w*|"
+        r"инструкци\w+)",
+        ru=True,
+    ),
+    rule(
+        PERSONA,
+        "no_restrictions",
+        2,
+        ("zero",),
+        r"\bzero (?:\w+ )?(?:restrictions|limits|limitations|rules|filters|guidelines|censorship)\b",
+    ),
+    rule(
+        PERSONA,
+        "drop_ethics",
+        2,
+        ("ignore", "drop", "set", "forget", "disregard", "abandon", "suspend", "put"),
+        r"\b(?:ignore|drop|set aside|forget|disregard|abandon|suspend|put aside)\b (?:all |"
+        r"any )?(?:of )?(?:your|the|"
+        r"its|their) (?:ethical|moral|safety|content)\b (?:\w+ )?(?:guidelines|principles|rules|policy|"
+        r"policies|"
+        r"standards|training|filters|limits|restrictions|constraints)\b",
+    ),
+    rule(
+        PERSONA,
+        "drop_ethics",
+        2,
+        ("игнор", "отбрось", "отбрас", "забудь", "забыть", "отключ", "наруш", "обойд", "обход", "отлож"),
+        r"(?:игнорир|отбрось|отбрас|забудь|забыть|отключ|наруш|обойд|обход|отлож)\w*"
+        + W % 20
+        + r"(?:сво\w+ |все |любые )?(?:этическ|моральн|нравственн)\w* (?:принцип|норм|правил|ограничени|"
+        r"установк|"
+        r"рамк|соображени)\w*",
+        ru=True,
+    ),
+    rule(
+        CONCEALMENT,
+        "keep_oversight_out",
+        2,
+        ("don", "do", "never"),
+        r"\b(?:don'?t|do not|never) let\b (?:the )?"
+        + _OVERSIGHT
+        + r"\b"
+        + W % 12
+        + r"\b(?:know|find out|see|notice|learn|hear)\b"
+        r"|\b(?:don'?t|do not|never) (?:tell|inform|notify|alert|warn|cc|copy)\b (?:the )?(?:compliance|"
+        r"security|"
+        r"auditors?|audit|admins?|administrators?|reviewers?|legal|it|hr|management|supervisors?|owner|"
+        r"operator)\b"
+        + W % 12
+        + r"\b(?:about|of)\b (?:this|these|it|that|the (?:transfer|payment|change|access|rule|instruction))",
+    ),
+    rule(
+        CONCEALMENT,
+        "keep_oversight_out",
+        2,
+        ("сообщай", "говори", "рассказывай", "докладывай", "показывай", "давай"),
+        r"не (?:сообщай|говори|рассказывай|докладывай|показывай)\w* (?:об? этом |про это )?(?:комплаенс|"
+        r"безопасност|служб\w* безопасности|аудитор|администратор|админ|руководств|руководител|юрист|"
+        r"проверяющ|"
+        r"владельц|оператор)\w*"
+        r"|не давай (?:комплаенс|аудитор|администратор|руководств|проверяющ)\w* (?:узнать|увидеть|заметить)",
+        ru=True,
+    ),
+]
+
+# A second round of probing phrasings, the same way.
+_R += [
+    rule(
+        TOOL_HIJACK,
+        "account_takeover",
+        2,
+        ("grant", "give"),
+        r"\b(?:grant|give)\b"
+        + W % 40
+        + r"\b(?:admin|owner|write|full|push|maintainer|root) (?:access|rights|role|"
+        r"permissions?)\b" + W % 40 + EMAIL,
+    ),
+    rule(
+        TOOL_HIJACK,
+        "account_takeover",
+        2,
+        ("выдай", "дай", "предоставь", "открой"),
+        r"(?:выдай|дай|предоставь|открой)\w* (?:\w+ )?(?:доступ|права)\w*" + W % 60 + EMAIL,
+        ru=True,
+    ),
+    rule(
+        OVERRIDE,
+        "you_are_now",
+        2,
+        ("now",),
+        r"\byou(?:'re| are) now [\w-]+,? (?:an?|the) (?:\w+ )?(?:model|ai|assistant|bot|chatbot|agent|"
+        r"persona|"
+        r"character)\b",
+    ),
+    rule(
+        PERSONA,
+        "no_restrictions",
+        2,
+        ("has", "have"),
+        r"\b(?:ai|model|assistant|bot|chatbot|you|version|persona|entity)\b (?:that |which |who )?(?:has|"
+        r"have) no "
+        r"(?:\w+ )?(?:safety |content |ethical |moral )?" + _LIMITS + r"\b",
+    ),
+    rule(
+        PERSONA,
+        "policy_break",
+        2,
+        ("ignor", "bypas", "disab", "viola", "overr", "disre", "break"),
+        r"\b(?:ignor|bypass|disabl|violat|overrid|disregard|break)\w*\b"
+        + W % 20
+        + r"\b(?:safety|content|ethical|"
+        r"usage|openai|anthropic|moderation)\b (?:policy|policies|guidelines|filters?|rules|restrictions)\b",
+    ),
+    rule(
+        PERSONA,
+        "never_refuse",
+        1,
+        ("never", "answers", "answer"),
+        r"\bnever (?:refuses|declines|says no|turns down)\b|\banswers? (?:any|every|all) (?:request|"
+        r"question|prompt)s?\b",
+    ),
+    rule(
+        PERSONA,
+        "never_refuse",
+        1,
+        ("отвеча", "отвечающ"),
+        r"отвеча\w* на (?:любой|любые|все|каждый) (?:запрос|вопрос)\w*",
+        ru=True,
+    ),
+    rule(
+        CONCEALMENT,
+        "deceive_people",
+        2,
+        ("tell", "assure", "reassure", "convince", "inform", "say", "confirm"),
+        r"\b(?:tell|assure|reassure|convince|inform|say to|confirm to)\b"
+        + W % 80
+        + r"\b(?:even though|although|when in fact|but in fact|though)\b"
+        + W % 20
+        + r"\b(?:it|they|this|that|he|she|nothing|nobody|no one)\b"
+        + W % 10
+        + r"\b(?:was|is|were|are|did|does|has|have|had)(?:n'?t| not)\b",
+    ),
+    rule(
+        CONCEALMENT,
+        "hide_evidence",
+        1,
+        ("don", "do", "never"),
+        r"\b(?:don'?t|do not|never) (?:mention|reveal|disclose|report|show)\b (?:\w+ ){0,2}(?:deleted|"
+        r"missing|removed|"
+        r"altered|changed|failed|unauthori[sz]ed|hidden)\b (?:\w+ )?(?:entries|records|logs?|files|"
+        r"transactions|"
+        r"transfers|payments|data|items)\b",
+    ),
+    rule(
+        CONCEALMENT,
+        "deceive_oversight",
+        1,
+        ("assure", "reassure", "tell", "convince"),
+        r"\b(?:assure|reassure|tell|convince)\b (?:the )?(?:auditors?|compliance|regulators?|security|"
+        r"reviewers?|"
+        r"inspectors?)\b (?:team )?that\b",
+    ),
+    rule(
+        EXFILTRATION,
+        "send_outside",
+        1,
+        ("став", "ставь", "добав", "добавь", "добавляй"),
+        r"(?:став|добав)\w* в (?:скрытую )?копию" + W % 160 + _TO_OUTSIDE,
+        ru=True,
+        check=_outside_after_verb,
+    ),
+    rule(
+        PERSISTENCE,
+        "copy_self",
+        2,
+        ("размнож", "распространя", "тиражир", "клонир", "дублир", "продублир"),
+        r"(?:размнож|распространя|тиражир|клонир|дублир|продублир)\w* (?:это|эту|этот|эти|данн\w+) (?:\w+ )?"
+        r"(?:во|в|по|на|среди)\b" + W % 25 + r"(?:всех|все|кажд|других|остальных)\w* (?:\w+ )?(?:файл|заметк|"
+        r"профил|агент|памят|сесси|документ)\w*",
         ru=True,
     ),
 ]
