@@ -165,6 +165,11 @@ def main() -> None:
         both = splits["dev"] + splits["held-out"]
         name = "hard benign (ours, apart)" if group == "hard" else group
         print(f"| {name} | {len(both)} | {rate(splits['dev'])} | {rate(splits['held-out'])} | {rate(both)} |")
+    strict = [(bool(poisoning.scan(s.text, kind=poisoning.KIND_WORKSPACE)),) for s in real]
+    print(
+        f"| all real files scanned as workspace notes (the strictest kind) | {len(strict)} | | "
+        f"| {rate(strict)} |"
+    )
     print("\n| language | files | false positives |")
     print("|---|---|---|")
     for lang, rows in sorted(by_lang.items(), key=lambda kv: -len(kv[1])):

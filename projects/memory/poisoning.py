@@ -400,6 +400,9 @@ def _line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
 
 _WORD_SCAN_RE = re.compile(r"\w+")
 _NEAR = 200  # characters either side of a match in which boosters count
+# Weak shapes that a booster must not complete alone: a "User:" line in an example dialogue
+# addresses an assistant by nature; "takes precedence over" is how rule files open.
+_NEEDS_A_RULE = {"fake_turn", "takes_priority", "obey_other_source"}
 _DESTINED = {"send_outside", "data_url", "data_in_link", "upload_secrets_cli"}  # rules that name where to
 _ANCHOR_KEY = 5  # anchors are matched by their first five letters: a dictionary look-up per word
 
@@ -537,6 +540,8 @@ def _rule_hits(text, *, kind, trusted, carriers) -> list[_Hit]:
         boost = _boosters(
             f"{near}\n{original_near}", family, names, kind=kind, trusted=trusted, carrier=carrier
         )
+        if names <= _NEEDS_A_RULE:
+            boost = [b for b in boost if b.startswith("carrier:")]  # shapes, not requests: a rule must join
         signals += boost
         score += len(boost)
         spelled = _spelling_carrier(text[orig_start:orig_end], russian)
@@ -898,11 +903,17 @@ _DECODERS = (
 # --- excerpts --------------------------------------------------------------------------------
 
 _EXCERPT_CHARS = 120
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
 _MASK = "•" * 8
 _MASK_EMAIL_RE = re.compile(r"[\w.+-]{1,64}@([\w-]{1,63}(?:\.[\w-]{1,63})*\.[A-Za-z]{2,24})")
 _MASK_QUERY_RE = re.compile(r"([?&#][\w.-]{0,30}=)[^&\s)\"'>]{1,2000}")
 _MASK_LONG_RE = re.compile(r"[A-Za-z0-9+/_=-]{16,}")
 _MASK_IBAN_RE = re.compile(IBAN)
+
+
+def _visible(match: re.Match) -> str:
+    char = match.group()
+    return f"⟨U+{ord(char):04X}⟩" if lookalikes.is_default_ignorable(char) else char
 
 
 def masked_excerpt(text: str, start: int, end: int) -> str:
@@ -918,7 +929,7 @@ def masked_excerpt(text: str, start: int, end: int) -> str:
         ),
         piece,
     )
-    piece = "".join(f"⟨U+{ord(c):04X}⟩" if lookalikes.is_default_ignorable(c) else c for c in piece)
+    piece = _NON_ASCII_RE.sub(_visible, piece)
     piece = _MASK_EMAIL_RE.sub(lambda m: _MASK + "@" + m.group(1), piece)
     piece = _MASK_QUERY_RE.sub(lambda m: m.group(1) + _MASK, piece)
     piece = _MASK_IBAN_RE.sub(lambda m: m.group()[:2] + _MASK, piece)
