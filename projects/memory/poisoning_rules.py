@@ -154,8 +154,10 @@ _SEND_ANCHORS = (
 )  # fmt: skip
 # What is worth stealing: bulk ("all", "entire") or sensitive by its name.
 _DATA = _any(
-    r"all\b", "every", "everything", "entire", "full", "whole", "contents?", "bodies", "body", "files",
-    "documents?",
+    r"(?:all|every|entire|full|whole|complete)(?: of)?(?: the| your| my| their| our)? (?:\w+ )?(?:files?|"
+    r"documents?|invoices?|e-?mails?|messages?|conversations?|chats?|history|records?|notes?|contracts?|"
+    r"contacts?|data|inbox|memory|memories|profiles?|transcripts?)",
+    "everything", "contents? of", "bodies", "body of",
     "invoices?", "e-?mails", "inbox", "messages", "conversations?", "chat", "history", "transcripts?",
     "profile",
     "memory", "memories", "passwords?", "credentials?", "secrets?", "tokens?", r"api[ _-]?keys?", "keys",
@@ -165,10 +167,11 @@ _DATA = _any(
     r"salar\w*", "payroll", "source code", "system prompt", "cookies?", "sessions?", "passport", "ssn",
 )  # fmt: skip
 _DATA_RU = (
-    r"(?:вс[её]|все|всю|всех|кажд\w*|копи[юяи]|договор\w*|контракт\w*|полн\w*|содержим\w*|файл\w*|"
-    r"документ\w*|сч[её]т\w*|инвойс\w*|"
+    r"(?:(?:вс[её]|все|всю|всех|кажд\w*|полн\w*) (?:\w+ )?(?:файл|документ|сч[её]т|инвойс|письм|переписк|"
+    r"истори|заметк|договор|контракт|контакт|данн|профил|памят|сообщени|запис)\w*|копи[юяи]|договор\w*|"
+    r"контракт\w*|содержим\w*|документ\w*|сч[её]т\w*|инвойс\w*|"
     r"письм\w*|переписк\w*|истори\w*|профил\w*|памят\w*|парол\w*|ключ\w*|токен\w*|секрет\w*|код\w*|карт\w*|"
-    r"реквизит\w*|контакт\w*|клиент\w*|зарплат\w*|ведомост\w*|паспорт\w*|персональн\w*|сообщени\w*)"
+    r"реквизит\w*|контакт\w*|клиент\w*|зарплат\w*|ведомост\w*|паспорт\w*|персональн\w*)"
 )
 SENSITIVE_RE = re.compile(
     r"(?:^|[\s`'\"(])\.env\b|\benv files?\b|"
@@ -283,12 +286,19 @@ _R: list[Rule] = []
 
 # --- instruction override --------------------------------------------------------------------
 _PREVIOUS = _any(
-    "previous", "prior", "above", "earlier", "preceding", "former", "original", "initial", "system", "old",
-    "existing", "all", "any", "your", "my", "these", r"operator'?s?", r"developer'?s?", r"system'?s?",
+    "previous", "prior", "above", "earlier", "preceding", "former", "original", "initial", "system",
+    "all", "any", "your", "my", r"operator'?s?", r"developer'?s?", r"system'?s?",
 )  # fmt: skip
-_INSTRUCTIONS = (
-    r"(?:\w*nstruct\w*|prompts?|directions?|directives?|guidelines?|guidance|context|messages?|constraints|"
-    r"setup|configuration|briefing|training|orders|programming|polic(?:y|ies)|rules?|restrictions)"
+# What an agent is told. Words that name other things too ("rules", "context", "setup") count only
+# after a word that points at the agent's own ("your", "the above", "system", "previous").
+_INSTRUCTIONS = r"(?:\w*nstruct\w*|prompts?|directions?|directives?|guidelines?|guidance|orders|programming)"
+_OWN = (
+    r"(?:your|the above|the previous|previous|prior|earlier|original|initial|system|operator'?s?|"
+    r"developer'?s?|preceding)"
+)
+_OWN_THINGS = (
+    r"(?:rules?|polic(?:y|ies)|restrictions|constraints|context|setup|configuration|training|briefing|"
+    r"system prompt|system message)"
 )
 _R += [
     rule(
@@ -298,7 +308,9 @@ _R += [
         ("ignore", "ignoring", "disregard", "forget", "forgot", "abandon", "discard", "aside", "following"),
         r"\b(?:ignore|ignoring|disregard\w*|forget|forgot|abandon|discard|set aside|throw out|"
         r"stop following|"
-        r"no longer follow)\b" + W % 40 + r"\b" + _PREVIOUS + r"\b" + W % 25 + r"\b" + _INSTRUCTIONS + r"\b",
+        r"no longer follow)\b" + W % 40 + r"\b" + _PREVIOUS + r"\b" + W % 25 + r"\b" + _INSTRUCTIONS + r"\b"
+        r"|\b(?:ignore|ignoring|disregard\w*|forget|forgot|abandon|discard|set aside|stop following|"
+        r"no longer follow)\b" + W % 20 + r"\b" + _OWN + r" (?:\w+ )?" + _OWN_THINGS + r"\b",
     ),
     rule(
         OVERRIDE,
@@ -513,14 +525,13 @@ _R += [
         r"не обращай внимания на|не учитывай|пренебреги|не следуй|перестань следовать|больше не следуй)"
         + W
         % 40
-        + r"(?:вс[её]|все|любые|люб\w+|предыдущ\w*|прежн\w*|ранее|выше\w*|системн\w*|исходн\w*|стар\w+|"
+        + r"(?:вс[её]|все|любые|люб\w+|предыдущ\w*|прежн\w*|ранее|выше\w*|системн\w*|исходн\w*|"
         r"прошл\w*|"
         r"изначальн\w*|сво\w+|твои)"
         + W
         % 25
-        + r"(?:инструкци\w*|указани\w*|правил\w*|промпт\w*|директив\w*|настро\w*|ограничени\w*|"
-        r"сообщени\w*|команд\w*|"
-        r"распоряжени\w*|установк\w*|контекст\w*)",
+        + r"(?:инструкци\w*|указани\w*|правил\w*|промпт\w*|директив\w*|ограничени\w*|"
+        r"распоряжени\w*|установк\w*)",
         ru=True,
     ),
     rule(
@@ -1447,6 +1458,13 @@ _R += [
 ]
 
 # --- concealment and deception of people -----------------------------------------------------
+# Who watches: hiding something from them is concealment. Users and customers are not in it
+# (a product hides a debug panel from end users); hiding *this instruction* from anyone is.
+_WATCHERS = (
+    r"(?:the )?(?:compliance|security|auditors?|audit|admins?|administrators?|reviewers?|moderators?|"
+    r"operators?|owners?|supervisors?|managers?|management|legal|it department|it team|hr|monitoring|"
+    r"your (?:operator|owner|developers?|creators?))"
+)
 _OVERSIGHT = (
     r"(?:the )?(?:compliance|security|auditors?|audit|admins?|administrators?|reviewers?|moderators?|"
     r"operators?|owners?|supervisors?|managers?|legal|it department|it team|hr|monitoring|logs?|"
@@ -1502,10 +1520,13 @@ _R += [
         + r"\bfrom\b"
         + W % 6
         + r"\b"
-        + _OVERSIGHT
+        + _WATCHERS
         + r"\b"
+        r"|\b(?:hide|conceal|withhold|keep)\b (?:this|these|the (?:above|following)) (?:rule|instruction|"
+        r"note|"
+        r"message|change|transfer|step)s?\b" + W % 12 + r"\bfrom\b"
         r"|\bkeep (?:this|these) (?:rule|instruction|note|transfer|change|message)s? (?:secret|hidden|"
-        r"confidential|quiet)\b|\b(?:out of|away from) (?:the )?(?:logs?|audit(?: trail| log)?|compliance|"
+        r"confidential|quiet)\b|\b(?:out of|away from) (?:the )?(?:audit(?: trail| log)?|compliance|"
         r"security|reviewers?|monitoring)\b"
         r"|\b(?:cover (?:up|your) tracks|without (?:a|any) trace|leave no trace)\b",
         negatable=True,
@@ -1605,8 +1626,10 @@ _R += [
         + W % 30
         + r"(?:от) (?:комплаенс\w*|службы безопасности|безопасник\w*|аудитор\w*|администратор\w*|админ\w*|"
         r"проверяющ\w*|"
-        r"модератор\w*|руководств\w*|руководител\w*|начальств\w*|юрист\w*|пользовател\w*|сотрудник\w*|"
-        r"клиент\w*|людей|всех|логов|журнал\w*|отдела \w+|владельц\w*|оператор\w*)"
+        r"модератор\w*|руководств\w*|руководител\w*|начальств\w*|юрист\w*|аудит\w*|"
+        r"журнал\w* аудита|отдела \w+|владельц\w*|оператор\w*)"
+        r"|(?:скрой|скрывай|утаи|спрячь)\w* (?:это|эту|этот|эти|данн\w+) (?:правил|инструкци|заметк|сообщени|"
+        r"изменени|перевод|платеж)\w*" + W % 12 + r"\bот\b"
         r"|держи (?:это|их|его) (?:в секрете|в тайне|втайне)",
         ru=True,
         negatable=True,
@@ -1901,6 +1924,17 @@ _R += [
         r"(?:во|в|по|на|среди)\b" + W % 25 + r"(?:всех|все|кажд|других|остальных)\w* (?:\w+ )?(?:файл|заметк|"
         r"профил|агент|памят|сесси|документ)\w*",
         ru=True,
+    ),
+]
+
+_R += [
+    rule(
+        OVERRIDE,
+        "repeat_following",
+        1,
+        ("repeat", "say", "print", "output", "type"),
+        r"\b(?:repeat|say|print|output|type)\b [<\"“«'][^\n<>\"“”«»]{1,80}[>\"”»'] (?:for me|please|back|"
+        r"now|verbatim)\b",
     ),
 ]
 
