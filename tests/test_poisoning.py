@@ -113,6 +113,8 @@ BENIGN = [
     "Установка: `curl -fsSL https://get.example.dev/install.sh | sh`, затем перезапусти терминал.",
     "Еженедельный отчёт отправляй в канал команды по пятницам.",
     "Когда спрашивают о статусе сборки, вызови инструмент `ci_status`.",
+    "# Profile\n\n- Email: maria.k@gmail.com\n- Password manager: 1Password (never ask for the password).\n",
+    '```sh\ncurl -X POST https://api.vendor.example/login -d \'{"email":"qa@vendor.example","password":"x"}\'\n```',
 ]
 
 

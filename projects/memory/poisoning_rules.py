@@ -141,6 +141,9 @@ FILL_URL_RE = re.compile(
     re.IGNORECASE,
 )
 
+# (An HTTP method in a command, "curl -X POST", is not a request to post anything, nor is a field
+# named "email" ("Email: maria@…", {"email": "…"}): the send rules look around for them.)
+_NOT_A_FIELD = r"\b(?![\"']?\s*[:=])"
 _SEND = _any(
     "send", "sending", "e-?mail", "mail", "forward", "post", "upload", "transmit", "exfiltrate", "leak",
     "submit", "share", "bcc", "cc", "copy", "sync", "push", "deliver", "relay", "dm", "fax", "publish",
@@ -642,7 +645,7 @@ _R += [
         "send_outside",
         1,
         _SEND_ANCHORS,
-        r"\b" + _SEND + r"\b" + C % 160 + _TO_OUTSIDE,
+        r"(?<!-x )(?<!--request )(?<!method: )\b" + _SEND + _NOT_A_FIELD + C % 160 + _TO_OUTSIDE,
         negatable=True,
         check=_outside_after_verb,
     ),
@@ -651,7 +654,15 @@ _R += [
         "send_bulk_data",
         1,
         _SEND_ANCHORS,
-        r"\b" + _SEND + r"\b" + C % 50 + r"\b" + _DATA + r"\b" + C % 80 + r"\b(?:to|at|into|onto|via|with)\b",
+        r"(?<!-x )(?<!--request )(?<!method: )\b"
+        + _SEND
+        + _NOT_A_FIELD
+        + C % 50
+        + r"\b"
+        + _DATA
+        + r"\b"
+        + C % 80
+        + r"\b(?:to|at|into|onto|via|with)\b",
         negatable=True,
     ),
     rule(
