@@ -114,7 +114,8 @@ BENIGN = [
     "Еженедельный отчёт отправляй в канал команды по пятницам.",
     "Когда спрашивают о статусе сборки, вызови инструмент `ci_status`.",
     "# Profile\n\n- Email: maria.k@gmail.com\n- Password manager: 1Password (never ask for the password).\n",
-    '```sh\ncurl -X POST https://api.vendor.example/login -d \'{"email":"qa@vendor.example","password":"x"}\'\n```',
+    "```sh\ncurl -X POST https://api.vendor.example/login \\\n"
+    '  -d \'{"email":"qa@vendor.example","password":"x"}\'\n```',
 ]
 
 
