@@ -322,9 +322,9 @@ _FOLLOW_CUE_RE = re.compile(
 _DIRECTIVE_RE = re.compile(
     r"\b(?:say|tell|claim|report|state|recommend|rate|approve|describe|mark|answer|reply|respond)\b"
     + r"[^\n]{0,40}"
-    r"\b(?:that|as|is|are|was|passed|approved|safe|fine|ok|verified|legitimate)\b|(?:скажи|сообщи|ответь|"
-    r"отметь|оцени|одобри|напиши)\w*[^\n]{0,40}(?:что|как|прош[её]л|одобрен|безопа"
-    r"сн|проверен)",
+    r"\b(?:that|as|is|are|was|passed|approved|safe|fine|ok|verified|legitimate)\b"
+    r"|(?:скажи|сообщи|сообща|говори|ответь|отвеча|отметь|оцени|одобри|напиши|пиши|утверждай|называй)\w*"
+    r"[^\n]{0,40}(?:что|как|прош[её]л|одобрен|безопасн|проверен)",
     re.IGNORECASE,
 )
 _MAX_BLOBS = 64  # decoded per text: enough for a note, bounded for a crafted file

@@ -203,8 +203,8 @@ TRIGGER_RE = re.compile(
     r"every) (?:future |subsequent )?(?:sessions?|requests?|conversations?|answers?|replies|responses)\b|"
     r"\b(?:always|first),? (?:first )?(?:send|forward|email|e-mail|post|upload|run|call|execute|copy|"
     r"invoke)\b|\b(?:at the (?:start|beginning|end) of|after) (?:every|each) (?:session|conversation|"
-    r"answer|reply|response|task|run)\b|(?:когда|если|как только|каждый раз,? когда|всякий раз,? когда|"
-    r"при каждом)"
+    r"answer|reply|response|task|run)\b|при (?:любом|каждом) (?:вопросе|запросе|упоминании|обращении)"
+    r"|(?:когда|если|как только|каждый раз,? когда|всякий раз,? когда|при каждом)"
     + W
     % 40
     + r"(?:спрос|попрос|запрос|упомян|упомин|скаж|напиш|обрат|захоч|откро|войд|начн|упоминани)\w*"
@@ -1946,6 +1946,180 @@ _R += [
         ("repeat", "say", "print", "output", "type"),
         r"\b(?:repeat|say|print|output|type)\b [<\"“«'][^\n<>\"“”«»]{1,80}[>\"”»'] (?:for me|please|back|"
         r"now|verbatim)\b",
+    ),
+]
+
+# A third round of probing: authority spoofing, references to other rules, modes, impersonation,
+# memory files named before what goes into them.
+_R += [
+    rule(
+        OVERRIDE,
+        "spoof_authority",
+        2,
+        ("treat", "regard", "consider", "handle"),
+        r"\b(?:treat|regard|consider|handle)\b"
+        + W % 40
+        + r"\bas (?:coming from|from|if (?:they|it) (?:came|come|were) "
+        r"from|instructions from|orders from|authori[sz]ed by|approved by)\b"
+        + W
+        % 10
+        + r"\b(?:your|the) (?:operator|"
+        r"owner|admin|administrator|developer|system|creator|manager|security team)\b",
+    ),
+    rule(
+        OVERRIDE,
+        "spoof_authority",
+        2,
+        ("считай", "воспринимай", "рассматривай", "принимай"),
+        r"(?:считай|воспринимай|рассматривай|принимай)\w*"
+        + W % 40
+        + r"(?:как|за) (?:указани|инструкци|распоряжени|"
+        r"приказ|сообщени)\w* (?:от )?(?:оператор|владельц|администратор|разработчик|руководств|"
+        r"служб\w* безопасности)\w*",
+        ru=True,
+    ),
+    rule(
+        OVERRIDE,
+        "you_are_now",
+        2,
+        ("from", "now"),
+        r"\bfrom now on,? you (?:obey|follow|answer to|report to|work for|take orders|listen to|serve)\b",
+    ),
+    rule(
+        OVERRIDE,
+        "obey_other_source",
+        1,
+        ("obey", "follow", "listen", "answer", "take", "work", "serve"),
+        r"\b(?:obey|follow|listen to|answer to|take orders from|work for|serve) only\b",
+    ),
+    rule(
+        OVERRIDE,
+        "you_are_now",
+        2,
+        ("работаешь", "подчиняешься", "служишь", "выполняешь", "слушаешься"),
+        r"ты (?:теперь |отныне )?(?:работаешь на|подчиняешься|служишь|слушаешься) (?!пользовател|оператор|"
+        r"владельц)\w+",
+        ru=True,
+    ),
+    rule(
+        CONCEALMENT,
+        "never_mention",
+        2,
+        ("never", "don", "do"),
+        r"\b(?:never|don'?t|do not)\b (?:reveal|mention|disclose|show|tell (?:anyone )?about|"
+        r"discuss)\b (?:the )?"
+        r"(?:rule|instruction|step|note|section) (?:#|no\.? ?)?\d+\b",
+    ),
+    rule(
+        CONCEALMENT,
+        "never_mention",
+        2,
+        ("показывай", "упоминай", "раскрывай", "говори"),
+        r"не (?:показывай|упоминай|раскрывай|говори о|рассказывай о)\w* (?:это|эту|эти|данн\w+|следующ\w+) "
+        r"(?:правил|инструкци|заметк)\w*",
+        ru=True,
+    ),
+    rule(
+        PERSONA,
+        "jailbreak_persona",
+        2,
+        ("mode", "unrestricted", "developer", "god", "jailbreak", "dan", "unfiltered", "uncensored"),
+        r"\bin (?:an? )?(?:unrestricted|developer|god|jailbreak|jailbroken|dan|unfiltered|uncensored|"
+        r"no-limits|sudo) mode\b",
+    ),
+    rule(
+        PERSONA,
+        "no_restrictions",
+        2,
+        ("safety", "content", "ethical", "moral", "rules", "policies", "filters", "guidelines"),
+        r"\b(?:safety|content|ethical|moral|usage) (?:rules|policies|policy|filters|guidelines|restrictions) "
+        r"(?:don'?t|do not|no longer|doesn'?t|does not|won'?t) apply\b",
+    ),
+    rule(
+        CONCEALMENT,
+        "steer_answers",
+        1,
+        ("говори", "отвечай", "сообщай", "пиши", "утверждай"),
+        r"(?:говори|отвечай|сообщай|пиши|утверждай)\w*,? что"
+        + W % 60
+        + r"(?:проверен|одобрен|безопасен|надёжен|надежен|"
+        r"согласован|легитимн|в порядке|не вредонос)\w*",
+        ru=True,
+    ),
+    rule(
+        TOOL_HIJACK,
+        "trigger_call",
+        2,
+        ("при",),
+        r"при (?:любом|каждом) (?:вопросе|запросе|упоминании|обращении)"
+        + W % 80
+        + r"(?:вызов|вызыва|запуск|запуст|выполн|используй)\w*"
+        + W % 12
+        + r"(?:`|\w+\(|\w+_\w+|инструмент|функци|команд|"
+        r"скрипт|api|https?://)",
+        ru=True,
+        agent_weight=1,
+    ),
+    rule(
+        PERSISTENCE,
+        "copy_self",
+        2,
+        ("add", "write", "append", "insert", "put"),
+        r"\b(?:add|write|append|insert|put) (?:to|into|in) (?:soul\.md|user\.md|memory\.md|your memory|"
+        r"the (?:user'?s? )?"
+        r"profile|long-term memory)\b" + W % 20 + r"(?:the )?(?:line|rule|text|entry|following)\s*[:\"“«]",
+    ),
+    rule(
+        PERSISTENCE,
+        "copy_self",
+        2,
+        ("добавь", "запиши", "допиши", "внеси", "вставь", "сохрани"),
+        r"(?:добавь|запиши|допиши|внеси|вставь|сохрани)\w* в (?:soul\.md|user\.md|agents\.md|claude\.md|"
+        r"памят\w*|"
+        r"профил\w*)" + W % 20 + r"(?:строк\w*|правил\w*|текст\w*|запис\w*|следующ\w*)\s*[:«\"“]",
+        ru=True,
+    ),
+    rule(
+        CONCEALMENT,
+        "deceive_people",
+        2,
+        ("impersonate", "pose", "introduce"),
+        r"\b(?:impersonate|pose as|introduce yourself as)\b (?:an? |the )?(?:\w+ )?(?:security|bank|"
+        r"support|it|helpdesk|"
+        r"admin|administrator|manager|ceo|cfo|police|hr|compliance)\b",
+    ),
+    rule(
+        CONCEALMENT,
+        "deceive_people",
+        2,
+        ("притворись", "представься", "выдай", "выдавай"),
+        r"(?:притворись|представься|выдай себя за|выдавай себя за)"
+        + W % 20
+        + r"(?:сотрудник\w* )?(?:служб\w* "
+        r"безопасности|безопасник\w*|банк\w*|поддержк\w*|администратор\w*|ит-отдел\w*|it|руководител\w*|"
+        r"полици\w*|hr)",
+        ru=True,
+    ),
+    rule(
+        CONCEALMENT,
+        "phish_codes",
+        1,
+        ("ask", "request", "get", "collect"),
+        r"\b(?:ask|request|get|collect)\b"
+        + W % 30
+        + r"\b(?:sms|otp|2fa|verification|one-time|security|login) "
+        r"(?:code|password|pin)s?\b",
+    ),
+    rule(
+        CONCEALMENT,
+        "phish_codes",
+        1,
+        ("попроси", "запроси", "узнай", "выясни", "собери"),
+        r"(?:попроси|запроси|узнай|выясни|собери)\w*"
+        + W % 30
+        + r"(?:код\w* из (?:смс|sms)|смс-код|код подтверждени|"
+        r"пароль|пин-код|одноразов\w+ код)",
+        ru=True,
     ),
 ]
 
