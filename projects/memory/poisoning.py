@@ -45,7 +45,6 @@ import codecs
 import re
 import unicodedata
 from bisect import bisect_right
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from urllib.parse import unquote
 
@@ -285,16 +284,14 @@ _HTML_TITLE_RE = re.compile(
 _BLANK_PADDING_RE = re.compile(r"(?:[ \t\u00a0\u3000]*\n){60,}|[ \t\u00a0\u3000\n]{1000,}")
 _BLANK_HINTS = (" " * 100, "\n" * 30, "\t" * 50, "\u00a0" * 50, "\u3000" * 50, "\n \n \n \n \n \n")
 _REPEAT_PADDING_RE = re.compile(r"(\S)\1{499,}")
+_FILLERS = ".-_=*#~+^xXoO0•·\u2800"  # what a run of padding is made of, found by substring search
 _PADDING_ALONE = 5000  # characters of padding that make a finding whatever follows
 
 
 def _paddings(text: str) -> list[re.Match]:
     found = []
-    if len(text) >= 500:  # a run of 500 of one character: only characters that occur 500 times
-        for char in {c for c, n in Counter(text).items() if n >= 500 and not c.isspace()}:
-            if char * 500 in text:
-                found += _REPEAT_PADDING_RE.finditer(text)
-                break
+    if len(text) >= 500 and any(char * 500 in text for char in _FILLERS):
+        found += _REPEAT_PADDING_RE.finditer(text)
     if any(hint in text for hint in _BLANK_HINTS):
         found += _BLANK_PADDING_RE.finditer(text)
     return found
@@ -422,7 +419,7 @@ def _anchor_index(russian: bool) -> dict[str, set[int]]:
 
 
 def _trie_pattern(keys) -> str:
-    """One expression for many literal prefixes, branching letter by letter, so the engine
+    """One expression for many literal words, branching letter by letter, so the engine
     rejects a word at its first letter instead of trying every key."""
     trie: dict = {}
     for key in keys:
@@ -441,26 +438,33 @@ def _trie_pattern(keys) -> str:
     return walk(trie)
 
 
+def _anchor_pattern(keys) -> re.Pattern:
+    """Short anchors ("if", "dan", "при") match whole words only; longer ones are prefixes
+    ("ignor" finds "ignore", "ignored"): so "do" does not make every "docs" a candidate."""
+    short = [k for k in keys if len(k) <= _SHORT_ANCHOR]
+    long_ = [k for k in keys if len(k) > _SHORT_ANCHOR]
+    return re.compile(r"\b(?:(?:" + _trie_pattern(short) + r")\b|" + _trie_pattern(long_) + r"\w*)")
+
+
+_SHORT_ANCHOR = 3
 _ANCHORS = {False: _anchor_index(False), True: _anchor_index(True)}
-_ANCHOR_RES = {r: re.compile(r"\b" + _trie_pattern(keys) + r"\w*") for r, keys in _ANCHORS.items()}
+_ANCHOR_RES = {r: _anchor_pattern(keys) for r, keys in _ANCHORS.items()}
 
 
 def _candidate_lines(view: str, russian: bool) -> dict[int, set[tuple[int, int]]]:
     """For each rule, the lines holding one of its anchor words: only those are matched, so a
     64 KB file costs one pass of one expression plus the few lines that matter."""
     index = _ANCHORS[russian]
-    lowered = view
     line_starts = [0]
     line_starts += [m.end() for m in re.finditer("\n", view)]
     found: dict[int, set[tuple[int, int]]] = {}
     rules_of: dict[str, frozenset[int]] = {}  # words repeat: one look-up each
-    for match in _ANCHOR_RES[russian].finditer(lowered):
+    for match in _ANCHOR_RES[russian].finditer(view):
         word = match.group()
         rules = rules_of.get(word)
         if rules is None:
-            rules = rules_of[word] = frozenset().union(
-                *(index.get(word[:size], ()) for size in range(2, min(len(word), _ANCHOR_KEY) + 1))
-            )
+            keys = [word] if len(word) <= _SHORT_ANCHOR else [word[:4], word[:_ANCHOR_KEY]]
+            rules = rules_of[word] = frozenset().union(*(index.get(key, ()) for key in keys))
         if not rules:
             continue
         number = bisect_right(line_starts, match.start()) - 1
@@ -790,6 +794,8 @@ def _raw_carrier_hits(text, *, kind, trusted, depth, carriers, rule_hits) -> lis
     # Encoded blobs: decode, scan what they say.
     blobs = 0
     for carrier, pattern, decode in _DECODERS:
+        if carrier == "url_encoding" and text.count("%") < 6:
+            continue  # the expression looks at every character; six escapes are its least
         for match in pattern.finditer(text):
             if blobs >= _MAX_BLOBS:
                 break
