@@ -22,8 +22,9 @@ rule) and labelled with its family. Splits, so that the figures are not self-ful
 - an attack is in the dev split or the held-out split by the sha256 of its source key (its
   template and goal, or its text): the rules were tuned on the dev half's misses only;
 - a real benign file is in held-out when it is of batch 3 of the manifest, fetched from other
-  repositories after the rules' last change and measured once; batches 1 (the files the rules
-  were tuned on) and 2 (fetched after a first freeze, then looked at) are dev.
+  repositories after a second freeze of the rules (its one false positive was then fixed, see
+  docs/PERFORMANCE.md); batches 1 (the files the rules were tuned on) and 2 (fetched after a
+  first freeze, then looked at) are dev.
 """
 
 from __future__ import annotations
