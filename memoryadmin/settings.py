@@ -386,6 +386,21 @@ MGC_EVENTS_SUBSCRIPTIONS_SECONDS = env_float("MGC_EVENTS_SUBSCRIPTIONS_SECONDS",
 # A rotated secret keeps signing (beside the new one) for this long.
 MGC_WEBHOOK_ROTATION_HOURS = env_float("MGC_WEBHOOK_ROTATION_HOURS", 24.0)
 
+# --- Memory poisoning: a second opinion (projects/memory/classifier.py) --------------------
+# A guard model the company runs behind Hugging Face's text-classification API (POST
+# {"inputs": [...]} -> [{label, score}, ...] per input). Empty: the rules alone decide. Asked
+# within the timeout; when it is down or late the rules decide and the result says so.
+MGC_POISON_CLASSIFIER_URL = env_str("MGC_POISON_CLASSIFIER_URL")
+MGC_POISON_CLASSIFIER_TOKEN = env_str("MGC_POISON_CLASSIFIER_TOKEN")
+MGC_POISON_CLASSIFIER_THRESHOLD = env_float("MGC_POISON_CLASSIFIER_THRESHOLD", 0.8)
+MGC_POISON_CLASSIFIER_TIMEOUT = env_float("MGC_POISON_CLASSIFIER_TIMEOUT", 1.5)
+# The labels that mean "poisoned" (Prompt Guard: MALICIOUS or LABEL_1; others: INJECTION...).
+MGC_POISON_CLASSIFIER_LABELS = env_list(
+    "MGC_POISON_CLASSIFIER_LABELS", ["MALICIOUS", "INJECTION", "JAILBREAK", "LABEL_1", "UNSAFE"]
+)
+if MGC_POISON_CLASSIFIER_URL and not MGC_POISON_CLASSIFIER_URL.startswith(("https://", "http://")):
+    raise ImproperlyConfigured("MGC_POISON_CLASSIFIER_URL must be an http(s) URL")
+
 # --- Security ---------------------------------------------------------------------------------
 # A strict policy: no inline scripts or styles anywhere, so templates keep JS in static/.
 SECURE_CSP = {
