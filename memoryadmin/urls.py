@@ -7,7 +7,7 @@ from projects.sso import views as sso_views
 from projects.views import signin
 
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", signin.SignInView.as_view(), name="login"),
     # Also ends the identity provider's session when the sign-in came from it.
     path("accounts/logout/", sso_views.logout, name="logout"),
     path("sso/", include("projects.sso.urls")),  # single sign-on: begin, the provider's answer

@@ -24,6 +24,7 @@ from projects.models.runners import (
     RunnerCredential,
     SessionEvent,
 )
+from projects.models.signin import SignInFailure
 
 __all__ = [
     "Agent",
@@ -52,6 +53,7 @@ __all__ = [
     "RunnerCredential",
     "SearchText",
     "SessionEvent",
+    "SignInFailure",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",

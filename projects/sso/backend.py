@@ -6,7 +6,10 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
+from django.core.exceptions import PermissionDenied
 from social_core.backends.open_id_connect import OpenIdConnectAuth
+
+from projects.governance import checkpool, signin
 
 
 class ConsoleOpenIdConnect(OpenIdConnectAuth):
@@ -44,6 +47,21 @@ class LocalPasswordBackend(ModelBackend):
     accounts in MGC_BREAKGLASS_USERS may use a password (the way in while the provider is
     down), with "off" nobody. Sessions begun with a password end when that stops being
     allowed, since Django asks this for every request's user too."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        """The password check, in a turn of the pool of checks (projects.governance.checkpool):
+        a sign-in from a browser with a device cookie for the account goes first. With every
+        turn taken and the queue full it is refused as busy, nothing hashed."""
+        if password is None:
+            return None
+        client = getattr(request, "mgc_signin_client", None)
+        try:
+            with checkpool.pool().slot(trusted=client is not None and client.trusted):
+                return super().authenticate(request, username=username, password=password, **kwargs)
+        except checkpool.Busy as busy:
+            if request is None:
+                raise PermissionDenied("busy") from busy
+            signin.refuse(request, signin.Refusal("busy", busy.retry_after))
 
     def user_can_authenticate(self, user) -> bool:
         return super().user_can_authenticate(user) and local_login_allowed(user.get_username())
