@@ -160,9 +160,12 @@ def _sign_in(port: int, username: str, cookies: dict, source: str | None = None)
             },
         )
         answer = conn.getresponse()
-        answer.read()
+        page = answer.read().decode()
         jar.update(_cookies_of(answer))
         status = answer.status
+        if status == 429:  # which refusal: the page's title
+            title = re.search(r"<h1>(.*?)</h1>", page)
+            status = f"429 {title.group(1) if title else ''}".strip()
     except (OSError, AttributeError):
         status = 0
     finally:

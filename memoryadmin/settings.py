@@ -165,8 +165,9 @@ MGC_LOGIN_CHECKS = env_int("MGC_LOGIN_CHECKS", 0) or max(
     1, _cores // max(1, env_int("MGC_WEB_WORKERS", 0) or _cores)
 )
 # Sign-ins that may wait for a check, per process and per lane (with and without a device
-# cookie; the first lane goes first); past that, or after 10 s of waiting, "busy".
-MGC_LOGIN_QUEUE = env_int("MGC_LOGIN_QUEUE", 4)
+# cookie; the first lane goes first); past that, or after 10 s of waiting, "busy". Each waits
+# in a gunicorn thread: keep checks + 2 x queue well under MGC_WEB_THREADS (8).
+MGC_LOGIN_QUEUE = env_int("MGC_LOGIN_QUEUE", 2)
 # How long a device cookie stays valid (renewed at each sign-in with it).
 MGC_LOGIN_DEVICE_DAYS = env_int("MGC_LOGIN_DEVICE_DAYS", 180)
 # Behind N reverse proxies that each append to X-Forwarded-For, the client is the N-th address

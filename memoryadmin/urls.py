@@ -23,6 +23,9 @@ urlpatterns = [
         auth_views.PasswordResetCompleteView.as_view(),
         name="password_reset_complete",
     ),
+    # Django admin's own login form would be a second way to check passwords, outside the
+    # sign-in guard's first middleware and without device cookies: the console's login serves it.
+    path("admin/login/", signin.SignInView.as_view()),
     path("admin/", admin.site.urls),
     path(API_V1, api.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.exceptions import BadRequest, DisallowedHost, RequestDataTooBig, TooManyFieldsSent
 from django.http import Http404, JsonResponse
 from django.shortcuts import resolve_url
+from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.defaults import bad_request, page_not_found
 
@@ -197,13 +198,13 @@ class SignInDoorMiddleware:
 
     def __init__(self, get_response):
         self.get_response = get_response
-        self.login_path = None
+        self.login_paths = None
 
     def __call__(self, request):
         if request.method == "POST":
-            if self.login_path is None:
-                self.login_path = resolve_url(settings.LOGIN_URL)
-            if request.path == self.login_path:
+            if self.login_paths is None:
+                self.login_paths = {resolve_url(settings.LOGIN_URL), reverse("admin:login")}
+            if request.path in self.login_paths:
                 try:
                     refusal = signin.door_refusal(request)
                 except (BadRequest, RequestDataTooBig, TooManyFieldsSent):

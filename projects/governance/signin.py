@@ -164,6 +164,10 @@ def _seconds_until(until: float) -> int:
 def door_refusal(request) -> Refusal | None:
     """From the cache alone (no query, no session): a sign-in the console already knows to
     refuse. A slowed account's turn is taken here too, once."""
+    if not any(name.startswith(devices.COOKIE_PREFIX) for name in request.COOKIES):
+        # No device cookie at all: a paused address is refused before the form is even read.
+        if until := cache.get(_address_flag(address_key(client_ip(request)))):
+            return Refusal("address", _seconds_until(until))
     client = client_of(request, request.POST.get("username"))
     if client is None:
         return None

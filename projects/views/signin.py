@@ -83,6 +83,12 @@ _PAGE = (
 )
 
 
+@functools.cache
+def _urls() -> tuple[str, str]:
+    """The stylesheet's and the login page's URLs (fixed while the process runs)."""
+    return static("css/console.css"), resolve_url(settings.LOGIN_URL)
+
+
 def refusal_response(request, refusal: signin.Refusal) -> HttpResponse:
     """A refused sign-in: 429, Retry-After, a short page that says why and for how long. Made
     without templates, sessions or queries: the first middleware answers a flood with it."""
@@ -92,9 +98,9 @@ def refusal_response(request, refusal: signin.Refusal) -> HttpResponse:
         body = _PAGE.format(
             lang=escape(language),
             title=escape(title),
-            css=escape(static("css/console.css")),
+            css=escape(_urls()[0]),
             text=escape(text),
-            url=escape(resolve_url(settings.LOGIN_URL)),
+            url=escape(_urls()[1]),
             back=escape(_("Back to sign-in")),
         )
     response = HttpResponse(
