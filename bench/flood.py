@@ -6,7 +6,7 @@ Each connection posts wrong passwords for random account names with the login pa
 cookie and token, as fast as it is answered, on a kept-alive connection (as a scripted attack
 does). With --addresses N the connections come from N loopback addresses (127.1.0.1 ...), so
 that the console sees N clients. Every half second it prints one JSON line: the answers so far
-by status. It stops at SIGTERM or when its standard input closes.
+by status ("none": the connection failed). It stops at SIGTERM or when its standard input closes.
 
 It runs apart from the bench's own clients so that it does not share their interpreter: in one
 process, 32 flooding threads took the GIL from the 8 threads timing pre hooks, and the figure
@@ -56,8 +56,9 @@ class _Connection:
         self.sock, self.buffer = sock, b""
         return sock
 
-    def answer(self) -> tuple[int, bool] | None:
-        """(status, keep the connection) once a whole answer is buffered, else None."""
+    def answer(self) -> tuple[str, bool] | None:
+        """(status, keep the connection) once a whole answer is buffered, else None; a 429's
+        status names the refusal ("429 Sign-in paused", "429 Too many sign-ins at once")."""
         head_end = self.buffer.find(b"\r\n\r\n")
         if head_end < 0:
             return None
@@ -72,8 +73,11 @@ class _Connection:
             total = head_end + 4 + (int(length.group(1)) if length else 0)
         if len(self.buffer) < total:
             return None
-        self.buffer = self.buffer[total:]
-        status = int(head.split(" ", 2)[1])
+        body, self.buffer = self.buffer[head_end + 4 : total], self.buffer[total:]
+        status = head.split(" ", 2)[1]
+        if status == "429":  # which refusal: the page's title (English, the flood sends no language)
+            title = re.search(rb"<h1>(.*?)</h1>", body)
+            status = f"429 {title.group(1).decode() if title else ''}".strip()
         return status, not re.search(r"(?im)^connection:\s*close", head)
 
 
@@ -102,7 +106,7 @@ def main() -> None:
         [None] if args.addresses <= 1 else [f"127.1.{n // 250}.{n % 250 + 1}" for n in range(args.addresses)]
     )
     selector = selectors.DefaultSelector()
-    answers: dict[int, int] = {}
+    answers: dict[str, int] = {}
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
@@ -127,7 +131,7 @@ def main() -> None:
                 start(conn)
                 dead.remove(conn)
             except OSError:
-                answers[0] = answers.get(0, 0) + 1
+                answers["none"] = answers.get("none", 0) + 1
         for key, _ in selector.select(0.1):
             conn: _Connection = key.data
             try:
@@ -135,7 +139,7 @@ def main() -> None:
             except OSError:
                 data = b""
             if not data:
-                answers[0] = answers.get(0, 0) + 1
+                answers["none"] = answers.get("none", 0) + 1
                 restart(conn)
                 continue
             conn.buffer += data

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from bench.server import CLIENTS, ROOT, _load, _start_gunicorn, _stop
+from bench.server import CLIENTS, ROOT, THREADS, WORKERS, _load, _start_gunicorn, _stop
 from bench.table import Table, ms, p50, pct
 
 PASSWORD = "bench-person-password"
@@ -28,11 +30,14 @@ PASSWORD = "bench-person-password"
 
 def bench_signin_flood(table: Table, world: dict, env: dict, seaweed, quick: bool, log: Path) -> None:
     env = {**env, "MGC_S3_CHANGE_FEED": "seaweedfs", "MGC_S3_FILER_ADDRESS": seaweed.filer_address}
-    people = _people(2 if quick else 20)
-    seconds = 1 if quick else 10
-    spread = 0.5 if quick else 10.0  # the people arrive over this many seconds
+    # --quick (beside the test suite in CI) checks every answer with one person, briefly.
+    people = _people(1 if quick else 20)
+    rounds, seconds = (1, 1.0) if quick else (5, 2.0)  # windows with and without the flood, taken in turn
+    spread = 0.2 if quick else 10.0  # the people arrive over this many seconds
     gunicorn, port = _start_gunicorn(env, log)
     try:
+        # Every worker thread warm (tokenizer, connections) before anything is timed.
+        _load(port, "/api/v1/hooks/pre", world["token"], count=WORKERS * THREADS * 2)
         devices = {}
         for name in people:  # each signs in once: their browser keeps the device cookie
             ok, _ms, cookies = _sign_in(port, name, {})
@@ -40,59 +45,94 @@ def bench_signin_flood(table: Table, world: dict, env: dict, seaweed, quick: boo
                 table.wrong.append(f"{name} could not sign in before the flood")
             devices[name] = {k: v for k, v in cookies.items() if k.startswith("mgc_device_")}
         quiet = _arrivals(port, people, devices, spread, source=None)
-        alone = _load(port, "/api/v1/hooks/pre", world["token"], seconds=seconds, clients=8)
         for addresses in (1,) if quick else (1, 200):
-            _flood_rows(table, world, port, people, devices, quiet, alone, addresses, seconds, spread, quick)
+            label = "one address" if addresses == 1 else f"{addresses} addresses"
+            with Flood(port, addresses=addresses) as flood:
+                # From one address the flood is paused after its first failures: measure what
+                # it costs from then on. From many, each address is new for a while: no wait.
+                settled = flood.settle(limit=2 if quick else 30) if addresses == 1 else time.sleep(2)
+                alone, during = _turns(port, world["token"], flood, rounds, seconds)
+                known = _arrivals(port, people, devices, spread, source=None)
+                first = _arrivals(port, people, {}, spread, source="127.0.2.{n}")
+            note = (
+                (
+                    f"stopped reaching the checks after {settled:.1f} s"
+                    if settled
+                    else "still reach the checks"
+                )
+                if addresses == 1
+                else "come from addresses new to the console"
+            )
+            _pre_row(table, label, alone, during, f"{flood.answers}; the flood's sign-ins {note}")
+            _people_rows(table, label, people, quiet, known, first, spread)
     finally:
         _stop(gunicorn)
     if not quick:  # the reference: the same flood against a console whose sign-in is open
         gunicorn, port = _start_gunicorn({**env, "BENCH_SIGNIN_UNTHROTTLED": "1"}, log)
         try:
-            alone = _load(port, "/api/v1/hooks/pre", world["token"], seconds=seconds, clients=8)
+            _load(port, "/api/v1/hooks/pre", world["token"], count=WORKERS * THREADS * 2)
             with Flood(port, addresses=1) as flood:
                 time.sleep(1)
-                began = flood.total()
-                during = _load(port, "/api/v1/hooks/pre", world["token"], seconds=seconds, clients=8)
-                attempts = flood.total() - began
-            table.add(
-                f"pre hook throughput during a wrong-password flood ({CLIENTS} connections, one "
-                "address), sign-in not throttled (reference: the console before any of it)",
-                f"{during['rps']:.1f} req/s, {during['errors']} errors; {ms(during['latencies'])}; "
-                f"flood {attempts / during['seconds']:.1f} attempts/s, answers {flood.answers}",
-                f"the same server without the flood: {alone['rps']:.1f} req/s",
-                during["rps"] / alone["rps"],
-                "",
-                None,
+                alone, during = _turns(port, world["token"], flood, rounds, seconds)
+            _pre_row(
+                table,
+                "one address, sign-in not throttled (reference: the console before any of it)",
+                alone,
+                during,
+                str(flood.answers),
+                goal=False,
             )
         finally:
             _stop(gunicorn)
 
 
-def _flood_rows(table, world, port, people, devices, quiet, alone, addresses, seconds, spread, quick) -> None:
-    label = "one address" if addresses == 1 else f"{addresses} addresses"
-    with Flood(port, addresses=addresses) as flood:
-        # From one address the flood is paused after a few failures: measure what it costs
-        # from then on. From many, each address is new to the console for a while: no wait.
-        settled = flood.settle(limit=3 if quick else 30) if addresses == 1 else time.sleep(2)
-        began, checked_before = flood.total(), flood.answers.get(200, 0)
-        during = _load(port, "/api/v1/hooks/pre", world["token"], seconds=seconds, clients=8)
-        attempts, checked = flood.total() - began, flood.answers.get(200, 0) - checked_before
-        known = _arrivals(port, people, devices, spread, source=None)
-        first = _arrivals(port, people, {}, spread, source="127.0.2.{n}")
+def _turns(port: int, token: str, flood: Flood, rounds: int, seconds: float) -> tuple[dict, dict]:
+    """Pre hooks with the flood stopped (SIGSTOP) and going, in turns of `seconds` each, so that
+    a machine whose load changes meanwhile weighs on both alike; (alone, during: with what the
+    flood did while it went)."""
+    alone = {"ok": 0, "errors": 0, "seconds": 0.0, "latencies": [], "statuses": {}}
+    during = {"ok": 0, "errors": 0, "seconds": 0.0, "latencies": [], "statuses": {}}
+    attempts = checked = 0
+    for _ in range(rounds):
+        for target, going in ((alone, False), (during, True)):
+            flood.go(going)
+            time.sleep(0.3)  # what was in flight is answered
+            began, began_checked = flood.total(), flood.checked()
+            load = _load(port, "/api/v1/hooks/pre", token, seconds=seconds, clients=8)
+            if going:
+                attempts += flood.total() - began
+                checked += flood.checked() - began_checked
+            for key in ("ok", "errors", "seconds", "latencies"):
+                target[key] += load[key]
+            for status, count in load["statuses"].items():
+                target["statuses"][status] = target["statuses"].get(status, 0) + count
+    flood.go(True)
+    for load in (alone, during):
+        load["rps"] = load["ok"] / load["seconds"]
+    during["flood"] = (
+        f"{attempts / during['seconds']:.0f} attempts/s, {checked / during['seconds']:.1f} of them "
+        "reaching the password checks"
+    )
+    return alone, during
+
+
+def _pre_row(table, label, alone, during, answers: str, goal: bool = True) -> None:
     ratio = during["rps"] / alone["rps"]
     table.add(
         f"pre hook throughput during a wrong-password flood ({CLIENTS} connections, {label})",
         f"{during['rps']:.1f} req/s, {during['errors']} errors; {ms(during['latencies'])}; flood "
-        f"{attempts / during['seconds']:.0f} attempts/s, {checked / during['seconds']:.1f} of them "
-        f"checked a second; answers {flood.answers}; "
-        + (f"the flood's passwords stopped being checked {settled:.1f} s in" if settled else "still checked"),
-        f"the same server without the flood: {alone['rps']:.1f} req/s",
+        f"{during['flood']}; its answers so far {answers}",
+        f"the same server, the flood stopped, in turns with it: {alone['rps']:.1f} req/s; "
+        f"{ms(alone['latencies'])}",
         ratio,
-        ">= 0.5x",
-        ratio >= 0.5,
+        ">= 0.5x" if goal else "",
+        (ratio >= 0.5) if goal else None,
     )
-    if during["errors"]:
+    if during["errors"] and goal:
         table.wrong.append(f"pre hooks during the login flood: answers {during['statuses']}")
+
+
+def _people_rows(table, label, people, quiet, known, first, spread) -> None:
     for what, result in (
         ("who signed in before (device cookie)", known),
         ("signing in for the first time, each from an address of their own", first),
@@ -208,8 +248,8 @@ class Flood:
 
     def __init__(self, port: int, *, addresses: int, connections: int = CLIENTS):
         self.args = ["--port", str(port), "--connections", str(connections), "--addresses", str(addresses)]
-        self.answers: dict[int, int] = {}
-        self.history: list[tuple[float, dict[int, int]]] = []
+        self.answers: dict[str, int] = {}
+        self.history: list[tuple[float, dict[str, int]]] = []
 
     def __enter__(self) -> Flood:
         self.process = subprocess.Popen(
@@ -225,24 +265,39 @@ class Flood:
 
     def _read(self) -> None:
         for line in self.process.stdout:
-            self.answers = {int(k): v for k, v in json.loads(line).items()}
+            self.answers = json.loads(line)
             self.history.append((time.monotonic(), self.answers))
+
+    def go(self, going: bool) -> None:
+        """Let the flood go on, or stop it where it is (its connections stay open)."""
+        os.kill(self.process.pid, signal.SIGCONT if going else signal.SIGSTOP)
 
     def total(self) -> int:
         return sum(self.answers.values())
 
+    def checked(self, answers: dict | None = None) -> int:
+        """The flood's sign-ins whose password was checked (the form again, 200) or that waited
+        for a check in vain (busy): all but the refusals made before any check."""
+        answers = self.answers if answers is None else answers
+        return sum(n for status, n in answers.items() if status == "200" or "at once" in status)
+
     def settle(self, limit: float) -> float | None:
-        """Wait until a whole second passes in which none of the flood's passwords was checked
-        (no answer but a refusal); how many seconds that took, or None within `limit`."""
+        """Wait until a whole second passes in which none of the flood's sign-ins reached the
+        password checks; how many seconds that took, or None within `limit`."""
         began = time.monotonic()
         while time.monotonic() - began < limit:
             time.sleep(0.5)
             recent = [(t, a) for t, a in self.history if t >= time.monotonic() - 1.0]
-            if len(recent) >= 2 and recent[-1][1].get(200, 0) == recent[0][1].get(200, 0) and self.total():
+            if (
+                len(recent) >= 2
+                and self.checked(recent[-1][1]) == self.checked(recent[0][1])
+                and self.total()
+            ):
                 return time.monotonic() - began
         return None
 
     def __exit__(self, *exc) -> None:
+        self.go(True)
         self.process.stdin.close()
         try:
             self.process.wait(15)

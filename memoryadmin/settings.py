@@ -152,8 +152,9 @@ MGC_LOGIN_FAILURE_LIMIT = env_int("MGC_LOGIN_FAILURE_LIMIT", 10)
 # How long a lockout lasts after the last failure; failures older than this are forgotten.
 MGC_LOGIN_LOCKOUT_MINUTES = env_int("MGC_LOGIN_LOCKOUT_MINUTES", 15)
 # Failed sign-ins from one address (over all accounts, browsers without a device cookie) before
-# the address is paused for such sign-ins: a flood or password spraying from one machine.
-MGC_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("MGC_LOGIN_ADDRESS_FAILURE_LIMIT", 30)
+# the address is paused for such sign-ins: a flood or password spraying from one machine. Each
+# of those failures cost a password check: a flood from one address costs ten, then nothing.
+MGC_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("MGC_LOGIN_ADDRESS_FAILURE_LIMIT", 10)
 # An account with MGC_LOGIN_FAILURE_LIMIT failures from clients without its device cookie (many
 # addresses) takes one password check from such clients per a delay: 1 s, doubling with each
 # further failure, at most this many seconds. Its owner's devices are not slowed.
@@ -164,6 +165,9 @@ _cores = os.cpu_count() or 1
 MGC_LOGIN_CHECKS = env_int("MGC_LOGIN_CHECKS", 0) or max(
     1, _cores // max(1, env_int("MGC_WEB_WORKERS", 0) or _cores)
 )
+# The scheduling priority (nice, 0-19) of the threads that run password checks: under load the
+# runner API and pages go first, on an idle machine a check still has a whole core. 0: as is.
+MGC_LOGIN_CHECK_NICE = env_int("MGC_LOGIN_CHECK_NICE", 10)
 # Sign-ins that may wait for a check, per process and per lane (with and without a device
 # cookie; the first lane goes first); past that, or after 10 s of waiting, "busy". Each waits
 # in a gunicorn thread: keep checks + 2 x queue well under MGC_WEB_THREADS (8).

@@ -2,6 +2,8 @@
 short queue in two lanes with the trusted one first, busy only when the queue is full or the
 wait runs out."""
 
+import os
+import sys
 import threading
 import time
 
@@ -117,3 +119,15 @@ def test_busy_when_the_wait_runs_out():
     assert pool.state() == {"running": 1, "trusted_waiting": 0, "waiting": 0}
     release.set()
     holder.join(5)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_checks_run_on_threads_of_lowered_priority_and_the_caller_keeps_its_own():
+    pool = CheckPool(size=1, queue=0, nice=10)
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        theirs = pool.check(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), trusted=False)
+        assert theirs == 10 or (mine > 10 and theirs == mine)  # (a niced run may not go back up)
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+    finally:
+        pool.close()

@@ -38,7 +38,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.governance import devices
+from projects.governance import checkpool, devices
 from projects.memory import lookalikes
 from projects.models import SignInFailure
 
@@ -173,15 +173,24 @@ def door_refusal(request) -> Refusal | None:
         return None
     if client.trusted:
         until = cache.get(_pair_flag(client))
-        return Refusal("locked", _seconds_until(until)) if until else None
+        return Refusal("locked", _seconds_until(until)) if until else _busy(client)
     flags = cache.get_many([_pair_flag(client), _address_flag(client.address), _slow_flag(client.account)])
     if until := flags.get(_pair_flag(client)):
         return Refusal("locked", _seconds_until(until))
     if until := flags.get(_address_flag(client.address)):
         return Refusal("address", _seconds_until(until))
+    if busy := _busy(client):
+        return busy
     if delay := flags.get(_slow_flag(client.account)):
         return _turn(request, client, delay)
     return None
+
+
+def _busy(client: Client) -> Refusal | None:
+    """Every check of this process taken and this client's lane full: busy, at the door (a
+    flood's sign-ins would otherwise each pass sessions, CSRF and the guard's queries first)."""
+    checks = checkpool.pool()
+    return Refusal("busy", checks.retry_after()) if checks.full(trusted=client.trusted) else None
 
 
 def _turn(request, client: Client, delay: int) -> Refusal | None:
