@@ -159,18 +159,20 @@ MGC_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("MGC_LOGIN_ADDRESS_FAILURE_LIMIT", 10)
 # addresses) takes one password check from such clients per a delay: 1 s, doubling with each
 # further failure, at most this many seconds. Its owner's devices are not slowed.
 MGC_LOGIN_SLOWDOWN_MAX_SECONDS = env_int("MGC_LOGIN_SLOWDOWN_MAX_SECONDS", 60)
-# Password checks (PBKDF2, about half a second of one core each) running at once per process;
-# 0 means one per core shared among the host's MGC_WEB_WORKERS (at least one per process).
+# Password checks (PBKDF2, about half a second of one core each) running at once per process in
+# each lane (browsers with a device cookie for the account; all others); 0 means one per core
+# shared among the host's MGC_WEB_WORKERS (at least one per process).
 _cores = os.cpu_count() or 1
 MGC_LOGIN_CHECKS = env_int("MGC_LOGIN_CHECKS", 0) or max(
     1, _cores // max(1, env_int("MGC_WEB_WORKERS", 0) or _cores)
 )
-# The scheduling priority (nice, 0-19) of the threads that run password checks: under load the
-# runner API and pages go first, on an idle machine a check still has a whole core. 0: as is.
+# The scheduling priority (nice, 0-19) of the threads that check passwords for browsers without a
+# device cookie: under load the runner API and pages go first, on an idle machine such a check
+# still has a whole core. 0: as is.
 MGC_LOGIN_CHECK_NICE = env_int("MGC_LOGIN_CHECK_NICE", 10)
-# Sign-ins that may wait for a check, per process and per lane (with and without a device
-# cookie; the first lane goes first); past that, or after 10 s of waiting, "busy". Each waits
-# in a gunicorn thread: keep checks + 2 x queue well under MGC_WEB_THREADS (8).
+# Sign-ins that may wait for a check, per process and per lane; past that, or after 10 s of
+# waiting, "busy". Each waits in a gunicorn thread: keep 2 x (checks + queue) under
+# MGC_WEB_THREADS (8).
 MGC_LOGIN_QUEUE = env_int("MGC_LOGIN_QUEUE", 2)
 # How long a device cookie stays valid (renewed at each sign-in with it).
 MGC_LOGIN_DEVICE_DAYS = env_int("MGC_LOGIN_DEVICE_DAYS", 180)

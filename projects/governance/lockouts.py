@@ -48,11 +48,11 @@ def lockouts() -> list[Lockout]:
     first."""
     since = timezone.now() - dt.timedelta(minutes=settings.MGC_LOGIN_LOCKOUT_MINUTES)
     recent = SignInFailure.objects.filter(last_failure__gte=since)
+    # Rows without an account are an address's burst of attempts (signin._burst_record).
+    locked = recent.filter(failures__gte=settings.MGC_LOGIN_FAILURE_LIMIT).exclude(account="")
     found = [
         Lockout("pair", row.account, row.client, row.address, row.failures, row.last_failure)
-        for row in recent.filter(failures__gte=settings.MGC_LOGIN_FAILURE_LIMIT).order_by("-failures")[
-            :LIMIT_ROWS
-        ]
+        for row in locked.order_by("-failures")[:LIMIT_ROWS]
     ]
     untrusted = recent.filter(trusted=False)
     found += [
@@ -64,7 +64,7 @@ def lockouts() -> list[Lockout]:
     ]
     found += [
         Lockout("account", row["account"], "", "", row["total"], row["last"])
-        for row in untrusted.values("account")
+        for row in untrusted.exclude(account="").values("account")
         .annotate(total=Sum("failures"), last=Max("last_failure"))
         .filter(total__gte=settings.MGC_LOGIN_FAILURE_LIMIT)
         .order_by("-total")[:LIMIT_ROWS]
@@ -75,9 +75,8 @@ def lockouts() -> list[Lockout]:
 def failures_counting() -> int:
     """Failed sign-ins within the cool-off that lock nothing yet."""
     since = timezone.now() - dt.timedelta(minutes=settings.MGC_LOGIN_LOCKOUT_MINUTES)
-    return (
-        SignInFailure.objects.filter(last_failure__gte=since).aggregate(total=Sum("failures"))["total"] or 0
-    )
+    recent = SignInFailure.objects.filter(last_failure__gte=since).exclude(account="")
+    return recent.aggregate(total=Sum("failures"))["total"] or 0
 
 
 def lockout_lift(*, by, kind: str, account: str = "", client: str = "", address: str = "") -> int:

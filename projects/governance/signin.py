@@ -38,7 +38,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.governance import checkpool, devices
+from projects.governance import checkpool, devices, rates
 from projects.memory import lookalikes
 from projects.models import SignInFailure
 
@@ -179,6 +179,8 @@ def door_refusal(request) -> Refusal | None:
         return Refusal("locked", _seconds_until(until))
     if until := flags.get(_address_flag(client.address)):
         return Refusal("address", _seconds_until(until))
+    if burst := _burst(client):
+        return burst
     if busy := _busy(client):
         return busy
     if delay := flags.get(_slow_flag(client.account)):
@@ -186,11 +188,47 @@ def door_refusal(request) -> Refusal | None:
     return None
 
 
+def _burst(client: Client) -> Refusal | None:
+    """One more sign-in attempt from this address (without a device cookie); past
+    MGC_LOGIN_ADDRESS_RATE the address is paused as after MGC_LOGIN_ADDRESS_FAILURE_LIMIT
+    failures: a flood is paused at once, however few of its passwords could be checked."""
+    used, limit = rates.use(f"signin-address:{client.address}", settings.MGC_LOGIN_ADDRESS_RATE)
+    if used <= limit:
+        return None
+    if used == limit + 1:
+        _burst_record(client, used)
+    return Refusal("address", int(_cooloff().total_seconds()))
+
+
+def _burst_record(client: Client, attempts: int) -> None:
+    """The burst as a row of its own (no account): the address's failures reach its limit, so
+    the pause lasts the cool-off, shows on the lockouts page and is lifted there. Audited."""
+    now = timezone.now()
+    key = f"address:{client.address}"
+    known = SignInFailure.objects.filter(account="", client=key, last_failure__gte=now - _cooloff()).exists()
+    SignInFailure.objects.update_or_create(
+        account="",
+        client=key,
+        defaults={
+            "trusted": False,
+            "address": client.address,
+            "failures": settings.MGC_LOGIN_ADDRESS_FAILURE_LIMIT,
+            "last_failure": now,
+        },
+    )
+    _flag(_address_flag(client.address), (now + _cooloff()).timestamp())
+    if not known:
+        _audit_lockout(client, kind="address", failures=0, attempts=attempts)
+
+
 def _busy(client: Client) -> Refusal | None:
-    """Every check of this process taken and this client's lane full: busy, at the door (a
-    flood's sign-ins would otherwise each pass sessions, CSRF and the guard's queries first)."""
+    """Every check of this client's lane taken in this process and its queue full: busy, at the
+    door (a flood's sign-ins would otherwise each pass sessions, CSRF and the guard's queries
+    first)."""
     checks = checkpool.pool()
-    return Refusal("busy", checks.retry_after()) if checks.full(trusted=client.trusted) else None
+    if checks.full(trusted=client.trusted):
+        return Refusal("busy", checks.retry_after(trusted=client.trusted))
+    return None
 
 
 def _turn(request, client: Client, delay: int) -> Refusal | None:
@@ -340,7 +378,7 @@ def success_record(client: Client) -> None:
     cache.delete(_pair_flag(client))
 
 
-def _audit_lockout(client: Client, *, kind: str, failures: int) -> None:
+def _audit_lockout(client: Client, *, kind: str, failures: int, attempts: int | None = None) -> None:
     """One audit event when a lockout begins (not for every refused attempt during it)."""
     audit_record(
         actor=Actor.system("sign-in"),
@@ -353,7 +391,8 @@ def _audit_lockout(client: Client, *, kind: str, failures: int) -> None:
             "failures": failures,
             "minutes": settings.MGC_LOGIN_LOCKOUT_MINUTES,
             "scope": kind,
-        },
+        }
+        | ({"attempts": attempts, "rate": settings.MGC_LOGIN_ADDRESS_RATE} if attempts else {}),
     )
     logger.warning(
         "Sign-in locked out: %s from %s",

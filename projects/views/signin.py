@@ -157,7 +157,7 @@ def throttle_posts(view):
             names = [f"client:{signin.client_ip(request)}", f"path:{request.path}"]
             over = [name for name in names if rates.over_rate(name, settings.MGC_SET_PASSWORD_RATE)]
             if over:
-                rates.throttle_note(request, over)
+                rates.throttle_note(request, over, signin.client_ip(request))
                 return render(request, "registration/throttled.html", status=429)
         return view(request, *args, **kwargs)
 
