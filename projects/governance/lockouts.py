@@ -64,7 +64,8 @@ def lockouts() -> list[Lockout]:
     ]
     found += [
         Lockout("account", row["account"], "", "", row["total"], row["last"])
-        for row in untrusted.exclude(account="").values("account")
+        for row in untrusted.exclude(account="")
+        .values("account")
         .annotate(total=Sum("failures"), last=Max("last_failure"))
         .filter(total__gte=settings.MGC_LOGIN_FAILURE_LIMIT)
         .order_by("-total")[:LIMIT_ROWS]
