@@ -155,6 +155,10 @@ MGC_LOGIN_LOCKOUT_MINUTES = env_int("MGC_LOGIN_LOCKOUT_MINUTES", 15)
 # the address is paused for such sign-ins: a flood or password spraying from one machine. Each
 # of those failures cost a password check: a flood from one address costs ten, then nothing.
 MGC_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("MGC_LOGIN_ADDRESS_FAILURE_LIMIT", 10)
+# Sign-in attempts from one address (browsers without a device cookie) per window (N/s, N/m,
+# N/h) past which the address is paused as after that many failures: a flood is paused at once,
+# however few of its passwords could be checked yet. Counted in the shared cache.
+MGC_LOGIN_ADDRESS_RATE = env_str("MGC_LOGIN_ADDRESS_RATE", "30/m")
 # An account with MGC_LOGIN_FAILURE_LIMIT failures from clients without its device cookie (many
 # addresses) takes one password check from such clients per a delay: 1 s, doubling with each
 # further failure, at most this many seconds. Its owner's devices are not slowed.
