@@ -19,6 +19,7 @@ authentication backend when the cache does not know yet (`check_refusal`).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import ipaddress
 import logging
@@ -65,6 +66,7 @@ def client_ip(request) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
 def address_key(ip: str | None) -> str:
     """The address failures are counted under: an IPv4 address, or an IPv6 address's /64 (one
     subscriber's network: anyone with one has all of its addresses)."""

@@ -89,24 +89,27 @@ def _urls() -> tuple[str, str]:
     return static("css/console.css"), resolve_url(settings.LOGIN_URL)
 
 
-def refusal_response(request, refusal: signin.Refusal) -> HttpResponse:
-    """A refused sign-in: 429, Retry-After, a short page that says why and for how long. Made
-    without templates, sessions or queries: the first middleware answers a flood with it."""
-    language = translation.get_language_from_request(request)
+@functools.lru_cache(maxsize=1024)
+def _page(language: str, refusal: signin.Refusal) -> bytes:
+    """The page, made once per language, reason and wait: a flood gets the same few pages."""
     with translation.override(language):
         title, text = _refusal_text(refusal)
-        body = _PAGE.format(
+        return _PAGE.format(
             lang=escape(language),
             title=escape(title),
             css=escape(_urls()[0]),
             text=escape(text),
             url=escape(_urls()[1]),
             back=escape(_("Back to sign-in")),
-        )
+        ).encode()
+
+
+def refusal_response(request, refusal: signin.Refusal) -> HttpResponse:
+    """A refused sign-in: 429, Retry-After, a short page that says why and for how long. Made
+    without templates, sessions or queries: the first middleware answers a flood with it."""
+    body = _page(translation.get_language_from_request(request), refusal)
     response = HttpResponse(
-        body,
-        status=429,
-        headers={"Retry-After": str(refusal.retry_after), "Content-Length": str(len(body.encode()))},
+        body, status=429, headers={"Retry-After": str(refusal.retry_after), "Content-Length": str(len(body))}
     )
     # Not a line in the log per refusal (Django logs every 4xx): a flood would write hundreds a
     # second. The lockout itself is audited and logged once, when it begins.
