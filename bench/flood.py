@@ -1,12 +1,13 @@
 """A wrong-password flood against the sign-in page, in a process of its own:
 
-    python -m bench.flood --port 8000 [--connections 32] [--addresses 1]
+    python -m bench.flood --port 8000 [--connections 32] [--addresses 1] [--rate 0]
 
 Each connection posts wrong passwords for random account names with the login page's CSRF
 cookie and token, as fast as it is answered, on a kept-alive connection (as a scripted attack
 does). With --addresses N the connections come from N loopback addresses (127.1.0.1 ...), so
-that the console sees N clients. Every half second it prints one JSON line: the answers so far
-by status ("none": the connection failed). It stops at SIGTERM or when its standard input closes.
+that the console sees N clients; with --rate R it sends at most R attempts a second. Every
+half second it prints one JSON line: the answers so far by status ("none": the connection
+failed). It stops at SIGTERM or when its standard input closes.
 
 It runs apart from the bench's own clients so that it does not share their interpreter: in one
 process, 32 flooding threads took the GIL from the 8 threads timing pre hooks, and the figure
@@ -28,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 
 
 def _csrf(port: int) -> tuple[str, str]:
@@ -86,6 +88,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--addresses", type=int, default=1)
+    parser.add_argument(
+        "--rate", type=float, default=0, help="attempts a second at most (0: as fast as answered)"
+    )
     args = parser.parse_args()
 
     cookie, token = _csrf(args.port)
@@ -111,10 +116,25 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
 
+    ready: deque[_Connection] = deque()  # answered, waiting for the rate to allow the next
+    bucket = {"tokens": 1.0, "at": time.monotonic()}
+
+    def may_send() -> bool:
+        if args.rate <= 0:
+            return True
+        now = time.monotonic()
+        capacity = max(1.0, args.rate * 0.05)
+        bucket["tokens"] = min(capacity, bucket["tokens"] + (now - bucket["at"]) * args.rate)
+        bucket["at"] = now
+        if bucket["tokens"] < 1:
+            return False
+        bucket["tokens"] -= 1
+        return True
+
     def start(conn: _Connection) -> None:
         sock = conn.open()
-        sock.sendall(request())
         selector.register(sock, selectors.EVENT_READ, conn)
+        ready.append(conn)
 
     dead: list[_Connection] = []
 
@@ -132,7 +152,13 @@ def main() -> None:
                 dead.remove(conn)
             except OSError:
                 answers["none"] = answers.get("none", 0) + 1
-        for key, _ in selector.select(0.1):
+        while ready and may_send():
+            conn = ready.popleft()
+            try:
+                conn.sock.sendall(request())
+            except OSError:
+                restart(conn)
+        for key, _ in selector.select(0.002 if ready else 0.1):
             conn: _Connection = key.data
             try:
                 data = conn.sock.recv(65536)
@@ -149,10 +175,7 @@ def main() -> None:
             status, keep = done
             answers[status] = answers.get(status, 0) + 1
             if keep:
-                try:
-                    conn.sock.sendall(request())
-                except OSError:
-                    restart(conn)
+                ready.append(conn)
             else:
                 restart(conn)
         if time.monotonic() >= next_report:

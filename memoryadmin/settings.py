@@ -174,9 +174,9 @@ MGC_LOGIN_CHECKS = env_int("MGC_LOGIN_CHECKS", 0) or max(
 # device cookie: under load the runner API and pages go first, on an idle machine such a check
 # still has a whole core. 0: as is.
 MGC_LOGIN_CHECK_NICE = env_int("MGC_LOGIN_CHECK_NICE", 10)
-# Sign-ins that may wait for a check, per process and per lane; past that, or after 10 s of
-# waiting, "busy". Each waits in a gunicorn thread: keep 2 x (checks + queue) under
-# MGC_WEB_THREADS (8).
+# Sign-ins that may wait for a check, per process, in the lane without a device cookie (twice
+# that in the other); past that, or after 10 s of waiting, "busy". Each waits in a gunicorn
+# thread: keep 2 x checks + 3 x queue under MGC_WEB_THREADS (8).
 MGC_LOGIN_QUEUE = env_int("MGC_LOGIN_QUEUE", 2)
 # How long a device cookie stays valid (renewed at each sign-in with it).
 MGC_LOGIN_DEVICE_DAYS = env_int("MGC_LOGIN_DEVICE_DAYS", 180)
