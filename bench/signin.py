@@ -48,7 +48,6 @@ def bench_signin_flood(table: Table, world: dict, env: dict, seaweed, quick: boo
             if not ok:
                 table.wrong.append(f"{name} could not sign in before the flood")
             devices[name] = {k: v for k, v in cookies.items() if k.startswith("mgc_device_")}
-        quiet = _arrivals(port, people, devices, spread, source=None)
         for addresses in (1,) if quick else (1, 200):
             label = "one address" if addresses == 1 else f"{addresses} addresses"
             with Flood(port, addresses=addresses) as flood:
@@ -56,8 +55,14 @@ def bench_signin_flood(table: Table, world: dict, env: dict, seaweed, quick: boo
                 # it costs from then on. From many, each address is new for a while: no wait.
                 settled = flood.settle(limit=2 if quick else 30) if addresses == 1 else time.sleep(2)
                 alone, during = _turns(port, world["token"], flood, rounds, seconds)
-                known = _arrivals(port, people, devices, spread, source=None)
-                first = _arrivals(port, people, {}, spread, source="127.0.2.{n}")
+                # Each batch of people twice, the flood stopped then going, so that both meet
+                # the machine as it is then; and one password check timed here meanwhile.
+                batches = {}
+                for kind, jar, source in (("known", devices, None), ("first", {}, "127.0.2.{n}")):
+                    for going in (False, True):
+                        flood.go(going)
+                        check = _check_ms()
+                        batches[kind, going] = _arrivals(port, people, jar, spread, source) | {"check": check}
             note = (
                 (
                     f"stopped reaching the checks after {settled:.1f} s"
@@ -68,7 +73,7 @@ def bench_signin_flood(table: Table, world: dict, env: dict, seaweed, quick: boo
                 else "come from addresses new to the console"
             )
             _pre_row(table, label, alone, during, f"{flood.answers}; the flood's sign-ins {note}")
-            _people_rows(table, label, people, quiet, known, first, spread)
+            _people_rows(table, label, people, batches, spread)
     finally:
         _stop(gunicorn)
     if not quick:  # the reference: the same flood against a console whose sign-in is open
@@ -137,20 +142,32 @@ def _pre_row(table, label, alone, during, answers: str, goal: bool = True) -> No
         table.wrong.append(f"pre hooks during the login flood: answers {during['statuses']}")
 
 
-def _people_rows(table, label, people, quiet, known, first, spread) -> None:
-    for what, result in (
-        ("who signed in before (device cookie)", known),
-        ("signing in for the first time, each from an address of their own", first),
+def _people_rows(table, label, people, batches, spread) -> None:
+    for kind, what in (
+        ("known", "who signed in before (device cookie)"),
+        ("first", "signing in for the first time, each from an address of their own"),
     ):
+        quiet, result = batches[kind, False], batches[kind, True]
         got = sum(result["ok"])
         table.add(
             f"people {what}, {len(people)} over {spread:.0f} s during the flood ({label})",
-            f"{got} of {len(people)} signed in; {_figures(result['ms'])}; refused: {result['refused']}",
-            f"the same people with no flood: {sum(quiet['ok'])} of {len(people)}; {_figures(quiet['ms'])}",
+            f"{got} of {len(people)} signed in; {_figures(result['ms'])}; refused: {result['refused']}; "
+            f"one password check here meanwhile: {result['check']:.0f} ms",
+            f"the same people, the flood stopped just before: {sum(quiet['ok'])} of {len(people)}; "
+            f"{_figures(quiet['ms'])}; one check: {quiet['check']:.0f} ms",
             p50(result["ms"]) / p50(quiet["ms"]) if result["ms"] and quiet["ms"] else None,
             "all signed in",
             got == len(people),
         )
+
+
+def _check_ms() -> float:
+    """One password check as the console makes it (PBKDF2 at Django's rounds), timed here."""
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    started = time.perf_counter()
+    PBKDF2PasswordHasher().encode(PASSWORD, "benchsalt0123456")
+    return (time.perf_counter() - started) * 1000
 
 
 def _figures(values: list[float]) -> str:
