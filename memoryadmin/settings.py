@@ -175,8 +175,8 @@ MGC_LOGIN_CHECKS = env_int("MGC_LOGIN_CHECKS", 0) or max(
 # still has a whole core. 0: as is.
 MGC_LOGIN_CHECK_NICE = env_int("MGC_LOGIN_CHECK_NICE", 10)
 # Sign-ins that may wait for a check, per process, in the lane without a device cookie (twice
-# that in the other); past that, or after 10 s of waiting, "busy". Each waits in a gunicorn
-# thread: keep 2 x checks + 3 x queue under MGC_WEB_THREADS (8).
+# that in the other); past that, or after 10 s of waiting (30 s in the other), "busy". Each
+# waits in a gunicorn thread: keep 2 x checks + 3 x queue at most MGC_WEB_THREADS (8).
 MGC_LOGIN_QUEUE = env_int("MGC_LOGIN_QUEUE", 2)
 # How long a device cookie stays valid (renewed at each sign-in with it).
 MGC_LOGIN_DEVICE_DAYS = env_int("MGC_LOGIN_DEVICE_DAYS", 180)

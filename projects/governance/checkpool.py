@@ -2,9 +2,9 @@
 device cookie for the account: people who signed in on that browser before) and all others.
 In each lane at most MGC_LOGIN_CHECKS checks run at once in a process, and sign-ins beyond that
 wait their turn in a queue of MGC_LOGIN_QUEUE (twice that in the trusted lane). A sign-in is
-refused as busy only when its lane's queue is full or its wait would pass QUEUE_WAIT_SECONDS;
-nothing is hashed for it then. A flood fills the other lane only: a person on their own
-browser never waits behind it.
+refused as busy only when its lane's queue is full or its wait would pass QUEUE_WAIT_SECONDS
+(TRUSTED_WAIT_SECONDS in the trusted lane); nothing is hashed for it then. A flood fills the
+other lane only: a person on their own browser never waits behind it.
 
 A password check is a PBKDF2 run (1.5 million rounds: about half a second of one core), on one
 of its lane's own threads; hashlib hashes without the GIL, so the worker's other threads go on
@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 # The longest a sign-in waits for a check before it is answered busy: well inside gunicorn's
 # worker timeout, and about as long as a person waits for a page before trying again.
 QUEUE_WAIT_SECONDS = 10.0
+TRUSTED_WAIT_SECONDS = 30.0  # in the trusted lane (gunicorn's worker timeout is 60 s)
 
 
 class Busy(Exception):
@@ -123,8 +124,12 @@ class CheckPool:
     def __init__(self, size: int, queue: int, wait: float = QUEUE_WAIT_SECONDS, nice: int = 0):
         self.settings = (max(1, size), max(0, queue), nice)
         # Only people who signed in on that browser before reach the first lane, however hard a
-        # flood tries: its queue may be longer.
-        self.lanes = {True: Lane(size, 2 * queue, wait), False: Lane(size, queue, wait, nice=nice)}
+        # flood tries: its queue may be longer, and a person there would rather wait than be
+        # refused (on a machine short of CPU a check takes seconds).
+        self.lanes = {
+            True: Lane(size, 2 * queue, TRUSTED_WAIT_SECONDS),
+            False: Lane(size, queue, wait, nice=nice),
+        }
 
     def check(self, fn, *args, trusted: bool):
         return self.lanes[trusted].check(fn, *args)
