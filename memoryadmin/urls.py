@@ -8,7 +8,7 @@ from projects.sso import views as sso_views
 from projects.views import signin
 
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", signin.SignInView.as_view(), name="login"),
     # Also ends the identity provider's session when the sign-in came from it.
     path("accounts/logout/", sso_views.logout, name="logout"),
     path("sso/", include("projects.sso.urls")),  # single sign-on: begin, the provider's answer
@@ -24,6 +24,9 @@ urlpatterns = [
         auth_views.PasswordResetCompleteView.as_view(),
         name="password_reset_complete",
     ),
+    # Django admin's own login form would be a second way to check passwords, outside the
+    # sign-in guard's first middleware and without device cookies: the console's login serves it.
+    path("admin/login/", signin.SignInView.as_view()),
     path("admin/", admin.site.urls),
     path(API_V1, api.urls),
     # The company's memory over MCP (projects/mcp/): the endpoint, for one agent or any, and

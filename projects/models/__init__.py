@@ -25,6 +25,7 @@ from projects.models.runners import (
     RunnerCredential,
     SessionEvent,
 )
+from projects.models.signin import SignInFailure
 
 __all__ = [
     "Agent",
@@ -54,6 +55,7 @@ __all__ = [
     "RunnerCredential",
     "SearchText",
     "SessionEvent",
+    "SignInFailure",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",
