@@ -90,23 +90,33 @@ ACTIONS = {
 }
 
 
+VIA_MCP = "mcp"  # Actor.via: a session of the console's own MCP endpoint
+
+
 @dataclass(frozen=True)
 class Actor:
-    """A person, an agent (with its session), something found in S3, or the console itself."""
+    """A person, an agent (with its session), something found in S3, or the console itself.
+
+    An agent acting for a person who signed in (the console's MCP endpoint) is an agent actor
+    with that person as `user` and `via` saying how: its revisions and audit events name
+    both (author_agent and author_user), "agent X, on behalf of person Y, via MCP"."""
 
     kind: str
     user: object | None = None
     agent: Agent | None = None
     session_ref: str = ""
     note: str = ""
+    via: str = ""
 
     @classmethod
     def person(cls, user) -> Actor:
         return cls(kind=Revision.AuthorKind.PERSON, user=user)
 
     @classmethod
-    def for_agent(cls, agent: Agent, session_ref: str = "") -> Actor:
-        return cls(kind=Revision.AuthorKind.AGENT, agent=agent, session_ref=session_ref)
+    def for_agent(cls, agent: Agent, session_ref: str = "", *, on_behalf_of=None, via: str = "") -> Actor:
+        return cls(
+            kind=Revision.AuthorKind.AGENT, agent=agent, session_ref=session_ref, user=on_behalf_of, via=via
+        )
 
     @classmethod
     def external(cls, agent: Agent | None = None, session_ref: str = "") -> Actor:
@@ -122,6 +132,10 @@ class Actor:
         if self.kind == Revision.AuthorKind.PERSON and self.user is not None:
             return self.user.get_username()
         if self.kind == Revision.AuthorKind.AGENT and self.agent is not None:
+            if self.via == VIA_MCP:  # system_text.actor_shown reads these two back
+                if self.user is not None:
+                    return f"agent:{self.agent.slug} for {self.user.get_username()} via MCP"
+                return f"agent:{self.agent.slug} via MCP"
             return f"agent:{self.agent.slug}"
         if self.kind == Revision.AuthorKind.EXTERNAL:
             return f"external (agent:{self.agent.slug})" if self.agent is not None else "external"

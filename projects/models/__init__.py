@@ -21,9 +21,11 @@ from projects.models.runners import (
     AgentSession,
     AgentToken,
     IdempotencyRecord,
+    McpSession,
     RunnerCredential,
     SessionEvent,
 )
+from projects.models.signin import SignInFailure
 
 __all__ = [
     "Agent",
@@ -38,6 +40,7 @@ __all__ = [
     "GroupMapping",
     "IdempotencyRecord",
     "IsolationCheck",
+    "McpSession",
     "LegalHold",
     "Lock",
     "Membership",
@@ -52,6 +55,7 @@ __all__ = [
     "RunnerCredential",
     "SearchText",
     "SessionEvent",
+    "SignInFailure",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",

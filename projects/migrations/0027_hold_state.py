@@ -16,7 +16,7 @@ def _states(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0024_pre_hook_request_key'),
+        ('projects', '0026_signin_failures'),
     ]
 
     operations = [
