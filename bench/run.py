@@ -140,6 +140,7 @@ def main() -> None:
             ),
             ("refused direct write", lambda: pre.bench_refused_write(table, world, n)),
             ("change feed staleness", lambda: pre.bench_staleness(table, world, 20 if quick else 300)),
+            ("legal hold gap", lambda: pre.bench_hold_gap(table, world, 5 if quick else 100)),
             (
                 "growth with files",
                 lambda: pre.bench_growth_files(

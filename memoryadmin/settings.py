@@ -375,7 +375,7 @@ CACHES = {
 # --- Events out: webhooks and audit streams (projects/events/) -----------------------------
 # The worker (manage.py events_worker) runs Django's Tasks on the database backend of
 # django-tasks-db: the queue lives beside the outbox, in the same database.
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "events"]}}
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "events", "holds"]}}
 # Receivers on loopback, private, link-local or other non-public addresses are refused unless
 # named here (comma-separated addresses or networks, e.g. 127.0.0.1,10.2.0.0/16).
 MGC_WEBHOOK_ALLOWED_NETWORKS = env_list("MGC_WEBHOOK_ALLOWED_NETWORKS", [])
@@ -391,6 +391,10 @@ MGC_EVENTS_RETRY_WINDOW_HOURS = env_float("MGC_EVENTS_RETRY_WINDOW_HOURS", 24.0)
 MGC_EVENTS_LEASE_SECONDS = env_float("MGC_EVENTS_LEASE_SECONDS", 60.0)
 # How often the worker's relay looks for events to enqueue (new, or whose task was lost).
 MGC_EVENTS_POLL_SECONDS = env_float("MGC_EVENTS_POLL_SECONDS", 1.0)
+# How often the events worker sweeps each standing legal hold for versions written past the
+# console (and takes up a placement or release that stopped short): the longest a direct write
+# under a hold stays unheld without the change feed (docs/DEPLOY.md, "Legal holds").
+MGC_HOLD_SWEEP_SECONDS = env_float("MGC_HOLD_SWEEP_SECONDS", 60.0)
 # How long the list of subscriptions stays cached (one query, then none per change); a change
 # clears the shared cache at once, so without Redis other processes see it after this.
 MGC_EVENTS_SUBSCRIPTIONS_SECONDS = env_float("MGC_EVENTS_SUBSCRIPTIONS_SECONDS", 5.0)

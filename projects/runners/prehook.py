@@ -116,7 +116,10 @@ def _forget_prompt(project, sha256: str) -> None:
     """Take back a prompt kept for a session that was not recorded, unless a recorded session
     returned the same bytes."""
     if not AgentSession.objects.filter(agent__project=project, prompt_sha256=sha256).exists():
-        objects.purge(project, [layout.prompt_key(project.prefix, sha256)])
+        try:
+            objects.purge(project, [layout.prompt_key(project.prefix, sha256)])
+        except errors.Held:  # a legal hold placed meanwhile keeps it (the storage refused)
+            return
         receipts.prompt_forget(project=project, sha256s=[sha256])
 
 
