@@ -3,6 +3,7 @@ pages, as ratios measured in one run.
 
     .venv/bin/python bench/run.py            # full run (about six minutes); refreshes docs/PERFORMANCE.md
     .venv/bin/python bench/run.py --quick    # a smoke check (about a minute); writes nothing
+    .venv/bin/python bench/run.py --only flood   # one phase (by a word of its name); writes nothing
 
 Starts its own S3 server (SeaweedFS's `weed mini`, a separate process on loopback) and uses a
 throwaway database: PostgreSQL `mgc_bench` when PostgreSQL answers on 127.0.0.1:5432 (set
@@ -14,10 +15,10 @@ are reported as measured, goals met or not; `--quick` fails only if something an
 
 This module is the entry point: its arguments, the S3 server, the database and Django, the
 list of phases and the table's place in docs/PERFORMANCE.md. The phases live beside it:
-bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/pages.py
-(saves and the console's pages) and bench/provenance.py (blame of a long history), on the data
-bench/fixtures.py makes; bench/table.py times the calls and keeps the table. `--only blame`
-runs one phase (its name's start), and writes nothing into the docs.
+bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/signin.py
+(sign-in under a flood; bench/flood.py is the flood), bench/pages.py (saves and the console's
+pages) and bench/provenance.py (blame of a long history), on the data bench/fixtures.py makes;
+bench/table.py times the calls and keeps the table.
 """
 
 from __future__ import annotations
@@ -75,14 +76,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        action="append",
-        default=[],
-        metavar="PHASE",
-        help="run only the phases whose name starts with this (repeatable), e.g. --only blame; "
-        "writes nothing into docs/PERFORMANCE.md",
+        metavar="WORD",
+        help="run only the phases whose name holds WORD (e.g. flood, gunicorn, saves); writes nothing",
     )
     args = parser.parse_args()
-    from bench import fixtures, pages, pre, provenance, server
+    from bench import fixtures, pages, pre, provenance, server, signin
     from bench.table import Table
     from devtools.seaweed import SeaweedMini
 
@@ -134,8 +132,15 @@ def main() -> None:
                 "gunicorn",
                 lambda: server.under_gunicorn(table, world, env, seaweed, quick, tmp / "gunicorn.log"),
             ),
+            (
+                "sign-in flood",
+                lambda: signin.bench_signin_flood(
+                    table, world, env, seaweed, quick, tmp / "gunicorn-signin.log"
+                ),
+            ),
             ("refused direct write", lambda: pre.bench_refused_write(table, world, n)),
             ("change feed staleness", lambda: pre.bench_staleness(table, world, 20 if quick else 300)),
+            ("legal hold gap", lambda: pre.bench_hold_gap(table, world, 5 if quick else 100)),
             (
                 "growth with files",
                 lambda: pre.bench_growth_files(
@@ -169,7 +174,9 @@ def main() -> None:
             ),
         ]
         if args.only:
-            phases = [(name, phase) for name, phase in phases if name.startswith(tuple(args.only))]
+            phases = [(name, phase) for name, phase in phases if args.only in name]
+            if not phases:
+                sys.exit(f"no phase's name holds {args.only!r}")
         for name, phase in phases:
             began = time.monotonic()
             phase()

@@ -264,7 +264,7 @@ def test_the_backfill_over_old_history_gives_the_blame_of_the_save_path(s3, proj
     search copies, in batches, and gets exactly the maps every save now stores."""
     from importlib import import_module
 
-    migration = import_module("projects.migrations.0026_backfill_provenance")
+    migration = import_module("projects.migrations.0029_backfill_provenance")
     maria, olga = Actor.person(person), Actor.person(admin)
     notes = workspace(project, "notes/a.md", "one\ntwo\nthree\n", maria)
     session = prehook.hook_pre(agent=analyst, user=person)[0]
@@ -313,7 +313,7 @@ def test_the_backfill_over_old_history_gives_the_blame_of_the_save_path(s3, proj
 def test_sessions_are_indexed_off_the_pre_hooks_path_and_backfilled(s3, project, analyst, person):
     from importlib import import_module
 
-    migration = import_module("projects.migrations.0026_backfill_provenance")
+    migration = import_module("projects.migrations.0029_backfill_provenance")
     workspace(project, "notes/a.md", "one\n", Actor.person(person))
     sessions = [prehook.hook_pre(agent=analyst, user=person)[0] for _ in range(3)]
     assert not SessionFile.objects.exists()  # the pre hook writes one row, its session

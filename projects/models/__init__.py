@@ -21,10 +21,12 @@ from projects.models.runners import (
     AgentSession,
     AgentToken,
     IdempotencyRecord,
+    McpSession,
     RunnerCredential,
     SessionEvent,
     SessionFile,
 )
+from projects.models.signin import SignInFailure
 
 __all__ = [
     "Agent",
@@ -39,6 +41,7 @@ __all__ = [
     "GroupMapping",
     "IdempotencyRecord",
     "IsolationCheck",
+    "McpSession",
     "LegalHold",
     "LineMap",
     "Lock",
@@ -55,6 +58,7 @@ __all__ = [
     "SearchText",
     "SessionEvent",
     "SessionFile",
+    "SignInFailure",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",

@@ -206,7 +206,7 @@ def forwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("projects", "0025_provenance"),
+        ("projects", "0028_provenance"),
     ]
 
     operations = [
