@@ -240,3 +240,37 @@ def test_prompt_origins_cost_the_same_queries_for_few_and_many_files(client, pro
     body = client.get(url).content.decode()
     assert body.count("/blame/?r=1&amp;line=1#L1") >= 13
     assert queries() == few
+
+
+def test_a_merge_settled_in_the_editor_keeps_the_authors_of_the_lines_it_kept(
+    client, project, admin, person, s3
+):
+    """Maria opened revision 1; meanwhile Olga replaced a line; Maria's text kept that line and
+    added one after it. She takes her side in the editor: the line she kept is still revision
+    1's (hers, as first written), not the merge's."""
+    from projects.memory import blame
+
+    maria = Actor.person(person)
+    Membership.objects.filter(user=person, project=project).update(role="admin")
+    notes = store.file_create(
+        project=project, scope="workspace", path="notes/merge.md", content="a\nold rule\nb\n", actor=maria
+    ).file
+    store.file_save(file=notes, content="a\nnew rule\nb\n", actor=Actor.person(admin), base_revision=1)
+    client.force_login(person)
+    edit = f"/p/{project.slug}/f/{notes.pk}/edit/"
+    yours = "a\nold rule\nwith an exception\nb\n"
+    assert client.post(edit, {"content": yours, "base_revision": 1}).status_code == 409
+    carried = {"merge_base": 1, "merge_head": 2, "your_text": yours}
+    chosen = client.post(edit, {"action": "resolve", **carried, "hunk-0": "yours"})
+    merged = chosen.context["form"].initial["content"]
+    assert merged == yours
+    saved = client.post(edit, {"content": merged, "base_revision": 2, **carried})
+    assert saved.status_code == 302
+    notes = MemoryFile.objects.select_related("head", "project").get(pk=notes.pk)
+    assert notes.head.merged_base == 1
+    assert [(line.text, line.origin.revision.number) for line in blame.blame(notes).lines] == [
+        ("a", 1),
+        ("old rule", 1),
+        ("with an exception", 3),
+        ("b", 1),
+    ]
