@@ -16,9 +16,9 @@ are reported as measured, goals met or not; `--quick` fails only if something an
 This module is the entry point: its arguments, the S3 server, the database and Django, the
 list of phases and the table's place in docs/PERFORMANCE.md. The phases live beside it:
 bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/signin.py
-(sign-in under a flood; bench/flood.py is the flood) and bench/pages.py (saves and the
-console's pages), on the data bench/fixtures.py makes; bench/table.py times the calls and
-keeps the table.
+(sign-in under a flood; bench/flood.py is the flood), bench/pages.py (saves and the console's
+pages) and bench/provenance.py (blame of a long history), on the data bench/fixtures.py makes;
+bench/table.py times the calls and keeps the table.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def main() -> None:
         help="run only the phases whose name holds WORD (e.g. flood, gunicorn, saves); writes nothing",
     )
     args = parser.parse_args()
-    from bench import fixtures, pages, pre, server, signin
+    from bench import fixtures, pages, pre, provenance, server, signin
     from bench.table import Table
     from devtools.seaweed import SeaweedMini
 
@@ -165,6 +165,12 @@ def main() -> None:
             (
                 "search",
                 lambda: pages.bench_search(table, world, 100 if quick else 10_000, 3 if quick else n // 10),
+            ),
+            (
+                "blame of a long history",
+                lambda: provenance.bench_blame(
+                    table, world, 100 if quick else 10_000, 2 if quick else n // 4
+                ),
             ),
         ]
         if args.only:

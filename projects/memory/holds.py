@@ -41,6 +41,40 @@ def covering_file(file: MemoryFile) -> list[LegalHold]:
     return found
 
 
+def covering_files(files: list[MemoryFile]) -> dict:
+    """covering_file for several files in one query: {file id: [holds]} (files no hold covers
+    are left out)."""
+    if not files:
+        return {}
+    projects = {f.project_id for f in files}
+    users = {f.user_id for f in files if f.scope == MemoryFile.Scope.USER and f.user_id}
+    wanted = Q(project_id__in=projects, kind__in=[LegalHold.Kind.PROJECT, LegalHold.Kind.GLOB])
+    wanted |= Q(kind=LegalHold.Kind.FILE, file_id__in=[f.pk for f in files])
+    if users:
+        wanted |= Q(kind=LegalHold.Kind.PERSON, user_id__in=users)
+    standing_holds = list(standing().filter(wanted).order_by("placed_at"))
+    found: dict = {}
+    for file in files:
+        for hold in standing_holds:
+            covers = (
+                (hold.kind == LegalHold.Kind.PROJECT and hold.project_id == file.project_id)
+                or (hold.kind == LegalHold.Kind.FILE and hold.file_id == file.pk)
+                or (
+                    hold.kind == LegalHold.Kind.GLOB
+                    and hold.project_id == file.project_id
+                    and globs.source_matches(hold.glob, file.source_path)
+                )
+                or (
+                    hold.kind == LegalHold.Kind.PERSON
+                    and file.scope == MemoryFile.Scope.USER
+                    and hold.user_id == file.user_id
+                )
+            )
+            if covers:
+                found.setdefault(file.pk, []).append(hold)
+    return found
+
+
 def covering_person(user, project: Project | None = None) -> list[LegalHold]:
     """The holds standing over a person's memory: theirs, and (with `project`) that project's."""
     wanted = Q(kind=LegalHold.Kind.PERSON, user=user)

@@ -144,6 +144,11 @@ class AgentSession(models.Model):
         help_text="The pre hook's Idempotency-Key, if the runner sent one: the same key again "
         "(a retry after a lost answer) gets this session, not a second one.",
     )
+    carried_indexed = models.BooleanField(
+        default=False,
+        help_text="Its receipt's files are in SessionFile (done by its post hook, or by the first "
+        "look at where a line went): kept off the pre hook's path.",
+    )
     via = models.CharField(
         max_length=10,
         blank=True,
@@ -162,12 +167,50 @@ class AgentSession(models.Model):
                 name="session_request_key_once",
             ),
         ]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(carried_indexed=False),
+                name="session_carried_pending",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} session {str(self.id)[:8]}"
 
     def audit_label(self) -> tuple[str, dict]:
         return "session", {"agent": self.agent.name, "id": str(self.id)[:8]}
+
+
+class SessionFile(models.Model):
+    """One file, at one revision, that a session's prompt carried (from its receipt): what
+    "where did this line go" searches. The file is named by id, not by a foreign key, so the
+    row outlives an erasure of the file (who was told, and when, stays; no text is here).
+    Written after the pre hook (memory.carried.index_sessions), never on its path."""
+
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="carried", help_text="The session."
+    )
+    file_ref = models.UUIDField(help_text="The MemoryFile's id.")
+    path = models.CharField(max_length=400, help_text="The path as the receipt names it.")
+    revision = models.PositiveIntegerField(help_text="The revision injected.")
+    tag = models.CharField(max_length=80, help_text="The section that carried it.")
+    cut = models.BooleanField(
+        default=False, help_text="The section was truncated: some of the file's lines may have been left out."
+    )
+    created_at = models.DateTimeField(help_text="When the session's prompt was assembled.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "file_ref"], name="one_session_file"),
+        ]
+        indexes = [
+            models.Index(fields=["file_ref", "revision"], name="session_file_revision"),
+            models.Index(fields=["file_ref", "-created_at"], name="session_file_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} r{self.revision} in {self.session_id}"
 
 
 class IdempotencyRecord(models.Model):

@@ -14,7 +14,7 @@ from django.utils import timezone
 from projects import outbox
 from projects.audit import VIA_MCP, Actor, audit_record
 from projects.errors import Refusal
-from projects.memory import errors, layout, removal, store
+from projects.memory import carried, errors, layout, removal, store
 from projects.memory.content import encode
 from projects.models import AgentSession, IdempotencyRecord, MemoryFile, Proposal, SessionEvent
 from projects.runners import idempotency, injection, policy, schemas, targets
@@ -84,6 +84,9 @@ def hook_post(
             kind=SessionEvent.Kind.POST,
             payload={"summary": summary[:2000], "results": results, "end": end},
         )
+        if not session.carried_indexed:  # the files its prompt carried: off the pre hook's path
+            carried.index_sessions([session])
+            session.carried_indexed = True
         idempotency.finish(record, 200, {"session": str(session.id), "results": results})
         if end:
             ended = timezone.now()

@@ -51,6 +51,7 @@ def _editor(request, project, role, file: MemoryFile):
                     actor=Actor.person(request.user),
                     message=data["message"],
                     base_revision=data["base_revision"],
+                    merged_base=_merge_base(request, data["base_revision"]),
                 )
             except errors.SaveConflict as conflict:
                 # Merge the person's text with what is in storage now, over the revision they
@@ -258,6 +259,17 @@ def _merged(
         "your_text": yours,
         "merge_hunks": [(h, (choices or {}).get(h.index)) for h in result.hunks],
     }
+
+
+def _merge_base(request, base_revision: int | None) -> int | None:
+    """The revision the person had opened, when the text saved settles a merge on top of the
+    head it was merged with (the editor carries both): its lines keep their authors."""
+    if "merge_head" not in request.POST:
+        return None
+    carried = ResolveForm(request.POST)
+    if not carried.is_valid() or carried.cleaned_data["merge_head"] != base_revision:
+        return None
+    return carried.cleaned_data["merge_base"] or None
 
 
 def _resolve(request, context: dict, file: MemoryFile):

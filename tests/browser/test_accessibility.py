@@ -89,6 +89,8 @@ def _pages(demo) -> list[str]:
         f"{w}/edit/",
         f"{w}/history/",
         f"{w}/diff/?a=1&b=2",
+        f"{w}/blame/",
+        f"{w}/carried/?r=2&line=1",
         f"{w}/r/1/",
         f"{p}/workspace/",
         f"{p}/search/?q=latency",
@@ -117,6 +119,7 @@ def _employee_pages(demo) -> list[str]:
         f"{p}/",
         f"{p}/simulate/?agent={demo['agent'].slug}",
         f"{p}/f/{demo['profile'].pk}/",
+        f"{p}/f/{demo['profile'].pk}/blame/",
         f"{p}/proposals/",
     ]
 
@@ -308,6 +311,7 @@ def _compliance_pages(demo) -> list[str]:
         f"{w}/",
         f"{w}/history/",
         f"{w}/diff/?a=1&b=2",
+        f"{w}/blame/",
         f"{p}/workspace/",
         f"{p}/people/",
         f"{p}/sessions/",
