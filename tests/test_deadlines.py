@@ -78,7 +78,9 @@ def test_extension_is_once_by_five_working_days():
     # 22 January 2026 (a Thursday) + 5 working days: 23, 26, 27, 28, 29 January.
     assert extended.due == D(2026, 1, 29)
     today = D(2026, 1, 15)
-    assert d.extension_refusal(kind=d.ACCESS, law=d.LAW_152, received=received, today=today, already=False) == ""
+    assert (
+        d.extension_refusal(kind=d.ACCESS, law=d.LAW_152, received=received, today=today, already=False) == ""
+    )
     assert (
         d.extension_refusal(kind=d.ACCESS, law=d.LAW_152, received=received, today=today, already=True)
         == "already_extended"

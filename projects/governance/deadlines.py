@@ -110,7 +110,9 @@ class Deadlines:
         return min(self.by_law.values())
 
 
-def deadlines(*, kind: str, law: str, received: dt.date, ground: str = "", extended: bool = False) -> Deadlines:
+def deadlines(
+    *, kind: str, law: str, received: dt.date, ground: str = "", extended: bool = False
+) -> Deadlines:
     """The deadlines of a request received on `received` (a date in the operator's time
     zone), before or after its one extension."""
     by_law, articles = {}, {}

@@ -25,6 +25,7 @@ from projects.models.runners import (
     RunnerCredential,
     SessionEvent,
 )
+from projects.models.subjects import ConsentWithdrawal, SubjectDocument, SubjectRequest
 
 __all__ = [
     "Agent",
@@ -33,6 +34,7 @@ __all__ = [
     "AuditChain",
     "AuditCheckpoint",
     "AuditEvent",
+    "ConsentWithdrawal",
     "DeliveryAttempt",
     "Flag",
     "FlagReply",
@@ -54,6 +56,8 @@ __all__ = [
     "RunnerCredential",
     "SearchText",
     "SessionEvent",
+    "SubjectDocument",
+    "SubjectRequest",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",
