@@ -125,7 +125,8 @@ def erasure_answer(*, by, request: SubjectRequest) -> SubjectDocument:
     }
     with translation.override(request.language):
         html = render_to_string(
-            "projects/subject/act.html", {"act": act, "extract": extract, "request": request}
+            "projects/subject/act.html",
+            {"act": act, "extract": extract, "request": request, "destroyed": now},
         )
     files = {
         "act.json": json.dumps(act, ensure_ascii=False, indent=2).encode("utf-8"),

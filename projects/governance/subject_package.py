@@ -260,7 +260,14 @@ def package_build(*, by, request: SubjectRequest) -> SubjectDocument:
             (f"{p['project']}: {p['path']}", files[p["file"]].decode()) for p in data["profiles"] if p["file"]
         ]
         html = render_to_string(
-            "projects/subject/answer.html", {"answer": data, "request": request, "profile_texts": texts}
+            "projects/subject/answer.html",
+            {
+                "answer": data,
+                "request": request,
+                "profile_texts": texts,
+                "project_names": ", ".join(p.name for p in found.projects),
+                "generated": timezone.now(),
+            },
         )
     files["answer.json"] = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8")
     files["schema.json"] = json.dumps(subject_schema.SCHEMA, ensure_ascii=False, indent=2).encode("utf-8")
