@@ -98,9 +98,8 @@ def rendered() -> dict[str, str]:
             )
         data = pdf.render(html)
         assert data.startswith(b"%PDF-")
-        texts[language] = subprocess.run(
-            ["pdftotext", "-layout", "-", "-"], input=data, capture_output=True, check=True
-        ).stdout.decode()
+        text = subprocess.run(["pdftotext", "-", "-"], input=data, capture_output=True, check=True).stdout
+        texts[language] = " ".join(text.decode().split())  # lines wrap where the layout says
     return texts
 
 
@@ -110,7 +109,7 @@ def test_the_russian_answer_reads_in_russian_with_cyrillic_glyphs(rendered):
     assert "Ваш профиль" in text and "Где вас упоминают" in text
     # Cyrillic in the person's own data comes out as letters, not as missing-glyph boxes.
     assert "Роль: руководитель дежурной смены." in text
-    assert "Ивану Петрову" in text
+    assert "Вопросы — Ивану Петрову." in text
     assert "ООО «Пример»" in text
 
 
