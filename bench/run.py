@@ -14,9 +14,10 @@ are reported as measured, goals met or not; `--quick` fails only if something an
 
 This module is the entry point: its arguments, the S3 server, the database and Django, the
 list of phases and the table's place in docs/PERFORMANCE.md. The phases live beside it:
-bench/pre.py (the pre hook in process), bench/server.py (under gunicorn) and bench/pages.py
-(saves and the console's pages), on the data bench/fixtures.py makes; bench/table.py times
-the calls and keeps the table.
+bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/pages.py
+(saves and the console's pages) and bench/provenance.py (blame of a long history), on the data
+bench/fixtures.py makes; bench/table.py times the calls and keeps the table. `--only blame`
+runs one phase (its name's start), and writes nothing into the docs.
 """
 
 from __future__ import annotations
@@ -72,8 +73,16 @@ def main() -> None:
     parser.add_argument(
         "--no-docs", action="store_true", help="do not write the table into docs/PERFORMANCE.md"
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PHASE",
+        help="run only the phases whose name starts with this (repeatable), e.g. --only blame; "
+        "writes nothing into docs/PERFORMANCE.md",
+    )
     args = parser.parse_args()
-    from bench import fixtures, pages, pre, server
+    from bench import fixtures, pages, pre, provenance, server
     from bench.table import Table
     from devtools.seaweed import SeaweedMini
 
@@ -152,7 +161,15 @@ def main() -> None:
                 "search",
                 lambda: pages.bench_search(table, world, 100 if quick else 10_000, 3 if quick else n // 10),
             ),
+            (
+                "blame of a long history",
+                lambda: provenance.bench_blame(
+                    table, world, 100 if quick else 10_000, 2 if quick else n // 4
+                ),
+            ),
         ]
+        if args.only:
+            phases = [(name, phase) for name, phase in phases if name.startswith(tuple(args.only))]
         for name, phase in phases:
             began = time.monotonic()
             phase()
@@ -168,7 +185,7 @@ def main() -> None:
         print("\n" + text)
         if table.wrong:
             sys.exit("wrong answers: " + "; ".join(table.wrong))
-        if not quick and not args.no_docs:
+        if not quick and not args.no_docs and not args.only:
             write_doc(text)
     finally:
         seaweed.stop()

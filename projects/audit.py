@@ -100,6 +100,8 @@ ACTIONS = {
     "read.revision": _("read a revision"),
     "read.download": _("downloaded a revision"),
     "read.diff": _("read a diff"),
+    "read.blame": _("read where a file's lines came from"),
+    "read.carried": _("read which sessions carried a line"),
     "read.simulate": _("simulated a prompt"),
     "read.session": _("read a session"),
     "read.proposals": _("read proposals"),

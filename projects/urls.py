@@ -11,6 +11,7 @@ from projects.views import (
     lifecycle,
     members,
     proposals,
+    provenance,
     review,
     search,
     sessions,
@@ -111,6 +112,8 @@ urlpatterns = [
     path("p/<slug:slug>/f/<uuid:file_id>/edit/", editor.file_edit_view, name="file_edit"),
     path("p/<slug:slug>/f/<uuid:file_id>/history/", files.file_history_view, name="file_history"),
     path("p/<slug:slug>/f/<uuid:file_id>/diff/", files.file_diff_view, name="file_diff"),
+    path("p/<slug:slug>/f/<uuid:file_id>/blame/", provenance.file_blame_view, name="file_blame"),
+    path("p/<slug:slug>/f/<uuid:file_id>/carried/", provenance.file_carried_view, name="file_carried"),
     path("p/<slug:slug>/f/<uuid:file_id>/delete/", files.file_delete_view, name="file_delete"),
     path(
         "p/<slug:slug>/f/<uuid:file_id>/r/<int:number>/", files.revision_detail_view, name="revision_detail"

@@ -84,12 +84,18 @@ def world(s3, make_user, make_project):
         by=reviewer, file=profiles[0], number=1, comment="Is the summary preference current?"
     )
     review.flag_reply(by=maria, flag=flag, text="Yes, it is.")
-    store.file_create(
+    outage = store.file_create(
         project=one,
         scope="workspace",
         path="incidents/outage.md",
         content="# Outage\n\nMaria Ivanova and Ivan Petrov restarted the queue.\n",
         actor=Actor.person(ivan),
+    )
+    store.file_save(  # the line naming her stays; its origin is still Ivan's revision 1
+        file=MemoryFile.objects.get(pk=outage.file_id),
+        content="# Outage\n\nMaria Ivanova and Ivan Petrov restarted the queue.\n\nFollow-up: none.\n",
+        actor=Actor.person(root),
+        base_revision=1,
     )
     store.file_create(
         project=two,
@@ -131,6 +137,12 @@ def test_the_package_holds_every_trace_and_withholds_others(world):
     request = _open(world)
     inventory = subject_jobs.inventory_refresh(by=world["root"], request=request)
     assert inventory["counts"]["profiles"] == 2 and inventory["counts"]["mentions"] == 3
+    found = next(m for m in inventory["mentions"] if m["path"] == "workspace/incidents/outage.md")
+    assert (found["revision"], found["origin"]["revision"], found["origin"]["author"]) == (
+        2,
+        1,
+        "ivan.petrov",
+    )
     paths = {m["path"] for m in inventory["mentions"]}
     assert paths == {
         "workspace/incidents/outage.md",
@@ -183,7 +195,11 @@ def test_the_package_holds_every_trace_and_withholds_others(world):
     outage = next(m for m in answer["mentions"] if m["path"] == "workspace/incidents/outage.md")
     assert "Maria Ivanova" in outage["text"] and "Ivan Petrov" not in outage["text"]
     assert "[another person's name withheld]" in outage["text"]
-    assert outage["origin"]["revision"] == 1 and outage["origin"]["author_kind"] == "person"
+    # Found in the head (revision 2, root's), written in revision 1 by Ivan: blame says so, and
+    # the answer names him no more than in the line itself.
+    assert outage["revision"] == 2 and outage["in_head"]
+    assert outage["origin"]["revision"] == 1 and outage["origin"]["exact"]
+    assert outage["origin"]["author_kind"] == "person" and outage["origin"]["author"] == "a member of staff"
     assert answer["withheld"]["name"] >= 1
     assert "Ivan Petrov" not in files["answer.html"].decode()
     # The human-readable copy says the same (the PDF is text, not a picture).

@@ -102,6 +102,14 @@ def reads_are_audited(role: str | None) -> bool:
     return role == COMPLIANCE
 
 
+def can_see_session(user, role: str | None, session) -> bool:
+    """Admins and compliance see every session; an employee only those that served them (a
+    blame line or a prompt's origin names other sessions without opening them)."""
+    if session is None:
+        return False
+    return sees_everyone(role) or (role is not None and session.user_id == user.pk)
+
+
 def can_read_file(user, role: str, file: MemoryFile) -> bool:
     """Admins and compliance read every file of their projects; employees their own USER.md
     and the agents' files (they see what agents are told, not others' profiles)."""

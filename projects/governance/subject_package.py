@@ -221,12 +221,25 @@ def answer_data(request: SubjectRequest, found: subject_traces.Traces) -> tuple[
             }
             for e in found.audit
         ],
-        "mentions": [dict(m.as_dict(), text=clean(m.text)) for m in mentions],
+        "mentions": [_mention(m, clean, user) for m in mentions],
         "left_out": len(found.mentions) - len(mentions),
         "kept_details": [{"key": key, "reason": reason} for key, reason in sorted(keep.items())],
     }
     data["withheld"] = dict(clean.counts)
     return data, files
+
+
+def _mention(mention, clean, user) -> dict:
+    """A mention as the person reads it: others withheld in its line and as its author."""
+    data = dict(mention.as_dict(), text=clean(mention.text))
+    if data["origin"]:
+        origin = dict(data["origin"])
+        person = origin["author_kind"] == "person"
+        own = user is not None and origin["author"] == user.get_username()
+        if person and not own:
+            origin["author"] = str(_("a member of staff"))
+        data["origin"] = origin
+    return data
 
 
 def _author(label: str, author_id, user, *, agent: bool = False) -> str:

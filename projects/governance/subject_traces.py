@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from projects.governance import permissions
 from projects.governance.redaction import Person, hits
-from projects.memory import receipts
+from projects.memory import blame, lineage, linemaps, receipts
 from projects.memory.errors import StoreError
 from projects.memory.reading import POOL, revision_texts
 from projects.models import (
@@ -302,19 +302,44 @@ def mentions(projects: list[Project], subject: Person, *, exclude: list) -> tupl
 
 
 def origins_fill(found: list[Mention]) -> None:
-    """Each mention's origin: the one place where a line's origin is looked up. Here it is
-    the revision the line was found in, with its author (the line may be older); blame, where
-    it is recorded, names the revision that introduced it."""
-    wanted = {(m.file.pk, m.revision) for m in found}
-    if not wanted:
-        return
-    rows = Revision.objects.filter(
-        file_id__in={f for f, _n in wanted}, number__in={n for _f, n in wanted}
-    ).only("file_id", "number", "author_label", "author_kind", "created_at", "session_ref")
-    revisions = {(r.file_id, r.number): r for r in rows if (r.file_id, r.number) in wanted}
+    """Each mention's origin, from blame (memory.blame): the revision that introduced the
+    line, its author, time and session. The one place a line's origin is looked up: one line
+    map per file and revision, one lookup of the origin revisions per project. A line whose
+    map cannot be read (storage did not answer while filling in older history) keeps the
+    revision it was found in, marked not exact."""
+    by_revision: dict = {}
     for mention in found:
-        revision = revisions.get((mention.file.pk, mention.revision))
-        if revision is not None:
+        by_revision.setdefault((mention.file.pk, mention.revision), []).append(mention)
+    wanted: dict = {}  # project pk -> origin revision pks
+    located: dict = {}  # mention id -> (origin pk, exact)
+    for (_file_id, number), group in by_revision.items():
+        file = group[0].file
+        try:
+            idents = lineage.line_map(file, number)
+        except StoreError:
+            idents = []
+        for mention in group:
+            if 1 <= mention.line <= len(idents):
+                pk, _index = linemaps.origin(idents[mention.line - 1])
+                located[mention.id] = pk
+                wanted.setdefault(file.project_id, (file.project, set()))[1].add(pk)
+    origins: dict = {}
+    for project, pks in wanted.values():
+        origins.update(blame.origins_of(project, pks, tool_calls=0))
+    found_in = _revisions_found_in([m for m in found if located.get(m.id) not in origins])
+    for mention in found:
+        origin = origins.get(located.get(mention.id))
+        if origin is not None:
+            revision = origin.revision
+            mention.origin = Origin(
+                revision=revision.number,
+                author=revision.author_label,
+                author_kind=revision.author_kind,
+                at=revision.created_at,
+                session=revision.session_ref,
+                exact=not origin.approximate,
+            )
+        elif (revision := found_in.get((mention.file.pk, mention.revision))) is not None:
             mention.origin = Origin(
                 revision=revision.number,
                 author=revision.author_label,
@@ -323,3 +348,13 @@ def origins_fill(found: list[Mention]) -> None:
                 session=revision.session_ref,
                 exact=False,
             )
+
+
+def _revisions_found_in(found: list[Mention]) -> dict:
+    wanted = {(m.file.pk, m.revision) for m in found}
+    if not wanted:
+        return {}
+    rows = Revision.objects.filter(
+        file_id__in={f for f, _n in wanted}, number__in={n for _f, n in wanted}
+    ).only("file_id", "number", "author_label", "author_kind", "created_at", "session_ref")
+    return {(r.file_id, r.number): r for r in rows if (r.file_id, r.number) in wanted}

@@ -97,6 +97,8 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         message = Message.from_metadata(metadata) or unquote(metadata.get("mgc-message", ""))
         restored = metadata.get("mgc-restored-from", "")
         restored_from = int(restored) if whole_number(restored) else None
+        merged = metadata.get("mgc-merged-base", "")
+        merged_base = int(merged) if whole_number(merged) and head and int(merged) <= head.number else None
         renamed_from = file_named(locked.project_id, metadata.get("mgc-renamed-from", ""))
         action = "file.save_recovered"
     else:
@@ -107,6 +109,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         )
         actor = Actor.external(claim.agent, claim.session) if claim else Actor.external()
         message, restored_from, renamed_from = system_message("external_change"), None, None
+        merged_base = None
         action = "file.external_change"
         storage.write(
             snap,
@@ -128,6 +131,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         details=details,
         data=data,
         renamed_from=renamed_from,
+        merged_base=merged_base,
     )
 
 

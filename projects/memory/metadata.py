@@ -21,6 +21,7 @@ def write_metadata(
     base: int | None,
     restored_from: int | None,
     renamed_from: MemoryFile | None = None,
+    merged_base: int | None = None,
 ) -> dict[str, str]:
     """Who wrote a revision and on which base, on its snapshot and its head object, so a
     half-done save can be finished faithfully and a retry can recognise its own write."""
@@ -44,6 +45,8 @@ def write_metadata(
         meta["mgc-restored-from"] = str(restored_from)
     if renamed_from is not None:
         meta["mgc-renamed-from"] = str(renamed_from.pk)
+    if merged_base is not None:
+        meta["mgc-merged-base"] = str(merged_base)
     return meta
 
 

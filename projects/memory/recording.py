@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.memory import holds, indexing, layout, refusals, scanning
+from projects.memory import holds, indexing, layout, lineage, refusals, scanning
 from projects.memory.content import decode
 from projects.memory.objects import purge
 from projects.memory.reading import cache_key, forget_cached
@@ -51,9 +51,11 @@ def record_revision(
     expired_rule: str = "",
     renamed_from: MemoryFile | None = None,
     renamed_to: MemoryFile | None = None,
+    merged_base: int | None = None,
 ) -> Revision:
-    """The Revision row, the head moved to it (with the ETag the key now holds), its findings,
-    search copy, cached text and audit event. Under the row lock, in its transaction."""
+    """The Revision row, the head moved to it (with the ETag the key now holds), its line map
+    (where each line came from: memory.lineage), findings, search copy, cached text and audit
+    event. Under the row lock, in its transaction."""
     findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
     if findings:
         details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
@@ -79,12 +81,14 @@ def record_revision(
         expired_rule=expired_rule[:300],
         renamed_from=renamed_from,
         renamed_to=renamed_to,
+        merged_base=merged_base,
     )
     locked.head = revision
     locked.head_etag = etag
     refusals.replaced(locked)  # a refused object that was at the key is gone now
     locked.save(update_fields=["head", "head_etag", "refused_etag"])
     text = decode(data) if data else ""
+    lineage.record(locked, revision, text)
     indexing.index_revision(locked, revision, text)
     if not is_deletion:
         # The next append, pre hook or page reads this text: it is known, keep it warm. (If the

@@ -86,8 +86,11 @@ def file_save(
     message: str | Message = "",
     base_revision: int | None,
     restored_from: int | None = None,
+    merged_base: int | None = None,
 ) -> Revision:
     """Save new content on top of base_revision; SaveConflict if the file moved on.
+    `merged_base`: the text settles a three-way merge over that revision (the one the person
+    had opened), so the lines it kept from there keep their authors.
 
     Content identical to the head's makes no revision: the head is returned (its number is
     `base_revision`, where a new revision's is one more), once a read of the head object has
@@ -117,7 +120,13 @@ def file_save(
         else:
             try:
                 revision = write_revision(
-                    storage, locked, data, actor=actor, message=message, restored_from=restored_from
+                    storage,
+                    locked,
+                    data,
+                    actor=actor,
+                    message=message,
+                    restored_from=restored_from,
+                    merged_base=merged_base,
                 )
             except HeadChanged:
                 adopt_s3_state(storage, locked)
@@ -204,6 +213,7 @@ def write_revision(
     message: str | Message,
     restored_from: int | None,
     renamed_from: MemoryFile | None = None,
+    merged_base: int | None = None,
 ) -> Revision:
     """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head.
     ConsentWithdrawn when an agent writes the profile of a person who withdrew consent."""
@@ -212,7 +222,9 @@ def write_revision(
     number = head.number + 1 if head else 1
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
-    metadata = write_metadata(actor, message, head.number if head else None, restored_from, renamed_from)
+    metadata = write_metadata(
+        actor, message, head.number if head else None, restored_from, renamed_from, merged_base
+    )
     if expiry_pending(locked):
         finish_expiry(storage, locked)
     held = holds_over(locked)  # new versions of what a legal hold covers are held from birth
@@ -263,6 +275,7 @@ def write_revision(
         data=data,
         renamed_from=renamed_from,
         details=details,
+        merged_base=merged_base,
     )
 
 

@@ -6,7 +6,7 @@ them here, and the rest of the console imports them as `from projects.models imp
 from projects.models.audit import AuditChain, AuditCheckpoint, AuditEvent
 from projects.models.events import DeliveryAttempt, OutboxEvent, WebhookSubscription
 from projects.models.lifecycle import LegalHold, RetentionRule
-from projects.models.memory import MemoryFile, RefusedWrite, Revision, SearchText
+from projects.models.memory import LineMap, MemoryFile, RefusedWrite, Revision, SearchText
 from projects.models.projects import (
     Agent,
     GroupMapping,
@@ -24,6 +24,7 @@ from projects.models.runners import (
     McpSession,
     RunnerCredential,
     SessionEvent,
+    SessionFile,
 )
 from projects.models.subjects import ConsentWithdrawal, SubjectDocument, SubjectRequest
 
@@ -43,6 +44,7 @@ __all__ = [
     "IsolationCheck",
     "McpSession",
     "LegalHold",
+    "LineMap",
     "Lock",
     "Membership",
     "MemoryFile",
@@ -56,6 +58,7 @@ __all__ = [
     "RunnerCredential",
     "SearchText",
     "SessionEvent",
+    "SessionFile",
     "SubjectDocument",
     "SubjectRequest",
     "WebhookSubscription",

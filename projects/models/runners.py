@@ -170,6 +170,33 @@ class AgentSession(models.Model):
         return "session", {"agent": self.agent.name, "id": str(self.id)[:8]}
 
 
+class SessionFile(models.Model):
+    """One file, at one revision, that a session's prompt carried (from its receipt): what
+    "where did this line go" searches. The file is named by id, not by a foreign key, so the
+    row outlives an erasure of the file (who was told, and when, stays; no text is here)."""
+
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="carried", help_text="The session."
+    )
+    file_ref = models.UUIDField(help_text="The MemoryFile's id.")
+    path = models.CharField(max_length=400, help_text="The path as the receipt names it.")
+    revision = models.PositiveIntegerField(help_text="The revision injected.")
+    tag = models.CharField(max_length=80, help_text="The section that carried it.")
+    cut = models.BooleanField(
+        default=False, help_text="The section was truncated: some of the file's lines may have been left out."
+    )
+    created_at = models.DateTimeField(help_text="When the session's prompt was assembled.")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["file_ref", "revision"], name="session_file_revision"),
+            models.Index(fields=["file_ref", "-created_at"], name="session_file_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} r{self.revision} in {self.session_id}"
+
+
 class IdempotencyRecord(models.Model):
     """One runner request sent with an Idempotency-Key: a retry with the same key and body gets
     the first answer back and writes nothing (kept in the database, so on any worker or host).

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from projects import outbox
 from projects.memory import catchup, errors, layout, objects, receipts
-from projects.models import Agent, AgentSession, MemoryFile
+from projects.models import Agent, AgentSession, MemoryFile, SessionFile
 from projects.runners import context as prompt_context
 from projects.runners import injection
 from projects.runners.policy import HookError
@@ -154,6 +154,22 @@ def _pre_records(
         bucket_checked=bool(assembly.bucket_checked),
         request_key=request_key,
         via=via,
+    )
+    # What "where did this line go" searches: the files the prompt carried, by revision (one
+    # INSERT of a few rows, in the receipt's transaction).
+    SessionFile.objects.bulk_create(
+        [
+            SessionFile(
+                session=session,
+                file_ref=f["file_id"],
+                path=f["path"],
+                revision=f["revision"],
+                tag=f["tag"],
+                cut=f["cut"],
+                created_at=session.created_at,
+            )
+            for f in receipts.carried_files(assembly.receipt)
+        ]
     )
     # Not an audited change, so its event is emitted here (no subscription: no query at all).
     outbox.emit(

@@ -3,13 +3,19 @@ from urllib.parse import urlsplit
 
 from django import template
 from django.core.exceptions import DisallowedHost
+from django.utils import dateformat
+from django.utils.formats import get_format
+from django.utils.html import escape
+from django.utils.safestring import SafeString
+from django.utils.timezone import localtime
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from projects import audit, drafts
+from projects import audit, drafts, system_text
 from projects.governance import isolation, permissions
 from projects.memory import refusals
 from projects.memory.scanning import LABELS
-from projects.models import Membership
+from projects.models import Membership, Revision
 
 register = template.Library()
 
@@ -179,3 +185,76 @@ def readable_details(details) -> list[tuple[str, str]]:
             shown = shown[:12] + "…"
         pairs.append((str(_DETAIL_NAMES.get(key, key)), shown[:200]))
     return pairs
+
+
+@register.simple_tag(takes_context=True)
+def origin_html(context, o: dict | None, file=None) -> str:
+    """A line's origin (views.provenance.origin_view) as a page shows it: the revision (a link
+    where the reader may open it), its author and kind, when, the session (a link where the
+    reader may see it), held / text expired / may be older, the message and the last tool
+    calls before the write. Built here, every part escaped, rather than by an included
+    template: a blame page shows hundreds of origins, and an include costs a render each; the
+    page's words are translated once (`_origin_words`)."""
+    if not o:
+        return ""
+    words = context.get("_origin_words")
+    if words is None:
+        words = context["_origin_words"] = _origin_words()
+    revision = o["revision"]
+    if not revision.number:
+        return SafeString(f'<span class="muted">{escape(words["unknown"])}</span>')
+    number = f"r{revision.number}"
+    html = [f'<a href="{escape(o["revision_url"])}">{number}</a>' if o["revision_url"] else number]
+    if o["file"] is not None and file is not None and o["file"].pk != file.pk:
+        html.append(f' <span class="muted small">{escape(o["file"].source_path)}</span>')
+    kind = revision.author_kind
+    html.append(
+        f" · {escape(system_text.actor_shown(revision.author_label))}"
+        f' <span class="badge author-{escape(kind)}">{escape(words["kinds"].get(kind, kind))}</span>'
+        f' · <span class="small">{dateformat.format(localtime(revision.created_at), words["when"])}</span>'
+    )
+    if o["session_ref"]:
+        if o["session_url"]:
+            label = words["session"] % {"ref": _short(o["session_ref"], 10)}
+            html.append(f' · <a href="{escape(o["session_url"])}">{escape(label)}</a>')
+        else:
+            html.append(f' · <span class="muted small">{escape(words["elsewhere"])}</span>')
+    for flag, badge in (("held", "badge warn"), ("text_gone", "badge")):
+        if o[flag]:
+            html.append(f' <span class="{badge}">{escape(words[flag])}</span>')
+    if o["approximate"]:
+        html.append(
+            f' <span class="badge" title="{escape(words["rough_why"])}">{escape(words["rough"])}</span>'
+        )
+    message = revision.display_message
+    if message:
+        html.append(f'<div class="muted small">“{escape(_short(message, 140))}”</div>')
+    if o["tool_calls"]:
+        calls = " · ".join(
+            f"<code>{escape(_short(c.name, 60))}</code>"
+            + (f' <span class="muted">({escape(_short(c.resource, 120))})</span>' if c.resource else "")
+            for c in o["tool_calls"]
+        )
+        html.append(f'<div class="small tool-calls">{escape(words["before"])} {calls}</div>')
+    return SafeString("".join(html))  # every part above is escaped or the console's own markup
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _origin_words() -> dict:
+    return {
+        "unknown": gettext("unknown: the revision is gone"),
+        "kinds": {kind: str(label) for kind, label in Revision.AuthorKind.choices},
+        "when": get_format("SHORT_DATETIME_FORMAT"),
+        "session": gettext("session %(ref)s"),
+        "elsewhere": gettext("in an agent session"),
+        "held": gettext("held"),
+        "text_gone": gettext("text expired"),
+        "rough": gettext("may be older"),
+        "rough_why": gettext(
+            "Worked out after the texts of earlier revisions were deleted: the line may be older."
+        ),
+        "before": gettext("Before the write:"),
+    }

@@ -52,6 +52,7 @@ def _editor(request, project, role, file: MemoryFile):
                     actor=Actor.person(request.user),
                     message=data["message"],
                     base_revision=data["base_revision"],
+                    merged_base=_merge_base(request, data["base_revision"]),
                 )
             except errors.SaveConflict as conflict:
                 # Merge the person's text with what is in storage now, over the revision they
@@ -284,6 +285,17 @@ def _correcting(request, file: MemoryFile):
     if not (permissions.can_handle_request(request.user, found) or found.user_id == request.user.pk):
         return None
     return found
+
+
+def _merge_base(request, base_revision: int | None) -> int | None:
+    """The revision the person had opened, when the text saved settles a merge on top of the
+    head it was merged with (the editor carries both): its lines keep their authors."""
+    if "merge_head" not in request.POST:
+        return None
+    carried = ResolveForm(request.POST)
+    if not carried.is_valid() or carried.cleaned_data["merge_head"] != base_revision:
+        return None
+    return carried.cleaned_data["merge_base"] or None
 
 
 def _resolve(request, context: dict, file: MemoryFile):

@@ -10,6 +10,8 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('projects', '0025_mcp_sessions'),
+        # Joins the two lines of history: the MCP endpoint's (main) and provenance's (h36).
+        ('projects', '0026_backfill_provenance'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
