@@ -14,6 +14,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from django.core import mail
+from django.core.management import call_command
 from django.utils import timezone
 
 from projects.audit import Actor
@@ -213,6 +214,7 @@ def test_the_package_holds_every_trace_and_withholds_others(world):
     )
 
 
+@pytest.mark.db_independent  # the completeness test runs the same path on both databases
 def test_a_kept_detail_stays_with_its_reason_and_a_left_out_mention_goes(world):
     request = _open(world, law="gdpr")
     inventory = subject_jobs.inventory_refresh(by=world["root"], request=request)
@@ -264,10 +266,33 @@ def _console_client():
     )
 
 
-def test_the_act_and_the_package_are_under_object_lock(world):
+@pytest.mark.db_independent  # storage's answer; the act and the package run on both elsewhere
+def test_the_act_and_the_package_are_under_object_lock(world, tmp_path):
     """Neither the package nor the act can be deleted with the console's own keys: COMPLIANCE
     retention for three years; a delete without a version leaves the record readable."""
-    package = _package(world, _open(world))
+    # Through the command, as an operator would (scripts/demo-manage.sh on the demo).
+    out = io.StringIO()
+    call_command(
+        "subject_request",
+        "open",
+        "--user",
+        "maria",
+        "--kind",
+        "access",
+        "--law",
+        "152-fz",
+        "--json",
+        stdout=out,
+    )
+    opened = json.loads(out.getvalue())
+    assert opened["state"] == "received" and opened["deadlines"]["152-fz"]["article"] == "152-FZ art. 20(1)"
+    assert opened["due_on"] == SubjectRequest.objects.get(pk=opened["id"]).due_on.isoformat()
+    target = tmp_path / "answer.zip"
+    call_command("subject_request", "answer", str(opened["id"]), "--out", str(target), stdout=io.StringIO())
+    files = _zip(target.read_bytes())
+    assert files["memory/incidents/USER.md"].decode().startswith("# Maria")
+    assert {"memory/incidents/history/USER.md/r1.md", "memory/tenders/history/USER.md/r1.md"} <= set(files)
+    package = SubjectRequest.objects.get(pk=opened["id"]).documents.get()
     withdrawal = _open(world, kind="withdrawal", law="152-fz")
     act = subject_acts.erasure_answer(by=world["root"], request=withdrawal)
     client = _console_client()

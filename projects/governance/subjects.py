@@ -191,7 +191,7 @@ def consent_restore(*, by, user, project: Project | None = None) -> int:
 
 def _locked(request: SubjectRequest) -> SubjectRequest:
     return (
-        SubjectRequest.objects.select_for_update()
+        SubjectRequest.objects.select_for_update(of=("self",))
         .select_related("project", "user", "handler")
         .get(pk=request.pk)
     )
