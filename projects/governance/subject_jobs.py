@@ -37,13 +37,9 @@ JOB_STALE_SECONDS = 15 * 60
 Job = SubjectRequest.Job
 
 
-def job_start(*, by, request: SubjectRequest) -> bool:
-    """Queue the job the request's kind needs next: a search, then its package or erasure.
-    False when one is queued or running already (and not stale)."""
-    return _start(by=by, request=request, job=SEARCH)
-
-
 def job_queue(*, by, request: SubjectRequest, job: str) -> bool:
+    """Queue one job for the request (the worker runs it after the commit). False when one
+    is queued or running already (and not stale)."""
     if job not in JOBS:
         raise ValueError(job)
     return _start(by=by, request=request, job=job)
