@@ -317,6 +317,7 @@ def test_erasure_makes_the_act_with_the_audit_extract(world):
     files = _zip(subject_records.document_read(by=world["root"], document=document))
     act, extract = json.loads(files["act.json"]), json.loads(files["extract.json"])
     assert act["subject"]["username"] == "maria" and act["performed_by"]["username"] == "root"
+    assert act["ground"]["text"] == "Человек потребовал уничтожить его данные."  # the person's language
     assert act["totals"]["files"] == 2 and {p["project"] for p in act["projects"]} == {"incidents", "tenders"}
     erased = [e for e in extract["events"] if e["action"] == "profile.erase"]
     assert len(erased) == 2

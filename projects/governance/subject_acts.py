@@ -31,6 +31,12 @@ ACT_SCHEMA = "urn:mgc:destruction-act:1"
 
 
 def _ground(request: SubjectRequest) -> dict:
+    """The ground of the destruction, in the person's language (the act is theirs to read)."""
+    with translation.override(request.language):
+        return _ground_text(request)
+
+
+def _ground_text(request: SubjectRequest) -> dict:
     article = next(iter(request.deadlines.values()), {}).get("article", "")
     if request.kind == Kind.WITHDRAWAL:
         code, text = "consent_withdrawn", _("The person withdrew their consent to the processing.")
