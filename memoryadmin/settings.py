@@ -375,7 +375,12 @@ CACHES = {
 # --- Events out: webhooks and audit streams (projects/events/) -----------------------------
 # The worker (manage.py events_worker) runs Django's Tasks on the database backend of
 # django-tasks-db: the queue lives beside the outbox, in the same database.
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "events", "holds"]}}
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default", "events", "holds", "subjects"],
+    }
+}
 # Receivers on loopback, private, link-local or other non-public addresses are refused unless
 # named here (comma-separated addresses or networks, e.g. 127.0.0.1,10.2.0.0/16).
 MGC_WEBHOOK_ALLOWED_NETWORKS = env_list("MGC_WEBHOOK_ALLOWED_NETWORKS", [])
@@ -415,6 +420,24 @@ MGC_POISON_CLASSIFIER_LABELS = env_list(
 )
 if MGC_POISON_CLASSIFIER_URL and not MGC_POISON_CLASSIFIER_URL.startswith(("https://", "http://")):
     raise ImproperlyConfigured("MGC_POISON_CLASSIFIER_URL must be an http(s) URL")
+# --- Subjects' requests (projects/governance/subjects.py) -----------------------------------
+# The operator named on answers and destruction acts (152-FZ: the operator of personal data).
+MGC_OPERATOR_NAME = env_str("MGC_OPERATOR_NAME", "Memory Governance Console (demo operator)")
+# Answers and destruction acts are kept in S3 under Object Lock retention: in this bucket
+# (empty: the memory bucket, under _records/), COMPLIANCE (no one can delete them before the
+# date, the console's own keys included) or GOVERNANCE, for this many days (Roskomnadzor Order
+# No. 179: 3 years).
+MGC_RECORDS_BUCKET = env_str("MGC_RECORDS_BUCKET")
+MGC_RECORDS_LOCK_MODE = env_str("MGC_RECORDS_LOCK_MODE", "COMPLIANCE")
+if MGC_RECORDS_LOCK_MODE not in {"COMPLIANCE", "GOVERNANCE"}:
+    raise ImproperlyConfigured("MGC_RECORDS_LOCK_MODE must be COMPLIANCE or GOVERNANCE")
+MGC_RECORDS_RETENTION_DAYS = env_int("MGC_RECORDS_RETENTION_DAYS", 3 * 365 + 1)
+# A request is "due soon" this many days before its deadline: its handler gets one reminder
+# (mail and the subject_request.due_soon event), and one more once it is overdue.
+MGC_SUBJECT_DUE_SOON_DAYS = env_int("MGC_SUBJECT_DUE_SOON_DAYS", 3)
+# How often the events worker looks for reminders to send (manage.py subject_request remind
+# does the same once, for a schedule without the worker).
+MGC_SUBJECT_REMIND_SECONDS = env_float("MGC_SUBJECT_REMIND_SECONDS", 300.0)
 
 # --- Security ---------------------------------------------------------------------------------
 # A strict policy: no inline scripts or styles anywhere, so templates keep JS in static/.

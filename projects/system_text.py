@@ -33,13 +33,26 @@ LABELS = {
     "session": _("session %(id)s of %(agent)s"),
     "credential": _("S3 credentials %(key)s of %(token)s"),
     "webhook": _("%(kind)s to %(url)s"),
+    "subject_request": _("subject request #%(id)s (%(kind)s)"),
+    "subject_document": _("%(kind)s of subject request #%(id)s"),
 }
 
 # Parameters that are themselves words of the console (a write mode, a role).
 _WORDS = {
     "mode": {"append": _("append"), "replace": _("replace")},
     "role": {"admin": _("Admin"), "compliance": _("Compliance"), "employee": _("Employee")},
-    "kind": {"webhook": _("Webhook"), "audit": _("Audit stream")},
+    "kind": {
+        "webhook": _("Webhook"),
+        "audit": _("Audit stream"),
+        "access": _("access"),
+        "copy": _("copy"),
+        "correction": _("correction"),
+        "erasure": _("erasure"),
+        "restriction": _("restriction"),
+        "withdrawal": _("withdrawal of consent"),
+        "package": _("answer package"),
+        "act": _("destruction act"),
+    },
 }
 
 

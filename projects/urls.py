@@ -17,6 +17,7 @@ from projects.views import (
     sessions,
     setup,
     simulate,
+    subjects,
     tokens,
     trail,
     webhooks,
@@ -30,6 +31,19 @@ urlpatterns = [
     path("preview/", editor.preview_view, name="preview"),
     path("audit/", trail.audit_log_view, name="audit_log"),
     path("new-project/", setup.project_new_view, name="project_new"),
+    path("requests/", subjects.register_view, name="subject_requests"),
+    path("requests/ask/", subjects.ask_view, name="subject_ask"),
+    path("requests/<int:request_id>/", subjects.request_view, name="subject_request"),
+    path("requests/<int:request_id>/status/", subjects.request_status_view, name="subject_request_status"),
+    path(
+        "requests/<int:request_id>/do/<slug:step>/", subjects.request_step_view, name="subject_request_step"
+    ),
+    path(
+        "requests/<int:request_id>/documents/<int:document_id>/",
+        subjects.document_view,
+        name="subject_document",
+    ),
+    path("p/<slug:slug>/requests/", subjects.project_register_view, name="project_subject_requests"),
     path("p/<slug:slug>/", browse.project_detail_view, name="project_detail"),
     path("p/<slug:slug>/settings/", setup.project_settings_view, name="project_settings"),
     path("p/<slug:slug>/new-agent/", setup.agent_new_view, name="agent_new"),

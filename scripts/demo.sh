@@ -86,6 +86,9 @@ fi
 
 # Retention runs on a schedule in production (docs/DEPLOY.md); the demo applies it once here.
 python manage.py retention | sed 's/^/retention: /'
+# Subjects' requests' reminders (due soon, overdue; once each): the events worker below sends
+# them every MGC_SUBJECT_REMIND_SECONDS; the command does the same once, on any schedule.
+python manage.py subject_request remind | sed 's/^/subject requests: /'
 
 echo
 echo "Users: admin, compliance, employee (also ivan.petrov, anna.smirnova); password: $MGC_DEMO_PASSWORD"
@@ -144,7 +147,7 @@ ANNOUNCE_PID=$!
 # docs/DEPLOY.md runs several in production.
 python manage.py events_worker >"$DEMO/worker.log" 2>&1 &
 WORKER_PID=$!
-echo "Events worker: webhooks and audit streams (manage.py events_worker; log in $DEMO/worker.log)"
+echo "Events worker: webhooks and audit streams, subjects' requests' work and reminders (manage.py events_worker; log in $DEMO/worker.log)"
 trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $WORKER_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 # The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI

@@ -239,6 +239,51 @@ class MemoryStorage(S3Storage):
         except BotoCoreError as exc:
             raise _failed(exc, outcome="unknown") from exc
 
+    def write_retained(
+        self, key: str, data: bytes, *, content_type: str, mode: str, retain_until, metadata: dict
+    ) -> tuple[str, str]:
+        """Write a new object kept under S3 Object Lock retention (`mode` COMPLIANCE or
+        GOVERNANCE until `retain_until`; no retention when `mode` is empty), only where the
+        key is free (IfNoneMatch). Returns (ETag, VersionId); PreconditionFailed when the key
+        holds an object already; LegalHoldUnsupported when the bucket has no Object Lock."""
+        params = {
+            "Bucket": self.bucket_name,
+            "Key": key,
+            "Body": data,
+            "ContentType": content_type,
+            "Metadata": metadata,
+            "IfNoneMatch": "*",
+        }
+        if mode:
+            params.update(ObjectLockMode=mode, ObjectLockRetainUntilDate=retain_until)
+        try:
+            answer = self.client.put_object(**params)
+        except ClientError as exc:
+            if _is_precondition_failed(exc):
+                raise PreconditionFailed(key) from exc
+            if mode and error_code(exc) in {"InvalidRequest", "InvalidBucketState", "NotImplemented"}:
+                raise LegalHoldUnsupported(self.bucket_name) from exc
+            raise _failed(exc, outcome="unknown" if _status(exc) >= 500 else "not_applied") from exc
+        except BotoCoreError as exc:
+            raise _failed(exc, outcome="unknown") from exc
+        return answer["ETag"], answer.get("VersionId", "") or ""
+
+    def read_version(self, key: str, version_id: str = "") -> StoredObject | None:
+        """One version of an object (the current one without `version_id`), None if missing."""
+        params = {"Bucket": self.bucket_name, "Key": key}
+        if version_id:
+            params["VersionId"] = version_id
+        try:
+            response = self.client.get_object(**params)
+            body = response["Body"].read()
+        except ClientError as exc:
+            if _is_missing(exc) or error_code(exc) in {"NoSuchVersion", "InvalidArgument"}:
+                return None
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+        return StoredObject(body, response["ETag"], response.get("Metadata", {}), len(body), version_id)
+
     # --- Object Lock -------------------------------------------------------------------------
 
     def set_legal_hold(self, key: str, version_id: str, on: bool) -> None:
@@ -388,13 +433,18 @@ def _forget_storages(*, setting, **kwargs):
 
 def storage_for(project) -> MemoryStorage:
     """The storage holding a project's memory: the console's, or the project's own bucket."""
+    return bucket_storage(project.bucket)
+
+
+def bucket_storage(bucket: str = "") -> MemoryStorage:
+    """The console's storage for a bucket ('' or the console's own: the default one)."""
     default = storages["memory"]
-    if not project.bucket or project.bucket == default.bucket_name:
+    if not bucket or bucket == default.bucket_name:
         return default
-    storage = _bucket_storages.get(project.bucket)
+    storage = _bucket_storages.get(bucket)
     if storage is None:
-        options = dict(settings.STORAGES["memory"].get("OPTIONS", {}), bucket_name=project.bucket)
-        storage = _bucket_storages[project.bucket] = MemoryStorage(**options)
+        options = dict(settings.STORAGES["memory"].get("OPTIONS", {}), bucket_name=bucket)
+        storage = _bucket_storages[bucket] = MemoryStorage(**options)
     return storage
 
 

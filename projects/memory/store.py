@@ -32,7 +32,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor
-from projects.memory import layout
+from projects.memory import consent, layout
 from projects.memory.adoption import adopt_s3_state, put_head_back
 from projects.memory.content import appended, decode, encode, sha256
 from projects.memory.errors import SaveConflict, StorageUnavailable
@@ -215,7 +215,9 @@ def write_revision(
     renamed_from: MemoryFile | None = None,
     merged_base: int | None = None,
 ) -> Revision:
-    """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head."""
+    """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head.
+    ConsentWithdrawn when an agent writes the profile of a person who withdrew consent."""
+    consent.refuse_agent_write(locked, actor)
     head = locked.head
     number = head.number + 1 if head else 1
     sha = sha256(data)

@@ -27,6 +27,7 @@ from projects.models.runners import (
     SessionFile,
 )
 from projects.models.signin import SignInFailure
+from projects.models.subjects import ConsentWithdrawal, SubjectDocument, SubjectRequest
 
 __all__ = [
     "Agent",
@@ -35,6 +36,7 @@ __all__ = [
     "AuditChain",
     "AuditCheckpoint",
     "AuditEvent",
+    "ConsentWithdrawal",
     "DeliveryAttempt",
     "Flag",
     "FlagReply",
@@ -59,6 +61,8 @@ __all__ = [
     "SessionEvent",
     "SessionFile",
     "SignInFailure",
+    "SubjectDocument",
+    "SubjectRequest",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",

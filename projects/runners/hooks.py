@@ -14,7 +14,7 @@ from django.utils import timezone
 from projects import outbox
 from projects.audit import VIA_MCP, Actor, audit_record
 from projects.errors import Refusal
-from projects.memory import carried, errors, layout, removal, store
+from projects.memory import carried, consent, errors, layout, removal, store
 from projects.memory.content import encode
 from projects.models import AgentSession, IdempotencyRecord, MemoryFile, Proposal, SessionEvent
 from projects.runners import idempotency, injection, policy, schemas, targets
@@ -148,6 +148,7 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
             base = _default_base(file, write.path, seen)
         if rule.get("approval"):
             encode(write.content)  # refuse bad content now, not at approval
+            consent.refuse_agent_write(file, actor)  # nor proposed, once consent is withdrawn
             _propose(session, file, actor, write, base, result)
         else:
             before = file.head.number if file.head is not None else None
@@ -167,7 +168,7 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
             head_revision=exc.head.number if exc.head else None,
             head_text=exc.head_text,
         )
-    except (errors.ContentRejected, errors.FileDeleted, errors.TargetExists) as exc:
+    except (errors.ContentRejected, errors.FileDeleted, errors.TargetExists, errors.ConsentWithdrawn) as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
     return result
 
@@ -249,6 +250,7 @@ def _post_move(
         if target.head is not None and not target.is_deleted:
             raise errors.TargetExists(f"{write.new_path} exists already; nothing was renamed.")
     if how == "proposal":
+        consent.refuse_agent_write(file, actor)
         _propose(session, file, actor, write, base, result)
     elif write.mode == "delete":
         revision = removal.file_delete(file=file, actor=actor, message=message, base_revision=base)

@@ -65,7 +65,18 @@ def demo(s3):
         .order_by("path")
         .first()
     )
+    # A subject's request with what was found, so its page shows the mentions and the choices.
+    from projects.governance import subject_jobs, subjects
+
+    admin = User.objects.get(username="admin")
+    subject_request = subjects.request_open(
+        by=admin, user=employee, kind="access", law="both", details=LONG, channel="email"
+    )
+    subject_jobs.inventory_refresh(by=admin, request=subject_request)
+    own = subjects.request_open(by=employee, user=employee, kind="copy", law="gdpr")
     return {
+        "subject_request": subject_request,
+        "own_request": own,
         "project": project,
         "agent": agent,
         "employee": employee,
@@ -109,6 +120,8 @@ def _pages(demo) -> list[str]:
         f"{p}/settings/",
         f"{p}/new-agent/",
         "/new-project/",
+        "/requests/",
+        f"/requests/{demo['subject_request'].pk}/",
     ]
 
 
@@ -121,6 +134,8 @@ def _employee_pages(demo) -> list[str]:
         f"{p}/f/{demo['profile'].pk}/",
         f"{p}/f/{demo['profile'].pk}/blame/",
         f"{p}/proposals/",
+        "/requests/ask/",
+        f"/requests/{demo['own_request'].pk}/",
     ]
 
 
@@ -319,6 +334,7 @@ def _compliance_pages(demo) -> list[str]:
         f"{p}/proposals/",
         f"{p}/simulate/?agent={demo['agent'].slug}&user={demo['employee'].pk}",
         f"{p}/agents/{demo['agent'].slug}/",
+        f"{p}/requests/",
     ]
 
 
