@@ -15,6 +15,9 @@ is read: if it holds this save's bytes, written by the same author on the same b
 whose first answer was lost, or the retry of a save whose worker died before step 4), that is
 this save's success and it is recorded once, as its author's. Anything else at the key is
 someone else's write: it is recorded as an `external` revision and the caller gets a conflict.
+The same holds once the database knows the write: a save whose answer was lost and that was
+recorded since (the next pre hook, reconcile) is recognised when its author saves the same
+text on the same base again (`_saved_before`), instead of a conflict with their own text.
 A refused save removes its snapshot only when the head does not hold its bytes (then no
 other attempt can own it); any orphan left behind is a warning that reconcile clears.
 
@@ -101,6 +104,10 @@ def file_save(
         head = locked.head
         head_number = head.number if head else None
         if base_revision != head_number:
+            earlier = _saved_before(locked, data, actor, base_revision, restored_from)
+            if earlier is not None:
+                refresh_head(file, locked)
+                return earlier
             conflict_reason = "stale_base"
         elif (
             restored_from is None
@@ -126,6 +133,34 @@ def file_save(
         raise save_conflict(storage, file, conflict_reason, data, base_revision)
     refresh_head(file, locked)
     return revision
+
+
+def _saved_before(
+    locked: MemoryFile, data: bytes, actor: Actor, base_revision: int | None, restored_from: int | None
+) -> Revision | None:
+    """This very save, made before: the revision right after `base_revision` holds these
+    bytes, written by the same author (and session) on that base. A save whose answer was
+    lost (503, outcome unknown) did land, and was recorded since (by the next pre hook, a
+    save, reconcile); the same person saving the same text on the same base again is that
+    save, not a conflict with their own text."""
+    number = 1 if base_revision is None else base_revision + 1
+    found = Revision.objects.filter(file=locked, number=number).first()
+    if (
+        found is None
+        or found.is_deletion
+        or found.sha256 != sha256(data)
+        or found.restored_from != restored_from
+        or found.renamed_from_id is not None
+    ):
+        return None
+    same_author = (
+        found.author_kind == actor.kind
+        and found.author_user_id == (actor.user.pk if actor.user is not None else None)
+        and found.author_agent_id == (actor.agent.pk if actor.agent is not None else None)
+        and found.session_ref == actor.session_ref
+        and (actor.kind != Revision.AuthorKind.SYSTEM or found.author_label == actor.label)
+    )
+    return found if same_author else None
 
 
 def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str | Message = "") -> Revision:
