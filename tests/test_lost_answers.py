@@ -569,7 +569,8 @@ def test_a_replace_whose_answer_was_lost_is_recognised_without_its_key(client, s
     """The API: a replace answered 503 "outcome unknown", recorded since; the same replace from
     the same session, sent again under a new key (a runner that lost the first), is written."""
     session = _api(client, "hooks/pre", {}, token).json()["session"]
-    write = {"path": "workspace/notes/log.md", "mode": "replace", "content": "# Log\nnew\n", "base_revision": 1}
+    write = {"path": "workspace/notes/log.md", "mode": "replace", "content": "# Log\nnew\n"}
+    write["base_revision"] = 1
     s3.proxy.inject("PUT", HEAD, "lose")
     s3.proxy.inject("GET", HEAD, "drop")
     lost = _api(client, "hooks/post", {"session": session, "writes": [write], "end": False}, token, key="a")
