@@ -23,7 +23,7 @@ import urllib3
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import gettext_lazy
 
 from projects.events import addresses
 
@@ -76,19 +76,19 @@ def address_allowed(address: str) -> bool:
 
 
 _KINDS = {
-    addresses.UNSPECIFIED: _lazy("unspecified"),
-    addresses.LOOPBACK: _lazy("loopback"),
-    addresses.PRIVATE: _lazy("private"),
-    addresses.SHARED: _lazy("shared address space (carrier-grade NAT)"),
-    addresses.LINK_LOCAL: _lazy("link-local"),
-    addresses.SITE_LOCAL: _lazy("site-local"),
-    addresses.UNIQUE_LOCAL: _lazy("unique local"),
-    addresses.MULTICAST: _lazy("multicast"),
-    addresses.DOCUMENTATION: _lazy("documentation"),
-    addresses.BENCHMARKING: _lazy("benchmarking"),
-    addresses.RESERVED: _lazy("reserved"),
-    addresses.PROTOCOL: _lazy("IETF protocol assignments"),
-    addresses.TUNNEL: _lazy("an IPv4 address wrapped in IPv6"),
+    addresses.UNSPECIFIED: gettext_lazy("unspecified"),
+    addresses.LOOPBACK: gettext_lazy("loopback"),
+    addresses.PRIVATE: gettext_lazy("private"),
+    addresses.SHARED: gettext_lazy("shared address space (carrier-grade NAT)"),
+    addresses.LINK_LOCAL: gettext_lazy("link-local"),
+    addresses.SITE_LOCAL: gettext_lazy("site-local"),
+    addresses.UNIQUE_LOCAL: gettext_lazy("unique local"),
+    addresses.MULTICAST: gettext_lazy("multicast"),
+    addresses.DOCUMENTATION: gettext_lazy("documentation"),
+    addresses.BENCHMARKING: gettext_lazy("benchmarking"),
+    addresses.RESERVED: gettext_lazy("reserved"),
+    addresses.PROTOCOL: gettext_lazy("IETF protocol assignments"),
+    addresses.TUNNEL: gettext_lazy("an IPv4 address wrapped in IPv6"),
 }
 
 
