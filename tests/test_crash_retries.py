@@ -126,10 +126,10 @@ def _post(port: int, token: str, body: dict, key: str, timeout: float = 60) -> t
     return response.status, json.loads(response.read() or b"{}"), dict(response.getheaders())
 
 
-def _send_and_kill(port, token, body, key, ready) -> float:
+def _send_and_kill(port, token, body, key, ready, *, lost: bool = True) -> float:
     """Send the post on its own connection, wait until `ready()` says the worker is where it
     should die, SIGKILL that worker (named by the request's idempotency record); the time of
-    the kill. The connection dies with it."""
+    the kill. The connection dies with it (`lost`; else the answer may have left before)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     conn.request(
         "POST",
@@ -150,8 +150,9 @@ def _send_and_kill(port, token, body, key, ready) -> float:
     pid = int(owner.split("|")[1])
     os.kill(pid, signal.SIGKILL)
     killed = time.time()
-    with pytest.raises((http.client.HTTPException, OSError)):
-        conn.getresponse().read()
+    if lost:
+        with pytest.raises((http.client.HTTPException, OSError)):
+            conn.getresponse().read()
     return killed
 
 
@@ -258,18 +259,21 @@ def test_a_worker_killed_mid_post_the_retry_writes_once_and_is_answered_at_once(
     assert answer["results"][0]["status"] == "written" and busy == 0
     assert lines("notes/log.md", "- four\n") == 1
 
+    # 5. After its last commit (the answer stored), before or while answering: the retry
+    #    gets the stored answer back and writes nothing.
+    body = {"session": session, "writes": [append("notes/log.md", "- five\n")], "end": False}
+    _send_and_kill(port, token, body, "k5", lambda: _answered("k5"), lost=False)
+    status, replayed, headers = _post(port, token, body, "k5")
+    assert status == 200 and headers.get("Idempotent-Replayed") == "true"
+    assert replayed["results"][0]["status"] == "written" and lines("notes/log.md", "- five\n") == 1
+
     # Every line once in the bucket and once in the history, each the agent's revision.
     log = MemoryFile.objects.select_related("head").get(path="notes/log.md")
-    assert s3.get(log.key).decode() == "# Log\n- one\n- two\n- three\n- four\n"
-    assert list(
-        Revision.objects.filter(file=log).order_by("number").values_list("author_kind", flat=True)
-    ) == [
-        "system",
-        "agent",
-        "agent",
-        "agent",
-        "agent",
-    ]
+    assert s3.get(log.key).decode() == "# Log\n- one\n- two\n- three\n- four\n- five\n"
+    assert (
+        list(Revision.objects.filter(file=log).order_by("number").values_list("author_kind", flat=True))
+        == ["system"] + ["agent"] * 5
+    )
     # No retry met a 409 "in progress" (busy == 0 above): the key was free at the first one,
     # not after a lease (90 s before). The time each took, for docs/ARCHITECTURE.md:
     with capsys.disabled():
@@ -279,6 +283,10 @@ def test_a_worker_killed_mid_post_the_retry_writes_once_and_is_answered_at_once(
                 f"killed {case}: the retry took the key over {taken:.2f} s after the worker's death "
                 f"and was answered {answered:.2f} s after it"
             )
+
+
+def _answered(key: str) -> bool:
+    return IdempotencyRecord.objects.filter(key=key, state="done").exists()
 
 
 def _sleeping_in_an_insert() -> bool:
