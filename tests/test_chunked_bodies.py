@@ -42,6 +42,7 @@ def servers(tmp_path):
         MGC_API_MAX_BODY_BYTES=str(LIMIT),
         MGC_DEBUG="1",
         MGC_LOG_LEVEL="WARNING",
+        MGC_WEB_GRACEFUL_TIMEOUT="1",
         MGC_WEB_WORKERS="1",
         MGC_WEB_THREADS="2",
     )

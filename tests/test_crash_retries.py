@@ -32,6 +32,7 @@ from projects.models import IdempotencyRecord, MemoryFile, Revision
 from tests.conftest import ACCESS_KEY, SECRET_KEY
 
 pytestmark = [
+    pytest.mark.slow,  # a gunicorn of its own, five kills, a 3 s statement
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         connection.vendor != "postgresql",
@@ -59,6 +60,7 @@ def console(s3, tmp_path):
         MGC_WEB_THREADS="4",
         MGC_DB_CONN_MAX_AGE="60",
         MGC_LOG_LEVEL="WARNING",
+        MGC_WEB_GRACEFUL_TIMEOUT="1",
     )
     [port] = free_ports(1)
     log = open(tmp_path / "gunicorn.log", "w")  # noqa: SIM115 - closed below
