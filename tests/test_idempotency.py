@@ -74,7 +74,7 @@ def test_a_pid_that_now_belongs_to_another_process_counts_as_gone(agent):
     pid = os.getpid()
     _owned_by(agent, f"{idempotency._machine()}|{pid}|1|before-a-restart", lease=60)
     record, _ = _again(agent)
-    assert record.owner.endswith("|before-a-restart") is False
+    assert not record.owner.endswith("|before-a-restart")
 
 
 def test_a_key_from_another_host_waits_for_its_lease(agent):

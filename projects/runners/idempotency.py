@@ -93,15 +93,21 @@ def _machine() -> str:
         return ""
 
 
+_UNKNOWN = "?"
+
+
 def _started(pid: int) -> str | None:
     """The process's start time (clock ticks since boot); None when there is no such process,
     or only its exit status waits for its parent (a zombie: a killed worker that gunicorn has
-    not reaped yet is dead all the same)."""
+    not reaped yet is dead all the same); "?" when /proc will not say (another user's process
+    under hidepid)."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError:
+        return _UNKNOWN
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return fields[19]
@@ -109,19 +115,20 @@ def _started(pid: int) -> str | None:
 
 def _owner_token() -> str:
     pid = os.getpid()
-    return f"{_machine()}|{pid}|{_started(pid) or ''}|{uuid.uuid4().hex[:16]}"
+    return f"{_machine()}|{pid}|{_started(pid) or _UNKNOWN}|{uuid.uuid4().hex[:16]}"
 
 
-def _worker_gone(owner: str) -> bool:
-    """True when the owner's process is known to be dead: it ran in this pid namespace on
-    this boot and that pid is gone or is another process now. False when it lives, or when
-    this machine cannot tell (another host: the lease decides)."""
+def _worker_alive(owner: str) -> bool | None:
+    """Whether the owner's process still runs, when this machine can tell: it ran in this pid
+    namespace on this boot, and its pid is that process still (the start time tells a reused
+    pid). None when it cannot (another host, no /proc): the lease decides then."""
     machine, _, rest = owner.partition("|")
     pid, _, rest = rest.partition("|")
     started = rest.partition("|")[0]
-    if not machine or machine != _machine() or not pid.isdigit() or not started:
-        return False
-    return _started(int(pid)) != started
+    if not machine or machine != _machine() or not pid.isdigit() or started in ("", _UNKNOWN):
+        return None
+    now = _started(int(pid))
+    return None if now == _UNKNOWN else now == started
 
 
 # --- The record's life ----------------------------------------------------------------------------
@@ -176,9 +183,9 @@ def _still_running(record: IdempotencyRecord, now: dt.datetime) -> int | None:
         return None  # released
     if record.claimed_at is not None and (now - record.claimed_at).total_seconds() >= RUN_LIMIT:
         return None
-    here = _machine() and record.owner.startswith(_machine() + "|")
-    if here:
-        return None if _worker_gone(record.owner) else 1
+    alive = _worker_alive(record.owner)
+    if alive is not None:
+        return 1 if alive else None
     if record.lease_until > now:
         return max(1, int((record.lease_until - now).total_seconds() + 0.999))
     return None
