@@ -157,3 +157,14 @@ def _system():
     from projects.audit import Actor
 
     return Actor.system("t")
+
+
+def test_a_request_begun_before_owners_were_named_keeps_its_lease(agent):
+    """During a rolling upgrade a worker of the last version may still run a request it began
+    without naming an owner (and without fencing): its lease is respected as before."""
+    _owned_by(agent, "", lease=30)
+    with pytest.raises(idempotency.InProgress):
+        _again(agent)
+    IdempotencyRecord.objects.filter(key="k").update(lease_until=timezone.now() - dt.timedelta(seconds=1))
+    record, _ = _again(agent)
+    assert record.owner

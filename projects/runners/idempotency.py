@@ -180,7 +180,9 @@ def _still_running(record: IdempotencyRecord, now: dt.datetime) -> int | None:
     """Seconds to wait before asking again while the attempt that owns the record may still
     run; None once it cannot (then a retry may take over)."""
     if not record.owner:
-        return None  # released
+        # Released (its lease ended with it), or started by a version of the console that named
+        # no owner (during a rolling upgrade): its lease is all there is to go by.
+        return None if record.lease_until <= now else max(1, int((record.lease_until - now).total_seconds()))
     if record.claimed_at is not None and (now - record.claimed_at).total_seconds() >= RUN_LIMIT:
         return None
     alive = _worker_alive(record.owner)
