@@ -75,6 +75,23 @@ def free_ports(count: int) -> list[int]:
     raise RuntimeError(f"no {count} free ports between {LOWEST_PORT} and {low}")
 
 
+ADMIN_GRPC_OFFSET = 10_000
+
+
+def _mini_ports() -> list[int]:
+    """Seven free ports and the admin server's pair: mini's maintenance worker dials the admin
+    server's gRPC at its HTTP port + 10000 whatever -admin.port.grpc says, so the pair is
+    chosen that way (both below the ephemeral range)."""
+    ports = free_ports(7)
+    low, _high = _ephemeral_range()
+    candidates = [p for p in range(LOWEST_PORT, low - ADMIN_GRPC_OFFSET) if p not in ports]
+    for admin in random.sample(candidates, min(len(candidates), 500)):
+        grpc = admin + ADMIN_GRPC_OFFSET
+        if grpc not in ports and _bindable(admin) and _bindable(grpc):
+            return [*ports, admin, grpc]
+    return ports + free_ports(2)  # no such pair: the worker only logs that it cannot connect
+
+
 def _bindable(port: int) -> bool:
     # Without SO_REUSEADDR: a port still in TIME_WAIT is passed over too (weed refuses it).
     with socket.socket() as probe:
@@ -247,7 +264,7 @@ class SeaweedMini:
         config = self.folder / "s3.json"
         write_identities(config, self.access_key, self.secret_key)
         # The same ports on a restart (the filer's address stays valid for its followers).
-        self._ports = getattr(self, "_ports", None) or free_ports(9)
+        self._ports = getattr(self, "_ports", None) or _mini_ports()
         (master, master_g, volume, volume_g, filer, filer_g, s3_g, admin, admin_g) = self._ports
         # The filer's address as weed's own tools take it (host:port.grpcPort): its metadata
         # stream tells what changed in the bucket (projects/memory/feed.py).
