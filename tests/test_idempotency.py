@@ -168,3 +168,41 @@ def test_a_request_begun_before_owners_were_named_keeps_its_lease(agent):
     IdempotencyRecord.objects.filter(key="k").update(lease_until=timezone.now() - dt.timedelta(seconds=1))
     record, _ = _again(agent)
     assert record.owner
+
+
+def test_a_write_that_landed_and_was_recorded_by_another_save_is_not_made_again(
+    client, s3, project, agent, token, person
+):
+    """The worker died after its append reached S3 and before its commit; before the retry,
+    another save met that head and recorded it (as the agent's, from its metadata). The retry
+    finds its own write among the revisions, by the request it belongs to, and does not append
+    the line a second time."""
+    from django.db import DatabaseError
+
+    from projects.audit import Actor
+    from tests.conftest import DatabaseRefusal
+
+    store.file_create(
+        project=project, scope="workspace", path="notes/log.md", content="# Log\n", actor=_system()
+    )
+    session_id = client.post(
+        "/api/v1/hooks/pre", data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    ).json()["session"]
+    session = AgentSession.objects.select_related("agent__project", "user").get(pk=session_id)
+    write = hooks.WriteRequest("workspace/notes/log.md", "append", "- the agent's line\n", None, None)
+    first, _ = idempotency.begin(agent=agent, key="k3", endpoint="hooks/post", body=b"{}")
+    killed = DatabaseRefusal("projects_revision")  # the commit never comes: S3 has the line
+    killed.start()
+    try:
+        with pytest.raises(DatabaseError):
+            hooks.hook_post(session=session, writes=[write], record=first)
+    finally:
+        killed.stop()
+    log = MemoryFile.objects.select_related("head", "project").get(path="notes/log.md")
+    store.file_append(file=log, addition="- a person's line\n", actor=Actor.person(person))
+    IdempotencyRecord.objects.filter(pk=first.pk).update(owner=_dead_owner())
+    second, _ = idempotency.begin(agent=agent, key="k3", endpoint="hooks/post", body=b"{}")
+    [result] = hooks.hook_post(session=session, writes=[write], record=second)
+    text = s3.get(log.key).decode()
+    assert text == "# Log\n- the agent's line\n- a person's line\n"
+    assert (result["status"], result["revision"]) == ("written", 2)

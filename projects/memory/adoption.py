@@ -19,7 +19,7 @@ from projects.audit import Actor, audit_record
 from projects.memory import layout, provenance, refusals
 from projects.memory.content import sha256
 from projects.memory.errors import StorageUnavailable
-from projects.memory.metadata import actor_from_metadata, file_named, whole_number, write_metadata
+from projects.memory.metadata import actor_from_metadata, file_named, request_of, whole_number, write_metadata
 from projects.memory.reading import read_snapshot
 from projects.memory.recording import expiry_pending, holds_over, lock_file, record_revision
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
@@ -86,7 +86,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
     metadata = storage.metadata(snap)
-    details = {}
+    details, request = {}, ""
     if (
         metadata
         and metadata.get("mgc-base", "") == (str(head.number) if head else "")
@@ -98,6 +98,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         restored = metadata.get("mgc-restored-from", "")
         restored_from = int(restored) if whole_number(restored) else None
         renamed_from = file_named(locked.project_id, metadata.get("mgc-renamed-from", ""))
+        request = request_of(metadata)
         action = "file.save_recovered"
     else:
         # Written past the console: a runner's direct sandbox (attributed when its proof
@@ -128,6 +129,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         details=details,
         data=data,
         renamed_from=renamed_from,
+        request_ref=request,
     )
 
 

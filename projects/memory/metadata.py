@@ -21,6 +21,7 @@ def write_metadata(
     base: int | None,
     restored_from: int | None,
     renamed_from: MemoryFile | None = None,
+    request: str = "",
 ) -> dict[str, str]:
     """Who wrote a revision and on which base, on its snapshot and its head object, so a
     half-done save can be finished faithfully and a retry can recognise its own write."""
@@ -42,6 +43,8 @@ def write_metadata(
         meta["mgc-restored-from"] = str(restored_from)
     if renamed_from is not None:
         meta["mgc-renamed-from"] = str(renamed_from.pk)
+    if request:
+        meta["mgc-request"] = quote(request[:120])
     return meta
 
 
@@ -73,6 +76,11 @@ def _agent_named(value: str) -> Agent | None:
         return Agent.objects.filter(pk=uuid.UUID(value)).first() if value else None
     except ValueError:
         return None
+
+
+def request_of(meta: dict[str, str]) -> str:
+    """The runner request a write's metadata names ("" for none)."""
+    return unquote(meta.get("mgc-request", ""))[:120]
 
 
 def actor_from_metadata(meta: dict[str, str]) -> Actor:

@@ -51,6 +51,7 @@ def record_revision(
     expired_rule: str = "",
     renamed_from: MemoryFile | None = None,
     renamed_to: MemoryFile | None = None,
+    request_ref: str = "",
 ) -> Revision:
     """The Revision row, the head moved to it (with the ETag the key now holds), its findings,
     search copy, cached text and audit event. Under the row lock, in its transaction."""
@@ -73,6 +74,7 @@ def record_revision(
         snapshot_key=snapshot_key,
         is_deletion=is_deletion,
         restored_from=restored_from,
+        request_ref=request_ref,
         findings=findings,
         message_code=code,
         message_params=params,

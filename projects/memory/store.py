@@ -89,18 +89,27 @@ def file_save(
     message: str | Message = "",
     base_revision: int | None,
     restored_from: int | None = None,
+    request: str = "",
 ) -> Revision:
     """Save new content on top of base_revision; SaveConflict if the file moved on.
 
     Content identical to the head's makes no revision: the head is returned (its number is
     `base_revision`, where a new revision's is one more), once a read of the head object has
     shown that the bucket still holds it (a direct write there is a conflict, as for any
-    save). A restore always makes its revision."""
+    save). A restore always makes its revision.
+
+    `request` names the runner request (and write) this save belongs to: a retry of it that
+    finds a revision made by that request, recorded by whichever save came first, is that
+    write, done."""
     data = encode(content)
     storage = storage_for(file.project)
     conflict_reason = ""
     with transaction.atomic():
         locked = lock_file(file)
+        done = _made_by(locked, request)
+        if done is not None:
+            refresh_head(file, locked)
+            return done
         head = locked.head
         head_number = head.number if head else None
         if base_revision != head_number:
@@ -124,15 +133,33 @@ def file_save(
         else:
             try:
                 revision = write_revision(
-                    storage, locked, data, actor=actor, message=message, restored_from=restored_from
+                    storage,
+                    locked,
+                    data,
+                    actor=actor,
+                    message=message,
+                    restored_from=restored_from,
+                    request=request,
                 )
             except HeadChanged:
-                adopt_s3_state(storage, locked)
-                conflict_reason = "external_change"
+                adopted = adopt_s3_state(storage, locked)
+                if adopted is not None and request and adopted.request_ref == request:
+                    revision = adopted  # this request's own write, left by an attempt that died
+                else:
+                    conflict_reason = "external_change"
     if conflict_reason:
         raise save_conflict(storage, file, conflict_reason, data, base_revision)
     refresh_head(file, locked)
     return revision
+
+
+def _made_by(locked: MemoryFile, request: str) -> Revision | None:
+    """The revision a runner request's write made, if it was recorded (by its own attempt,
+    or, when that attempt's worker died after its S3 write, by the next save, pre hook or
+    reconcile that met the head it left, from its metadata)."""
+    if not request:
+        return None
+    return Revision.objects.filter(file=locked, request_ref=request).order_by("number").first()
 
 
 def _saved_before(
@@ -163,7 +190,9 @@ def _saved_before(
     return found if same_author else None
 
 
-def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str | Message = "") -> Revision:
+def file_append(
+    *, file: MemoryFile, addition: str, actor: Actor, message: str | Message = "", request: str = ""
+) -> Revision:
     """Add `addition` at the end of whatever the head is now, under the file's row lock: an
     append commutes with every other write, so concurrent appenders all succeed and none is
     asked to retry. A direct write to the bucket found on the way is recorded first (as
@@ -171,6 +200,10 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str |
     storage = storage_for(file.project)
     with transaction.atomic():
         locked = lock_file(file)
+        done = _made_by(locked, request)
+        if done is not None:  # this very append, made before its answer was lost (file_save)
+            refresh_head(file, locked)
+            return done
         if addition == "" and locked.head is not None and not locked.head.is_deletion:
             return locked.head  # nothing to add: no revision (as a save of the head's text)
         for _round in range(_APPEND_ROUNDS):
@@ -179,11 +212,14 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str |
             data = encode(appended(text, addition))
             try:
                 revision = write_revision(
-                    storage, locked, data, actor=actor, message=message, restored_from=None
+                    storage, locked, data, actor=actor, message=message, restored_from=None, request=request
                 )
                 break
             except HeadChanged:
-                adopt_s3_state(storage, locked)  # moves locked.head to what S3 holds
+                adopted = adopt_s3_state(storage, locked)  # moves locked.head to what S3 holds
+                if adopted is not None and request and adopted.request_ref == request:
+                    revision = adopted  # this request's own append, left by an attempt that died
+                    break
         else:
             raise StorageUnavailable(
                 _("The file kept changing in storage while appending; nothing was appended. Try again.")
@@ -239,13 +275,16 @@ def write_revision(
     message: str | Message,
     restored_from: int | None,
     renamed_from: MemoryFile | None = None,
+    request: str = "",
 ) -> Revision:
     """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head."""
     head = locked.head
     number = head.number + 1 if head else 1
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
-    metadata = write_metadata(actor, message, head.number if head else None, restored_from, renamed_from)
+    metadata = write_metadata(
+        actor, message, head.number if head else None, restored_from, renamed_from, request=request
+    )
     if expiry_pending(locked):
         finish_expiry(storage, locked)
     held = holds_over(locked)  # new versions of what a legal hold covers are held from birth
@@ -296,6 +335,7 @@ def write_revision(
         data=data,
         renamed_from=renamed_from,
         details=details,
+        request_ref=request,
     )
 
 
