@@ -320,6 +320,9 @@ MGC_AUDIT_RETENTION_DAYS = env_int("MGC_AUDIT_RETENTION_DAYS", 0)
 MGC_API_MAX_BODY_BYTES = env_int("MGC_API_MAX_BODY_BYTES", 2 * 1024 * 1024)
 # How long a runner request's Idempotency-Key and its answer are kept for retries.
 MGC_IDEMPOTENCY_TTL_HOURS = env_int("MGC_IDEMPOTENCY_TTL_HOURS", 24)
+# A request whose worker died is retryable at once on the same host (its pid is gone); from
+# another host, once its lease (renewed every third of it while the request runs) runs out.
+MGC_IDEMPOTENCY_LEASE_SECONDS = env_float("MGC_IDEMPOTENCY_LEASE_SECONDS", 10.0)
 # Django refuses request bodies above this; kept above the API limit so the API's own JSON
 # 413 answers first.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, MGC_API_MAX_BODY_BYTES + 1024)

@@ -57,6 +57,10 @@ printf 'DATABASE_URL=%s\nMGC_S3_ENDPOINT_URL=%s\nMGC_S3_BUCKET=%s\nMGC_WEBHOOK_A
   >"$DEMO/running.env"
 
 echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in $DEMO/s3) ..."
+# The last run's log says "ready on" too, and the `>` below truncates it only once the
+# background job gets to run: the wait below could read the old log first (about one time in
+# ten on a busy machine) and go on before SeaweedFS is up. So the old log goes first.
+rm -f "$DEMO/s3.log"
 # The secrets reach both commands through the environment (exported above), never argv.
 python -m devtools.seaweed serve --dir "$DEMO/s3" --port "$S3_PORT" >"$DEMO/s3.log" 2>&1 &
 S3_PID=$!
@@ -148,7 +152,7 @@ ANNOUNCE_PID=$!
 python manage.py events_worker >"$DEMO/worker.log" 2>&1 &
 WORKER_PID=$!
 echo "Events worker: webhooks and audit streams, subjects' requests' work and reminders (manage.py events_worker; log in $DEMO/worker.log)"
-trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $WORKER_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
+trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || wait $IDP_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 # The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI
 # application serves the static files itself.

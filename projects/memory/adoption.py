@@ -19,7 +19,7 @@ from projects.audit import Actor, audit_record
 from projects.memory import holding, holds, layout, provenance, refusals
 from projects.memory.content import sha256
 from projects.memory.errors import Held, StorageUnavailable
-from projects.memory.metadata import actor_from_metadata, file_named, whole_number, write_metadata
+from projects.memory.metadata import actor_from_metadata, file_named, request_of, whole_number, write_metadata
 from projects.memory.reading import read_snapshot
 from projects.memory.recording import expiry_pending, holds_over, lock_file, record_revision
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
@@ -89,7 +89,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
     metadata = storage.metadata(snap)
-    details = {}
+    details, request = {}, ""
     if (
         metadata
         and metadata.get("mgc-base", "") == (str(head.number) if head else "")
@@ -103,6 +103,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         merged = metadata.get("mgc-merged-base", "")
         merged_base = int(merged) if whole_number(merged) and head and int(merged) <= head.number else None
         renamed_from = file_named(locked.project_id, metadata.get("mgc-renamed-from", ""))
+        request = request_of(metadata)
         action = "file.save_recovered"
     else:
         # Written past the console: a runner's direct sandbox (attributed when its proof
@@ -135,6 +136,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         data=data,
         renamed_from=renamed_from,
         merged_base=merged_base,
+        request_ref=request,
     )
 
 

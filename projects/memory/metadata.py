@@ -22,6 +22,7 @@ def write_metadata(
     restored_from: int | None,
     renamed_from: MemoryFile | None = None,
     merged_base: int | None = None,
+    request: str = "",
 ) -> dict[str, str]:
     """Who wrote a revision and on which base, on its snapshot and its head object, so a
     half-done save can be finished faithfully and a retry can recognise its own write."""
@@ -47,6 +48,8 @@ def write_metadata(
         meta["mgc-renamed-from"] = str(renamed_from.pk)
     if merged_base is not None:
         meta["mgc-merged-base"] = str(merged_base)
+    if request:
+        meta["mgc-request"] = quote(request[:120])
     return meta
 
 
@@ -79,6 +82,11 @@ def _agent_named(value: str) -> Agent | None:
         return Agent.objects.filter(pk=uuid.UUID(value)).first() if value else None
     except ValueError:
         return None
+
+
+def request_of(meta: dict[str, str]) -> str:
+    """The runner request a write's metadata names ("" for none)."""
+    return unquote(meta.get("mgc-request", ""))[:120]
 
 
 def actor_from_metadata(meta: dict[str, str]) -> Actor:

@@ -53,6 +53,7 @@ def record_revision(
     renamed_from: MemoryFile | None = None,
     renamed_to: MemoryFile | None = None,
     merged_base: int | None = None,
+    request_ref: str = "",
 ) -> Revision:
     """The Revision row, the head moved to it (with the ETag the key now holds), its line map
     (where each line came from: memory.lineage), findings, search copy, cached text and audit
@@ -76,6 +77,7 @@ def record_revision(
         snapshot_key=snapshot_key,
         is_deletion=is_deletion,
         restored_from=restored_from,
+        request_ref=request_ref,
         findings=findings,
         message_code=code,
         message_params=params,

@@ -177,6 +177,13 @@ class Revision(models.Model):
         blank=True,
         help_text="When this revision's stored text was deleted (retention); the row stays.",
     )
+    request_ref = models.CharField(
+        max_length=120,
+        blank=True,
+        default="",
+        help_text="The runner request (and write) that made it, when it carried an Idempotency-Key: "
+        "a retry of that request finds its write here even if another save recorded it first.",
+    )
     restored_from = models.PositiveIntegerField(
         null=True,
         blank=True,

@@ -236,8 +236,17 @@ class IdempotencyRecord(models.Model):
         help_text="running until the answer is stored.",
     )
     lease_until = models.DateTimeField(
-        help_text="A worker is on it until then; after that a retry may take over."
+        help_text="A worker on another host is on it until then (its heartbeat renews it); after "
+        "that a retry may take over."
     )
+    owner = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="The attempt that runs it: machine, process id and start, a random part. Each "
+        "write checks it is still the owner before it commits; empty once released.",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True, help_text="When the owner took the request on.")
     partial = models.JSONField(
         default=dict, blank=True, help_text="Results of the writes committed so far, by index."
     )

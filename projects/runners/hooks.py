@@ -43,11 +43,16 @@ def session_actor(session: AgentSession) -> Actor:
     return Actor.for_agent(session.agent, str(session.pk))
 
 
-def apply_write(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor, message):
-    """An append or a replace, as the post hook and an approved proposal make them."""
+def apply_write(
+    file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor, message, request: str = ""
+):
+    """An append or a replace, as the post hook and an approved proposal make them. `request`
+    names the runner request's write, so a retry finds it done (store.file_save)."""
     if mode == "append":  # commutes with any other write: on top of whatever the head is
-        return store.file_append(file=file, addition=content, actor=actor, message=message)
-    return store.file_save(file=file, content=content, actor=actor, message=message, base_revision=base)
+        return store.file_append(file=file, addition=content, actor=actor, message=message, request=request)
+    return store.file_save(
+        file=file, content=content, actor=actor, message=message, base_revision=base, request=request
+    )
 
 
 def hook_post(
@@ -75,7 +80,8 @@ def hook_post(
         done = idempotency.noted(record, index)
         if done is None:
             with transaction.atomic():
-                done = _post_one(session, write, actor, seen, message)
+                request = f"{record.pk}:{index}" if record is not None else ""
+                done = _post_one(session, write, actor, seen, message, request)
                 idempotency.note(record, index, done)
         results.append(done)
     with transaction.atomic():
@@ -114,7 +120,9 @@ def hook_post(
     return results
 
 
-def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: dict, message) -> dict:
+def _post_one(
+    session: AgentSession, write: WriteRequest, actor: Actor, seen: dict, message, request: str = ""
+) -> dict:
     agent = session.agent
     result = {"path": write.path, "mode": write.mode}
     if write.new_path is not None:
@@ -152,9 +160,9 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
             _propose(session, file, actor, write, base, result)
         else:
             before = file.head.number if file.head is not None else None
-            revision = apply_write(file, write.mode, write.content, base, actor, message)
+            revision = apply_write(file, write.mode, write.content, base, actor, message, request)
             result.update(status="written", revision=revision.number)
-            if revision.number in (base, before):
+            if revision.number == (base if write.mode == "replace" else None if write.content else before):
                 result["unchanged"] = True  # the head's own text, or nothing added: no revision
     except HookError as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
@@ -301,6 +309,7 @@ def hook_event(
                     addition=line,
                     actor=session_actor(session),
                     message=system_message(f"{kind}_hook"),
+                    request=f"{record.pk}:log" if record is not None else "",
                 )
                 outcome.update(logged_to=log_path, revision=revision.number)
             except Refusal as exc:
