@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -43,8 +44,65 @@ def weed_binary() -> str:
     return found
 
 
+LOWEST_PORT = 10_000  # below: the demo's own ports (8000, 9000, 9100 and the next ones)
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel hands out as the local end of outgoing connections."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports nobody listens on now (held open together so they differ)."""
+    """Ports nobody uses now, for servers to listen on a moment later (weed, gunicorn), taken
+    outside the kernel's ephemeral range: a port from bind(port 0) can become the local end of
+    any process's outgoing connection before the server binds it (on a busy machine, 2 of 200
+    SeaweedFS starts failed so: "Port allocation failed ... is not available"), while a port
+    below that range is only ever taken by a server asking for it by number."""
+    low, _high = _ephemeral_range()
+    candidates = list(range(LOWEST_PORT, low))
+    if len(candidates) < 1000:  # a machine that hands out (nearly) every port: the old way
+        return _kernel_ports(count)
+    chosen: list[int] = []
+    for port in random.sample(candidates, min(len(candidates), 50 * count)):
+        if _bindable(port):
+            chosen.append(port)
+            if len(chosen) == count:
+                return chosen
+    raise RuntimeError(f"no {count} free ports between {LOWEST_PORT} and {low}")
+
+
+ADMIN_GRPC_OFFSET = 10_000
+
+
+def _mini_ports() -> list[int]:
+    """Seven free ports and the admin server's pair: mini's maintenance worker dials the admin
+    server's gRPC at its HTTP port + 10000 whatever -admin.port.grpc says, so the pair is
+    chosen that way (both below the ephemeral range)."""
+    ports = free_ports(7)
+    low, _high = _ephemeral_range()
+    candidates = [p for p in range(LOWEST_PORT, low - ADMIN_GRPC_OFFSET) if p not in ports]
+    for admin in random.sample(candidates, min(len(candidates), 500)):
+        grpc = admin + ADMIN_GRPC_OFFSET
+        if grpc not in ports and _bindable(admin) and _bindable(grpc):
+            return [*ports, admin, grpc]
+    return ports + free_ports(2)  # no such pair: the worker only logs that it cannot connect
+
+
+def _bindable(port: int) -> bool:
+    # Without SO_REUSEADDR: a port still in TIME_WAIT is passed over too (weed refuses it).
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _kernel_ports(count: int) -> list[int]:
     sockets = []
     try:
         for _ in range(count):
@@ -206,7 +264,7 @@ class SeaweedMini:
         config = self.folder / "s3.json"
         write_identities(config, self.access_key, self.secret_key)
         # The same ports on a restart (the filer's address stays valid for its followers).
-        self._ports = getattr(self, "_ports", None) or free_ports(9)
+        self._ports = getattr(self, "_ports", None) or _mini_ports()
         (master, master_g, volume, volume_g, filer, filer_g, s3_g, admin, admin_g) = self._ports
         # The filer's address as weed's own tools take it (host:port.grpcPort): its metadata
         # stream tells what changed in the bucket (projects/memory/feed.py).

@@ -23,3 +23,9 @@ if settings.DEBUG:
     from django.contrib.staticfiles.handlers import StaticFilesHandler
 
     application = StaticFilesHandler(application)
+
+from projects.bodies import ChunkedBodies  # noqa: E402 - needs the settings too
+
+# A body sent chunked (no Content-Length) is read within the limit, or refused with 411/413;
+# Django alone would read it as empty (projects/bodies.py).
+application = ChunkedBodies(application)

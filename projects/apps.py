@@ -14,7 +14,7 @@ class ProjectsConfig(AppConfig):
 
         fields.BLANK_CHOICE_LABEL = gettext_lazy("- choose -")
 
-        # Receivers: the sign-in lockout's audit event (django-axes' signal).
+        # Receivers: failed password sign-ins counted (Django's user_login_failed signal).
         from projects.governance import signin  # noqa: F401
 
         # Stores each provider sign-in's tokens in the session Django makes at login.

@@ -49,6 +49,10 @@ ACTION_EVENTS = {
     "legal_hold.place": "legal_hold.placed",
     "legal_hold.release": "legal_hold.released",
     "profile.erase": "profile.erased",
+    "subject_request.open": "subject_request.received",
+    "subject_request.due_soon": "subject_request.due_soon",
+    "subject_request.overdue": "subject_request.overdue",
+    "subject_request.close": "subject_request.closed",
 }
 SESSION_STARTED, SESSION_ENDED = "session.started", "session.ended"
 AUDIT_TYPE = "audit.event"
@@ -63,6 +67,10 @@ EVENT_TYPES = (
     "legal_hold.placed",
     "legal_hold.released",
     "profile.erased",
+    "subject_request.received",
+    "subject_request.due_soon",
+    "subject_request.overdue",
+    "subject_request.closed",
     SESSION_STARTED,
     SESSION_ENDED,
 )
@@ -286,6 +294,17 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
             reason=details.get("reason", ""),
             files=details.get("files"),
             revisions=details.get("revisions"),
+        )
+    elif event.action.startswith("subject_request."):
+        # No personal data: the receiver looks the request up in the console.
+        data.update(
+            request=details.get("request"),
+            kind=details.get("kind"),
+            law=details.get("law"),
+            state=details.get("state"),
+            due_on=details.get("due_on"),
+            handler=details.get("handler"),
+            by=event.actor_label,
         )
     else:  # legal holds and what else is mapped later: the audit event's own words
         data.update(

@@ -36,13 +36,26 @@ LABELS = {
     "webhook": _("%(kind)s to %(url)s"),
     "legal_hold": _("legal hold #%(id)s (%(covers)s %(what)s)"),
     "group_mapping": _("group %(group)s → %(project)s as %(role)s"),
+    "subject_request": _("subject request #%(id)s (%(kind)s)"),
+    "subject_document": _("%(kind)s of subject request #%(id)s"),
 }
 
 # Parameters that are themselves words of the console (a write mode, a role).
 _WORDS = {
     "mode": {"append": _("append"), "replace": _("replace")},
     "role": {"admin": _("Admin"), "compliance": _("Compliance"), "employee": _("Employee")},
-    "kind": {"webhook": _("Webhook"), "audit": _("Audit stream")},
+    "kind": {
+        "webhook": _("Webhook"),
+        "audit": _("Audit stream"),
+        "access": _("access"),
+        "copy": _("copy"),
+        "correction": _("correction"),
+        "erasure": _("erasure"),
+        "restriction": _("restriction"),
+        "withdrawal": _("withdrawal of consent"),
+        "package": _("answer package"),
+        "act": _("destruction act"),
+    },
     "covers": {"person": _("person"), "file": _("file"), "glob": _("files"), "project": _("project")},
 }
 
@@ -53,6 +66,7 @@ SYSTEM_NOTES = {
     "retention command": _("the retention command"),
     "events": _("event delivery"),
     "webhooks command": _("the webhooks command"),
+    "reminders": _("subject request reminders"),
 }
 
 
@@ -115,6 +129,11 @@ def actor_shown(label: str) -> str:
     if label.startswith("system:"):
         note = label[len("system:") :]
         return str(_("system: %(note)s") % {"note": SYSTEM_NOTES.get(note, note)})
+    if label.startswith("agent:") and label.endswith(" via MCP"):  # audit.Actor.label
+        agent, _sep, person = label[len("agent:") : -len(" via MCP")].partition(" for ")
+        if person:
+            return str(_("agent:%(slug)s for %(person)s via MCP") % {"slug": agent, "person": person})
+        return str(_("agent:%(slug)s via MCP") % {"slug": agent})
     return label
 
 

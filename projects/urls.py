@@ -11,11 +11,13 @@ from projects.views import (
     lifecycle,
     members,
     proposals,
+    provenance,
     review,
     search,
     sessions,
     setup,
     simulate,
+    subjects,
     tokens,
     trail,
     webhooks,
@@ -29,6 +31,19 @@ urlpatterns = [
     path("preview/", editor.preview_view, name="preview"),
     path("audit/", trail.audit_log_view, name="audit_log"),
     path("new-project/", setup.project_new_view, name="project_new"),
+    path("requests/", subjects.register_view, name="subject_requests"),
+    path("requests/ask/", subjects.ask_view, name="subject_ask"),
+    path("requests/<int:request_id>/", subjects.request_view, name="subject_request"),
+    path("requests/<int:request_id>/status/", subjects.request_status_view, name="subject_request_status"),
+    path(
+        "requests/<int:request_id>/do/<slug:step>/", subjects.request_step_view, name="subject_request_step"
+    ),
+    path(
+        "requests/<int:request_id>/documents/<int:document_id>/",
+        subjects.document_view,
+        name="subject_document",
+    ),
+    path("p/<slug:slug>/requests/", subjects.project_register_view, name="project_subject_requests"),
     path("p/<slug:slug>/", browse.project_detail_view, name="project_detail"),
     path("p/<slug:slug>/settings/", setup.project_settings_view, name="project_settings"),
     path("p/<slug:slug>/new-agent/", setup.agent_new_view, name="agent_new"),
@@ -97,6 +112,8 @@ urlpatterns = [
     path("p/<slug:slug>/f/<uuid:file_id>/edit/", editor.file_edit_view, name="file_edit"),
     path("p/<slug:slug>/f/<uuid:file_id>/history/", files.file_history_view, name="file_history"),
     path("p/<slug:slug>/f/<uuid:file_id>/diff/", files.file_diff_view, name="file_diff"),
+    path("p/<slug:slug>/f/<uuid:file_id>/blame/", provenance.file_blame_view, name="file_blame"),
+    path("p/<slug:slug>/f/<uuid:file_id>/carried/", provenance.file_carried_view, name="file_carried"),
     path("p/<slug:slug>/f/<uuid:file_id>/delete/", files.file_delete_view, name="file_delete"),
     path(
         "p/<slug:slug>/f/<uuid:file_id>/r/<int:number>/", files.revision_detail_view, name="revision_detail"

@@ -3,7 +3,7 @@ Claude Desktop, Claude Code, Cursor, VS Code and any host that speaks the Model 
 Protocol, over stdio or streamable HTTP.
 
     MGC_URL=https://memory.example.com MGC_RUNNER_TOKEN=mgc_... MGC_USER=maria mgc-mcp
-    mgc-mcp --transport http --port 8765          # http://127.0.0.1:8765/mcp
+    MGC_MCP_TOKEN=... mgc-mcp --transport http --port 8765     # http://127.0.0.1:8765/mcp
 
 Each MCP session is one console session: the pre hook runs when the client initializes, and
 the assembled memory is the server's instructions for that session (and the resource
@@ -13,15 +13,23 @@ write through the post hook, so the agent's hook policy decides every change: wr
 proposed for a person's approval, or refused, said in the tool's result (refusals and
 conflicts as tool errors the model reads, never an exception). Nothing goes to S3 directly.
 Each write carries an Idempotency-Key made of the console session and the MCP request id.
+
+Over HTTP every request must carry `Authorization: Bearer <token>` with the token the server
+was started with (MGC_MCP_TOKEN, or --token-file); anything else is a 401 with
+`WWW-Authenticate: Bearer`. Without a token the server does not start: whoever reaches its
+port would otherwise read the served person's memory and write with the agent's token.
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
+import json
 import logging
 import os
 import sys
 from functools import partial
+from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -242,12 +250,93 @@ def _insert_at(path: str, line: int, addition: str, text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- HTTP: only with the bearer token ------------------------------------------------------------
+
+MIN_TOKEN = 16  # characters; `python -c "import secrets; print(secrets.token_urlsafe(32))"` makes one
+
+
+class BearerOnly:
+    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` naming the
+    configured token is answered 401 (RFC 6750's `WWW-Authenticate: Bearer`), before the MCP
+    transport sees it. Tokens are compared in constant time."""
+
+    def __init__(self, app, token: str):
+        self.app, self.token = app, token.encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":  # lifespan: the session manager starts and stops with it
+            return await self.app(scope, receive, send)
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                given = value
+        scheme, _, credentials = given.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self.token):
+            return await self.app(scope, receive, send)
+        challenge = 'Bearer realm="mgc-mcp"' + (', error="invalid_token"' if given else "")
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": -32001,
+                    "message": "Unauthorized: send 'Authorization: Bearer <token>' with the token "
+                    "mgc-mcp was started with.",
+                },
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", challenge.encode()),
+                    (b"cache-control", b"no-store"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_token(token_file: str | None) -> str:
+    """The token HTTP clients must send: --token-file's first line, else MGC_MCP_TOKEN.
+    ValueError saying what to do when there is none, or it is too short to guess hard."""
+    if token_file:
+        lines = Path(token_file).read_text(encoding="utf-8").splitlines()
+        token = lines[0].strip() if lines else ""
+    else:
+        token = os.environ.get("MGC_MCP_TOKEN", "").strip()
+    if not token:
+        raise ValueError(
+            "--transport http needs a token that clients send as 'Authorization: Bearer <token>': "
+            'set MGC_MCP_TOKEN or pass --token-file (make one with: python -c "import secrets; '
+            'print(secrets.token_urlsafe(32))")'
+        )
+    if len(token) < MIN_TOKEN or any(ord(c) < 33 or ord(c) > 126 for c in token):
+        raise ValueError(f"the MCP token must be at least {MIN_TOKEN} visible ASCII characters")
+    return token
+
+
+def serve_http(server: MCPServer, *, token: str, host: str, port: int, path: str) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    uvicorn.run(BearerOnly(app, token), host=host, port=port, log_level="warning")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mgc-mcp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--path", default="/mcp", help="the streamable HTTP endpoint")
+    parser.add_argument(
+        "--token-file",
+        help="HTTP: a file whose first line is the bearer token clients must send "
+        "(default: the MGC_MCP_TOKEN environment variable)",
+    )
     args = parser.parse_args(argv)
     url, token = os.environ.get("MGC_URL", ""), os.environ.get("MGC_RUNNER_TOKEN", "")
     if not url or not token:
@@ -255,12 +344,18 @@ def main(argv: list[str] | None = None) -> int:
             "mgc-mcp: set MGC_URL and MGC_RUNNER_TOKEN (and MGC_USER for a person's memory)", file=sys.stderr
         )
         return 2
+    if args.transport == "http":
+        try:
+            mcp_token = http_token(args.token_file)
+        except (OSError, ValueError) as exc:
+            print(f"mgc-mcp: {exc}", file=sys.stderr)
+            return 2
     client = Client(url, token, timeout=float(os.environ.get("MGC_TIMEOUT", "30")))
     server = build_server(client, user=os.environ.get("MGC_USER") or None)
     if args.transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host=args.host, port=args.port, streamable_http_path=args.path)
+        serve_http(server, token=mcp_token, host=args.host, port=args.port, path=args.path)
     return 0
 
 

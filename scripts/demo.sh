@@ -57,6 +57,10 @@ printf 'DATABASE_URL=%s\nMGC_S3_ENDPOINT_URL=%s\nMGC_S3_BUCKET=%s\nMGC_WEBHOOK_A
   >"$DEMO/running.env"
 
 echo "Starting SeaweedFS (S3 on 127.0.0.1:$S3_PORT, data in $DEMO/s3) ..."
+# The last run's log says "ready on" too, and the `>` below truncates it only once the
+# background job gets to run: the wait below could read the old log first (about one time in
+# ten on a busy machine) and go on before SeaweedFS is up. So the old log goes first.
+rm -f "$DEMO/s3.log"
 # The secrets reach both commands through the environment (exported above), never argv.
 python -m devtools.seaweed serve --dir "$DEMO/s3" --port "$S3_PORT" >"$DEMO/s3.log" 2>&1 &
 S3_PID=$!
@@ -86,6 +90,9 @@ fi
 
 # Retention runs on a schedule in production (docs/DEPLOY.md); the demo applies it once here.
 python manage.py retention | sed 's/^/retention: /'
+# Subjects' requests' reminders (due soon, overdue; once each): the events worker below sends
+# them every MGC_SUBJECT_REMIND_SECONDS; the command does the same once, on any schedule.
+python manage.py subject_request remind | sed 's/^/subject requests: /'
 
 echo
 echo "Users: admin, compliance, employee (also ivan.petrov, anna.smirnova); password: $MGC_DEMO_PASSWORD"
@@ -127,6 +134,14 @@ PY
   echo "  password as above. Offboarding: .venv/bin/python -m devtools.oidc_provider disable --dir $DEMO/idp alice"
   echo "  (the console asks the provider again every ${MGC_OIDC_RECHECK_SECONDS:-60} s; MGC_OIDC_RECHECK_SECONDS=0 asks on every request)"
 fi
+# The company's memory over MCP: served by the console itself (projects/mcp/).
+echo "MCP: http://127.0.0.1:$WEB_PORT/mcp/incident-analysis/incident-analyst/ (one agent) or"
+echo "  http://127.0.0.1:$WEB_PORT/mcp/ (any agent, chosen with a tool); an MCP host signs in at the"
+if [ "$DEMO_SSO" = "1" ]; then
+  echo "  demo identity provider as alice (OAuth client id mcp-client, public, PKCE), or sends the runner token"
+else
+  echo "  provider named by MGC_OIDC_ISSUER, or sends the runner token as a bearer token"
+fi
 # The URL is printed once the console answers there (its workers started and warmed up:
 # memoryadmin/gunicorn.conf.py), not before; if the server cannot listen on the port after
 # all, the script stops and this watcher with it, printing nothing.
@@ -137,8 +152,8 @@ ANNOUNCE_PID=$!
 # docs/DEPLOY.md runs several in production.
 python manage.py events_worker >"$DEMO/worker.log" 2>&1 &
 WORKER_PID=$!
-echo "Events worker: webhooks and audit streams (manage.py events_worker; log in $DEMO/worker.log)"
-trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $WORKER_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
+echo "Events worker: webhooks and audit streams, subjects' requests' work and reminders (manage.py events_worker; log in $DEMO/worker.log)"
+trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || wait $IDP_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 # The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI
 # application serves the static files itself.

@@ -159,6 +159,19 @@ def _webhook_delivered_within_seconds(demo, output: str, env: dict, folder: Path
         receiver.close()
 
 
+def _running_on(folder: Path) -> list[str]:
+    """Processes whose command line names the demo's folder (weed's -dir, the workers)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(folder) in line and proc.name.isdigit():
+            found.append(f"{proc.name}: {line[:200]}")
+    return found
+
+
 @pytest.fixture
 def demos():
     started: list[Demo] = []
@@ -177,6 +190,9 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
         "MGC_S3_SECRET_ACCESS_KEY=-s3cret-with-a-leading-dash\n"
         "MGC_DEMO_PASSWORD=-pw-with-a-leading-dash\n"
     )
+    # A log left by an earlier run, as every second run finds it: the script must wait for
+    # this run's SeaweedFS, not read the old "ready on" (it did, about one time in ten).
+    (folder / "s3.log").write_text("SeaweedFS S3 ready on http://127.0.0.1:9 (stale); filer 127.0.0.1:9.19\n")
     demo = Demo(folder)
     demos.append(demo)
     first = demo.start()
@@ -225,6 +241,12 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     # A quiet Ctrl+C: every worker stopped within the graceful timeout, none was killed.
     log = (folder.parent / f"demo-{demo.web_port}.log").read_text()
     assert "Worker exiting" in log and "SIGKILL" not in log, log[-2000:]
+    # Nothing of the first run is left holding the data folder or a port: SeaweedFS runs in
+    # a session of its own, so Ctrl+C reaches it only through the script's trap.
+    deadline = time.monotonic() + 10
+    while _running_on(folder) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _running_on(folder) == []
 
     again = Demo(folder)
     demos.append(again)

@@ -12,6 +12,7 @@ from pathlib import Path
 import polib
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.template.base import Lexer, TokenType
 from django.test import Client
 from django.urls import reverse
@@ -324,7 +325,7 @@ def test_holds_audit_and_sign_in_pages_have_no_english_console_text(russian, s3,
     its lifting. Whatever Latin text remains is data the test made, or the check fails."""
     from django.contrib.auth import get_user_model
 
-    from projects.governance import groups, holds, identities, signin
+    from projects.governance import groups, holds, identities, lockouts
 
     User = get_user_model()
     boss = User.objects.create_user("boss", password="pw-boss", is_superuser=True, is_staff=True)
@@ -343,13 +344,17 @@ def test_holds_audit_and_sign_in_pages_have_no_english_console_text(russian, s3,
     )
     groups.memberships_follow_groups(user=joined, groups=["sre"])
     groups.memberships_follow_groups(user=joined, groups=[])
-    settings.AXES_FAILURE_LIMIT = 3
-    stranger = Client()
-    for n in range(3):
-        stranger.post(
-            reverse("login"), {"username": "worker", "password": f"wrong-{n}"}, REMOTE_ADDR="203.0.113.7"
-        )
-    signin.lockout_lift(by=boss, kind="username", value="worker")
+    settings.MGC_LOGIN_FAILURE_LIMIT = 3
+    cache.clear()  # refusals flagged by earlier tests
+    # Two lockouts: worker's from one address lifted below, boss's from another standing.
+    for username, address in (("worker", "203.0.113.7"), ("boss", "203.0.113.8")):
+        stranger = Client()
+        for n in range(3):
+            stranger.post(
+                reverse("login"), {"username": username, "password": f"wrong-{n}"}, REMOTE_ADDR=address
+            )
+    lifted = next(lock for lock in lockouts.lockouts() if lock.address == "203.0.113.7")
+    lockouts.lockout_lift(by=boss, kind=lifted.kind, account=lifted.account, client=lifted.client)
 
     russian.force_login(boss)
     data = [
@@ -365,6 +370,7 @@ def test_holds_audit_and_sign_in_pages_have_no_english_console_text(russian, s3,
         "http://127.0.0.1:9/o",
         "sub-1",
         "203.0.113.7",
+        "203.0.113.8",
         "Дело 42",
         "Дело 43",
         "Дело 44",
@@ -393,6 +399,7 @@ def test_holds_audit_and_sign_in_pages_have_no_english_console_text(russian, s3,
     )
     assert "человек worker" in holds_page and "файлы workspace/incidents/**.md" in holds_page
     assert "— выберите —" in holds_page
+    assert "203.0.113.8" in pages[reverse("lockouts")]  # the standing lockout, in Russian
     assert "юридическое удержание №1 (человек worker)" in audit_page
     assert "группа sre → incidents, роль: Комплаенс" in audit_page and "система: вход" in audit_page
     assert "способ</dt><dd>единый вход" in audit_page

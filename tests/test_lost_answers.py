@@ -569,3 +569,55 @@ def test_a_pre_hook_whose_answer_was_lost_opens_one_session_and_the_retry_gets_i
     assert AgentSession.objects.filter(agent=agent).count() == 2
     bad = _api(client, "hooks/pre", {}, token, key="a key with spaces")
     assert bad.status_code == 400 and AgentSession.objects.filter(agent=agent).count() == 2
+
+
+# --- A lost answer, then the same save again ---------------------------------------------------
+
+
+def test_a_save_whose_answer_was_lost_is_recognised_when_the_person_saves_again(client, s3, log, admin):
+    """The editor answered 503 "outcome unknown"; the save had landed and the next pre hook
+    recorded it. Saving the same text on the same base again is that save (no conflict with
+    one's own text, no second revision); someone else's identical text still conflicts."""
+    client.force_login(admin)
+    url = reverse("projects:file_edit", kwargs={"slug": log.project.slug, "file_id": log.pk})
+    form = {"content": "# Log\nmine\n", "message": "edit", "base_revision": 1}
+    s3.proxy.inject("PUT", HEAD, "lose")
+    s3.proxy.inject("GET", HEAD, "drop")
+    lost = client.post(url, form)
+    assert lost.status_code == 503 and "unknown" in lost.text.lower()
+    adoption.adopt(log)  # what the next pre hook, save or reconcile does
+    assert (_head(log).number, _head(log).author_user) == (2, admin)
+    again = client.post(url, form)
+    assert again.status_code == 302, again.text[:500]
+    page = client.get(again["Location"])
+    assert "Saved revision 2." in page.text
+    assert Revision.objects.filter(file=log).count() == 2 and _text(s3, log) == "# Log\nmine\n"
+    assert not AuditEvent.objects.filter(action="file.external_change").exists()
+    with pytest.raises(errors.SaveConflict):  # another text on that base is a conflict as ever
+        store.file_save(file=log, content="# Log\nother\n", actor=Actor.person(admin), base_revision=1)
+
+
+def test_the_same_text_on_the_same_base_by_someone_else_still_conflicts(s3, log, person, make_user):
+    store.file_save(file=log, content="# Log\nmine\n", actor=Actor.person(person), base_revision=1)
+    with pytest.raises(errors.SaveConflict):
+        store.file_save(file=log, content="# Log\nmine\n", actor=Actor.person(make_user()), base_revision=1)
+
+
+def test_a_replace_whose_answer_was_lost_is_recognised_without_its_key(client, s3, log, token, agent):
+    """The API: a replace answered 503 "outcome unknown", recorded since; the same replace from
+    the same session, sent again under a new key (a runner that lost the first), is written."""
+    session = _api(client, "hooks/pre", {}, token).json()["session"]
+    write = {"path": "workspace/notes/log.md", "mode": "replace", "content": "# Log\nnew\n"}
+    write["base_revision"] = 1
+    s3.proxy.inject("PUT", HEAD, "lose")
+    s3.proxy.inject("GET", HEAD, "drop")
+    lost = _api(client, "hooks/post", {"session": session, "writes": [write], "end": False}, token, key="a")
+    assert lost.status_code == 503 and lost.json()["error"]["outcome"] == "unknown"
+    adoption.adopt(log)
+    again = _api(client, "hooks/post", {"session": session, "writes": [write]}, token, key="b")
+    assert again.status_code == 200
+    [result] = again.json()["results"]
+    assert (result["status"], result["revision"]) == ("written", 2)
+    assert Revision.objects.filter(file=log).count() == 2
+    head = _head(log)
+    assert (head.author_kind, head.author_agent, head.session_ref) == ("agent", agent, session)

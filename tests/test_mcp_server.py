@@ -192,36 +192,106 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_an_mcp_client_over_streamable_http_reads_and_writes_governed_memory(console, agent):
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
+MCP_TOKEN = "mcp-test-token-0123456789abcdef"
 
-    port = _free_port()
-    server = subprocess.Popen(
+
+def _http_server(console, port: int, token: str | None = MCP_TOKEN) -> subprocess.Popen:
+    env = dict(console["env"])
+    if token:
+        env["MGC_MCP_TOKEN"] = token
+    return subprocess.Popen(
         [sys.executable, "-m", "runnerkit.mcp", "--transport", "http", "--port", str(port)],
-        env=console["env"],
+        env=env,
         cwd=str(ROOT),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def _http_session(port: int, headers: dict):
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    @asynccontextmanager
+    async def connect():
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            session.initialized = await session.initialize()
+            yield session
+
+    return connect
+
+
+def test_an_mcp_client_over_streamable_http_reads_and_writes_governed_memory(console, agent):
+    port = _free_port()
+    server = _http_server(console, port)
     try:
         _wait_for(lambda: _listening(port), timeout=30)
-
-        @asynccontextmanager
-        async def connect():
-            async with (
-                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as streams,
-                ClientSession(streams[0], streams[1]) as session,
-            ):
-                session.initialized = await session.initialize()
-                yield session
 
         async def body(session):
             return session.initialized.instructions, await _conversation(session)
 
-        instructions, transcript = _run(body, connect)
+        instructions, transcript = _run(body, _http_session(port, {"Authorization": f"Bearer {MCP_TOKEN}"}))
         _check(console, transcript, instructions, agent)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_mcp_over_http_refuses_a_client_without_the_token(console):
+    """The SDK's own client without the header, or with another token: 401 with
+    WWW-Authenticate: Bearer, before any MCP session (no console session is opened). A server
+    started without a token does not start."""
+    import urllib.error
+    import urllib.request
+
+    refused = subprocess.run(
+        [sys.executable, "-m", "runnerkit.mcp", "--transport", "http", "--port", str(_free_port())],
+        env=console["env"],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "MGC_MCP_TOKEN" in refused.stderr
+    port = _free_port()
+    server = _http_server(console, port)
+    try:
+        _wait_for(lambda: _listening(port), timeout=30)
+        for headers in (
+            {},
+            {"Authorization": "Bearer mcp-test-token-0123456789abcdeX"},
+            {"Authorization": MCP_TOKEN},
+        ):
+
+            async def body(session):
+                return session.initialized
+
+            with pytest.raises(Exception) as failed:  # noqa: PT011 - an ExceptionGroup of the SDK's
+                _run(body, _http_session(port, headers))
+            # The SDK hands the 401's JSON-RPC error to the caller (in its task groups).
+            assert "MCPError(-32001, \"Unauthorized: send 'Authorization: Bearer" in repr(failed.value)
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/mcp",
+                data=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+                headers={
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                    **headers,
+                },
+            )
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(request, timeout=10)
+            assert answer.value.code == 401
+            challenge = answer.value.headers["WWW-Authenticate"]
+            assert challenge.startswith('Bearer realm="mgc-mcp"')
+            assert ('error="invalid_token"' in challenge) == bool(headers)
+        assert not AgentSession.objects.filter(external_ref="mcp").exists()
     finally:
         server.terminate()
         server.wait(timeout=10)

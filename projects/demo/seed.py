@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import transaction
 
 from projects.audit import Actor
@@ -33,6 +34,10 @@ def _people(password: str) -> dict:
         user.set_password(password)
         user.save()
         users[username] = user
+    # The compliance officer handles subjects' requests of every project (the console's register).
+    users["compliance"].user_permissions.add(
+        Permission.objects.get(codename="handle_all_subject_requests", content_type__app_label="projects")
+    )
     return users
 
 

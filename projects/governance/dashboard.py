@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, OuterRef, Subquery
+import datetime as dt
+
+from django.conf import settings
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.utils import timezone
 
 from projects.governance import permissions, prompts
 from projects.governance.review import flags_on_work_of, review_counts
@@ -16,6 +20,7 @@ from projects.models import (
     Project,
     Proposal,
     Revision,
+    SubjectRequest,
     WebhookSubscription,
 )
 
@@ -106,6 +111,7 @@ def dashboard(user) -> dict:
             .select_related("file", "file__project", "file__agent", "file__user")
             .order_by("-created_at")[:10]
         )
+    data.update(_subject_requests(user, reviewed))
     if managed or reviewed:  # prompts cut to a cap or the budget, loud for who can act on it
         data["truncated_agents"] = prompts.truncated_agents([p.pk for p in {*managed, *reviewed}])
         data["recent_days"] = prompts.RECENT_DAYS
@@ -141,4 +147,28 @@ def dashboard(user) -> dict:
             .select_related("agent", "agent__project")
             .order_by("-created_at")[:5]
         )
+    return data
+
+
+def _subject_requests(user, reviewed: list[Project]) -> dict:
+    """Subjects' requests: the open ones a handler answers, by due date (overdue and due soon
+    counted), and the person's own requests with where they stand. Three queries at most."""
+    today = timezone.localdate()
+    soon = today + dt.timedelta(days=settings.MGC_SUBJECT_DUE_SOON_DAYS)
+    data: dict = {
+        "my_requests": list(SubjectRequest.objects.filter(user=user).order_by("-received_at")[:5]),
+        "requests_today": today,
+        "requests_soon": soon,
+    }
+    if permissions.handles_all_requests(user) or reviewed:
+        mine = permissions.visible_requests(user).filter(state__in=list(SubjectRequest.OPEN_STATES))
+        counts = mine.aggregate(
+            overdue=Count("pk", filter=Q(due_on__lt=today)),
+            soon=Count("pk", filter=Q(due_on__gte=today, due_on__lte=soon)),
+            open=Count("pk"),
+        )
+        data["open_requests"] = list(
+            mine.select_related("user", "project", "handler").order_by("due_on", "pk")[:10]
+        )
+        data["request_counts"] = counts
     return data

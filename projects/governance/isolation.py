@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from projects.memory import iam, layout, reconcile
 from projects.memory.reconcile import ERROR
 from projects.memory.storage import storage_for
-from projects.models import IsolationCheck, MemoryFile, Project, Revision
+from projects.models import IsolationCheck, MemoryFile, Project, Revision, SubjectDocument
 
 KEEP_FINDINGS = 200
 
@@ -95,11 +95,20 @@ def check_isolation(projects: list[Project] | None = None) -> list[IsolationFind
         owned: set[str] = set()
         for project in members:
             findings += _check_project(bucket, project, objects, owned)
+        owned |= _records_kept(bucket, objects)
         findings += [
             IsolationFinding("stray", bucket, key, "under no project's prefix")
             for key in sorted(set(objects) - owned)
         ]
     return findings
+
+
+def _records_kept(bucket: str, objects: dict) -> set[str]:
+    """Keys under `_records/` that a subject's request's record names: the console's own."""
+    keys = [key for key in objects if key.startswith(layout.RECORDS_ROOT)]
+    if not keys:
+        return set()
+    return set(SubjectDocument.objects.filter(bucket=bucket, key__in=keys).values_list("key", flat=True))
 
 
 def errors(findings: list[IsolationFinding]) -> list[IsolationFinding]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from projects.models import Flag, Membership, MemoryFile, Project, Proposal
+from projects.models import Flag, Membership, MemoryFile, Project, Proposal, SubjectRequest
 
 ADMIN = Membership.Role.ADMIN
 COMPLIANCE = Membership.Role.COMPLIANCE
@@ -102,6 +102,14 @@ def reads_are_audited(role: str | None) -> bool:
     return role == COMPLIANCE
 
 
+def can_see_session(user, role: str | None, session) -> bool:
+    """Admins and compliance see every session; an employee only those that served them (a
+    blame line or a prompt's origin names other sessions without opening them)."""
+    if session is None:
+        return False
+    return sees_everyone(role) or (role is not None and session.user_id == user.pk)
+
+
 def can_read_file(user, role: str, file: MemoryFile) -> bool:
     """Admins and compliance read every file of their projects; employees their own USER.md
     and the agents' files (they see what agents are told, not others' profiles)."""
@@ -160,3 +168,40 @@ def can_see_flag(user, role: str | None, flag: Flag) -> bool:
 def can_resolve_flag(role: str | None) -> bool:
     """Closing a flag is the reviewers' call; the author answers in its thread."""
     return can_review(role)
+
+
+# --- Subjects' requests ---------------------------------------------------------------------------
+# The console's register (requests about a person everywhere, project-independent) is handled by
+# superusers and by those granted `projects.handle_all_subject_requests` (compliance officers
+# of the whole company); a project's admins and compliance officers handle that project's
+# requests; everyone sees the requests they made about themselves, and where they stand.
+
+
+def handles_all_requests(user) -> bool:
+    return bool(
+        user.is_authenticated and (user.is_superuser or user.has_perm("projects.handle_all_subject_requests"))
+    )
+
+
+def visible_requests(user) -> QuerySet[SubjectRequest]:
+    """The requests a person may see: theirs as handlers (every one for the register's
+    handlers, their projects' for a project's admins and compliance officers), and their own."""
+    if not user.is_authenticated:
+        return SubjectRequest.objects.none()
+    if handles_all_requests(user):
+        return SubjectRequest.objects.all()
+    return SubjectRequest.objects.filter(Q(project__in=reviewable_projects(user)) | Q(user=user))
+
+
+def can_handle_request(user, request: SubjectRequest) -> bool:
+    """Register, check, extend, answer, refuse and close it; read what is held."""
+    if handles_all_requests(user):
+        return True
+    return request.project_id is not None and can_review(role_in(user, request.project))
+
+
+def can_register_requests(user, project: Project | None) -> bool:
+    """Register a request for someone: in the console's register, or in a project."""
+    if project is None:
+        return handles_all_requests(user)
+    return handles_all_requests(user) or can_review(role_in(user, project))

@@ -103,3 +103,9 @@ class RevisionExpired(StoreError):
     """The revision's text was deleted under a retention rule; its record stays."""
 
     code = "revision_expired"
+
+
+class ConsentWithdrawn(StoreError):
+    """The person withdrew their consent: agents may not write their profile (memory.consent)."""
+
+    code = "consent_withdrawn"

@@ -6,6 +6,7 @@
     <prefix>sessions/<agent_id>/<session_id>/...   (a runner's scratch space)
     <prefix>_history/<file_id>/<revision number>-<sha256>.md
     <prefix>_prompts/<sha256>.txt      (the exact prompts pre hooks returned, each once)
+    _records/subject-requests/<request id>/<name>   (answers and acts, under Object Lock)
 
 where <prefix> is `projects/<project_id>/` unless the project names its own prefix. Keys are
 built from immutable ids only; the one piece a person or an agent types, a workspace path, is
@@ -259,11 +260,34 @@ def prompt_key(prefix: str, sha256: str) -> str:
     be able to plant or replace a receipt."""
     if not _SHA256_RE.fullmatch(sha256):
         raise _invalid(_("Not a sha256: %(value)r."), "sha256", value=sha256)
-    return f"{prefix}_prompts/{sha256}.txt"
+    return f"{prompts_root(prefix)}{sha256}.txt"
+
+
+def prompts_root(prefix: str) -> str:
+    """Where every kept prompt of a project lies (see prompt_key)."""
+    return f"{prefix}_prompts/"
+
+
+def history_root(prefix: str) -> str:
+    """Where every file's snapshots lie, a folder per file id (see history_prefix)."""
+    return f"{prefix}_history/"
+
+
+# Records the console keeps for a regulator (subjects' answers, destruction acts): outside every
+# project's prefix (a project prefix starts with a letter or digit, so none can be `_records/`).
+RECORDS_ROOT = "_records/"
+_RECORD_NAME_RE = re.compile(r"[a-z0-9][a-z0-9.-]{0,80}")
+
+
+def subject_record_key(request_id: int, name: str) -> str:
+    """Where one record of a subject's request is kept (answer-1.zip, act-1.zip...)."""
+    if not isinstance(request_id, int) or request_id < 1 or not _RECORD_NAME_RE.fullmatch(name):
+        raise _invalid(_("Not a record name: %(value)r."), "record_name", value=name)
+    return f"{RECORDS_ROOT}subject-requests/{request_id}/{name}"
 
 
 def history_prefix(prefix: str, file_id: uuid.UUID) -> str:
-    return f"{prefix}_history/{_uuid(file_id)}/"
+    return f"{history_root(prefix)}{_uuid(file_id)}/"
 
 
 def snapshot_key(prefix: str, file_id: uuid.UUID, number: int, sha256: str) -> str:

@@ -21,6 +21,8 @@ def write_metadata(
     base: int | None,
     restored_from: int | None,
     renamed_from: MemoryFile | None = None,
+    merged_base: int | None = None,
+    request: str = "",
 ) -> dict[str, str]:
     """Who wrote a revision and on which base, on its snapshot and its head object, so a
     half-done save can be finished faithfully and a retry can recognise its own write."""
@@ -38,10 +40,16 @@ def write_metadata(
         meta["mgc-author-agent"] = str(actor.agent.pk)
     if actor.session_ref:
         meta["mgc-session"] = actor.session_ref
+    if actor.via:
+        meta["mgc-via"] = actor.via
     if restored_from is not None:
         meta["mgc-restored-from"] = str(restored_from)
     if renamed_from is not None:
         meta["mgc-renamed-from"] = str(renamed_from.pk)
+    if merged_base is not None:
+        meta["mgc-merged-base"] = str(merged_base)
+    if request:
+        meta["mgc-request"] = quote(request[:120])
     return meta
 
 
@@ -50,6 +58,7 @@ _SAME_SAVE = (
     "mgc-author-user",
     "mgc-author-agent",
     "mgc-session",
+    "mgc-via",
     "mgc-base",
     "mgc-restored-from",
     "mgc-renamed-from",
@@ -75,6 +84,11 @@ def _agent_named(value: str) -> Agent | None:
         return None
 
 
+def request_of(meta: dict[str, str]) -> str:
+    """The runner request a write's metadata names ("" for none)."""
+    return unquote(meta.get("mgc-request", ""))[:120]
+
+
 def actor_from_metadata(meta: dict[str, str]) -> Actor:
     """The author a snapshot's metadata names. Metadata is whatever the object carries, so any
     value that names no one falls back to `external`."""
@@ -86,7 +100,13 @@ def actor_from_metadata(meta: dict[str, str]) -> Actor:
     if kind == Revision.AuthorKind.AGENT:
         agent = _agent_named(meta.get("mgc-author-agent", ""))
         if agent is not None:
-            return Actor.for_agent(agent, meta.get("mgc-session", ""))
+            # An agent acting for a signed-in person (the MCP endpoint) names them too.
+            person = None
+            if whole_number(meta.get("mgc-author-user", "")):
+                person = get_user_model().objects.filter(pk=int(meta["mgc-author-user"])).first()
+            return Actor.for_agent(
+                agent, meta.get("mgc-session", ""), on_behalf_of=person, via=meta.get("mgc-via", "")[:10]
+            )
     if kind == Revision.AuthorKind.SYSTEM:
         return Actor.system(unquote(meta.get("mgc-author-label", "")).removeprefix("system:"))
     agent = _agent_named(meta.get("mgc-author-agent", ""))

@@ -9,6 +9,7 @@ prompt (412: already there) or by reading, which does not trust the session's fl
 from __future__ import annotations
 
 import hashlib
+import uuid
 
 from django.core.cache import cache
 
@@ -58,3 +59,37 @@ def prompt_read(*, project, sha256: str) -> str | None:
 def prompt_forget(*, project, sha256s: list[str]) -> None:
     """After the prompts were purged (erasure): the next identical prompt is stored again."""
     cache.delete_many([_known_key(project, sha) for sha in sha256s])
+
+
+def carried_files(receipt: list[dict]) -> list[dict]:
+    """The files a receipt says the prompt carried: each file of a section that made it into
+    the prompt (a section cut away whole carried nothing) and had text. {file_id, path,
+    revision, tag, cut}; `cut` when the section was truncated, so a given line may be
+    missing. Receipts written before per-file tokens were kept count every file listed."""
+    found = []
+    for section in receipt or []:
+        if not isinstance(section, dict) or not section.get("tokens"):
+            continue
+        for f in section.get("files") or []:
+            if not isinstance(f, dict) or not isinstance(f.get("revision"), int):
+                continue
+            if f.get("tokens", 1) == 0 or not _is_uuid(f.get("file_id")):
+                continue
+            found.append(
+                {
+                    "file_id": f["file_id"],
+                    "path": str(f.get("path", ""))[:400],
+                    "revision": int(f["revision"]),
+                    "tag": str(section.get("tag", ""))[:80],
+                    "cut": bool(section.get("truncated")),
+                }
+            )
+    return found
+
+
+def _is_uuid(value) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return value is not None

@@ -9,8 +9,9 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.memory import holds, indexing, layout, refusals, scanning
+from projects.memory import holds, indexing, layout, lineage, refusals, scanning
 from projects.memory.content import decode
+from projects.memory.errors import Held
 from projects.memory.objects import purge
 from projects.memory.reading import cache_key, forget_cached
 from projects.memory.storage import MemoryStorage
@@ -51,9 +52,12 @@ def record_revision(
     expired_rule: str = "",
     renamed_from: MemoryFile | None = None,
     renamed_to: MemoryFile | None = None,
+    merged_base: int | None = None,
+    request_ref: str = "",
 ) -> Revision:
-    """The Revision row, the head moved to it (with the ETag the key now holds), its findings,
-    search copy, cached text and audit event. Under the row lock, in its transaction."""
+    """The Revision row, the head moved to it (with the ETag the key now holds), its line map
+    (where each line came from: memory.lineage), findings, search copy, cached text and audit
+    event. Under the row lock, in its transaction."""
     findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
     if findings:
         details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
@@ -73,18 +77,21 @@ def record_revision(
         snapshot_key=snapshot_key,
         is_deletion=is_deletion,
         restored_from=restored_from,
+        request_ref=request_ref,
         findings=findings,
         message_code=code,
         message_params=params,
         expired_rule=expired_rule[:300],
         renamed_from=renamed_from,
         renamed_to=renamed_to,
+        merged_base=merged_base,
     )
     locked.head = revision
     locked.head_etag = etag
     refusals.replaced(locked)  # a refused object that was at the key is gone now
     locked.save(update_fields=["head", "head_etag", "refused_etag"])
     text = decode(data) if data else ""
+    lineage.record(locked, revision, text)
     indexing.index_revision(locked, revision, text)
     if not is_deletion:
         # The next append, pre hook or page reads this text: it is known, keep it warm. (If the
@@ -123,7 +130,12 @@ def expiry_pending(locked: MemoryFile) -> bool:
 def finish_expiry(storage: MemoryStorage, locked: MemoryFile) -> int:
     """Delete what an expiry left: the head object and every snapshot, every stored version of
     them; then the texts' records (search copies, findings, proposals), and the ETag goes. Under
-    the row lock; safe to repeat. Returns how many objects and versions went."""
+    the row lock; safe to repeat. Returns how many objects and versions went. Held when a
+    legal hold placed since the expiry began covers the file: what is left stays, and the
+    expiry stays unfinished until the hold is released."""
+    standing = holds_over(locked)
+    if standing:
+        raise Held(holds.refusal(standing))
     project = locked.project
     removed = purge(project, [layout.history_prefix(project.prefix, locked.pk)], keys=[locked.key])
     now = timezone.now()
@@ -145,5 +157,7 @@ def expected_etag(locked: MemoryFile) -> str:
     there (a save replaces it), else the recorded head's; '' when the key should be empty."""
     if locked.refused_etag:
         return locked.refused_etag
+    if expiry_pending(locked):  # an expiry a legal hold stopped: its old head is still there
+        return locked.head_etag
     live = locked.head is not None and not locked.head.is_deletion
     return locked.head_etag if live else ""

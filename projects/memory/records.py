@@ -102,3 +102,34 @@ def workspace_name_free(*, project: Project, path: str) -> None:
                 code="path_lookalike",
                 params={"path": path, "other": other},
             )
+
+
+def file_by_path(*, project: Project, path: str, user=None, agent: Agent | None = None) -> MemoryFile | None:
+    """The file a person names on a command line: `workspace/<path>` (or the workspace path
+    alone), `USER.md` with a user, `SOUL.md`/`AGENTS.md`/`TOOLS.md` with an agent, or the path
+    as pages show it (`users/<name>/USER.md`, `agents/<slug>/SOUL.md`). None when there is none."""
+    path = layout.nfc(path.strip().lstrip("/"))
+    parts = path.split("/")
+    if len(parts) == 3 and parts[0] == "users" and parts[2] == layout.USER_FILE and user is None:
+        return (
+            MemoryFile.objects.select_related("head", "project", "agent", "user")
+            .filter(project=project, scope=MemoryFile.Scope.USER, user__username=parts[1], path=parts[2])
+            .first()
+        )
+    if len(parts) == 3 and parts[0] == "agents" and parts[2] in layout.AGENT_FILES and agent is None:
+        agent = Agent.objects.filter(project=project, slug=parts[1]).first()
+        path = parts[2]
+    if path == layout.USER_FILE:
+        if user is None:
+            return None
+        return file_lookup(project=project, scope=MemoryFile.Scope.USER, user=user, path=path)
+    if path in layout.AGENT_FILES:
+        if agent is None:
+            return None
+        return file_lookup(project=project, scope=MemoryFile.Scope.AGENT, agent=agent, path=path)
+    path = path.removeprefix(f"{layout.SCOPE_WORKSPACE}/")
+    try:
+        path = layout.validate_workspace_path(path)
+    except ValidationError:
+        return None
+    return file_lookup(project=project, scope=MemoryFile.Scope.WORKSPACE, path=path)

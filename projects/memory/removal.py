@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor
-from projects.memory import holds
+from projects.memory import consent, holds
 from projects.memory.adoption import adopt_s3_state
 from projects.memory.content import sha256
 from projects.memory.errors import FileDeleted, Held, StorageUnavailable, TargetExists
@@ -39,6 +39,7 @@ def file_delete(
         standing = holds_over(locked)
         if standing:
             raise Held(holds.refusal(standing))
+        consent.refuse_agent_write(locked, actor)
         if base_revision != head.number:
             conflict_reason = "stale_base"
         elif adopt_s3_state(storage, locked) is not None:

@@ -195,6 +195,29 @@ def scan(text: str) -> list[Detection]:
     return findings
 
 
+@dataclass(frozen=True)
+class Span:
+    """Where an e-mail address or a phone number stands in a text, with its value: for
+    finding a person (their own address or number) and redacting others'. Never stored."""
+
+    kind: str
+    start: int
+    end: int
+    value: str  # an e-mail address lowercased; a phone's national significant number
+
+
+def contact_spans(text: str) -> list[Span]:
+    """The e-mail addresses and phone numbers in a text, by the same matchers `scan` uses."""
+    found = [Span(EMAIL, m.start(), m.end(), m.group().lower()) for m in _EMAIL_RE.finditer(text)]
+    taken = [(f.start, f.end) for f in found]
+    for match in _PHONE_RE.finditer(text):
+        if any(a < match.end() and match.start() < b for a, b in taken):
+            continue
+        if number := phone_number(match.group()):
+            found.append(Span(PHONE, match.start(), match.end(), number))
+    return sorted(found, key=lambda f: f.start)
+
+
 @functools.lru_cache(maxsize=8192)  # the editor rescans the whole text as the person types
 def phone_number(candidate: str) -> str | None:
     """The national significant number ("15123456789") of a number-shaped run that is a

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import boto3
 from botocore.config import Config
@@ -250,6 +252,51 @@ class MemoryStorage(S3Storage):
         except BotoCoreError as exc:
             raise _failed(exc, outcome="unknown") from exc
 
+    def write_retained(
+        self, key: str, data: bytes, *, content_type: str, mode: str, retain_until, metadata: dict
+    ) -> tuple[str, str]:
+        """Write a new object kept under S3 Object Lock retention (`mode` COMPLIANCE or
+        GOVERNANCE until `retain_until`; no retention when `mode` is empty), only where the
+        key is free (IfNoneMatch). Returns (ETag, VersionId); PreconditionFailed when the key
+        holds an object already; LegalHoldUnsupported when the bucket has no Object Lock."""
+        params = {
+            "Bucket": self.bucket_name,
+            "Key": key,
+            "Body": data,
+            "ContentType": content_type,
+            "Metadata": metadata,
+            "IfNoneMatch": "*",
+        }
+        if mode:
+            params.update(ObjectLockMode=mode, ObjectLockRetainUntilDate=retain_until)
+        try:
+            answer = self.client.put_object(**params)
+        except ClientError as exc:
+            if _is_precondition_failed(exc):
+                raise PreconditionFailed(key) from exc
+            if mode and error_code(exc) in {"InvalidRequest", "InvalidBucketState", "NotImplemented"}:
+                raise LegalHoldUnsupported(self.bucket_name) from exc
+            raise _failed(exc, outcome="unknown" if _status(exc) >= 500 else "not_applied") from exc
+        except BotoCoreError as exc:
+            raise _failed(exc, outcome="unknown") from exc
+        return answer["ETag"], answer.get("VersionId", "") or ""
+
+    def read_version(self, key: str, version_id: str = "") -> StoredObject | None:
+        """One version of an object (the current one without `version_id`), None if missing."""
+        params = {"Bucket": self.bucket_name, "Key": key}
+        if version_id:
+            params["VersionId"] = version_id
+        try:
+            response = self.client.get_object(**params)
+            body = response["Body"].read()
+        except ClientError as exc:
+            if _is_missing(exc) or error_code(exc) in {"NoSuchVersion", "InvalidArgument"}:
+                return None
+            raise _failed(exc) from exc
+        except BotoCoreError as exc:
+            raise _failed(exc) from exc
+        return StoredObject(body, response["ETag"], response.get("Metadata", {}), len(body), version_id)
+
     # --- Object Lock -------------------------------------------------------------------------
 
     def set_legal_hold(self, key: str, version_id: str, on: bool) -> None:
@@ -290,10 +337,19 @@ class MemoryStorage(S3Storage):
         return response.get("LegalHold", {}).get("Status") == "ON"
 
     def object_lock_enabled(self) -> bool:
+        """Whether the bucket has S3 Object Lock. Only the store saying there is no lock
+        configuration means no: a failed request is StorageUnavailable (a hold placed while
+        the store stumbles must not be written off as one the store cannot enforce)."""
         try:
             config = self.client.get_object_lock_configuration(Bucket=self.bucket_name)
-        except ClientError:
-            return False
+        except ClientError as exc:
+            if _status(exc) in (400, 404) or error_code(exc) in {
+                "ObjectLockConfigurationNotFoundError",
+                "NoSuchObjectLockConfiguration",
+                "InvalidRequest",
+            }:
+                return False
+            raise _failed(exc) from exc
         except BotoCoreError as exc:
             raise _failed(exc) from exc
         return config.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
@@ -337,6 +393,47 @@ class MemoryStorage(S3Storage):
             raise _failed(exc) from exc
         return found
 
+    def versions_page(
+        self, prefix: str, *, key_marker: str = "", version_marker: str = "", max_keys: int = 1000
+    ) -> VersionsPage:
+        """One page of ListObjectVersions under a prefix, from a place a previous page gave:
+        the versions (no delete markers), where the next page starts, and the store's clock
+        when it answered (the Date header: a sweep's mark that needs no agreement between
+        clocks)."""
+        params = {"Bucket": self.bucket_name, "Prefix": prefix, "MaxKeys": max_keys}
+        if key_marker:
+            params["KeyMarker"] = key_marker
+            if version_marker:
+                params["VersionIdMarker"] = version_marker
+        try:
+            page = self.client.list_object_versions(**params)
+        except (ClientError, BotoCoreError) as exc:
+            raise _failed(exc) from exc
+        date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date", "")
+        try:
+            answered = parsedate_to_datetime(date) if date else None
+        except (TypeError, ValueError):
+            answered = None
+        if answered is not None and answered.tzinfo is None:
+            answered = answered.replace(tzinfo=UTC)  # "-0000": UTC, time zone not said
+        truncated = bool(page.get("IsTruncated"))
+        return VersionsPage(
+            versions=page.get("Versions", []),
+            next_key=page.get("NextKeyMarker", "") if truncated else "",
+            next_version=page.get("NextVersionIdMarker", "") if truncated else "",
+            truncated=truncated,
+            date=answered or datetime.now(UTC),
+        )
+
+
+@dataclass(frozen=True)
+class VersionsPage:
+    versions: list[dict]
+    next_key: str
+    next_version: str
+    truncated: bool
+    date: datetime
+
 
 _bucket_storages: dict[str, MemoryStorage] = {}
 
@@ -349,13 +446,18 @@ def _forget_storages(*, setting, **kwargs):
 
 def storage_for(project) -> MemoryStorage:
     """The storage holding a project's memory: the console's, or the project's own bucket."""
+    return bucket_storage(project.bucket)
+
+
+def bucket_storage(bucket: str = "") -> MemoryStorage:
+    """The console's storage for a bucket ('' or the console's own: the default one)."""
     default = storages["memory"]
-    if not project.bucket or project.bucket == default.bucket_name:
+    if not bucket or bucket == default.bucket_name:
         return default
-    storage = _bucket_storages.get(project.bucket)
+    storage = _bucket_storages.get(bucket)
     if storage is None:
-        options = dict(settings.STORAGES["memory"].get("OPTIONS", {}), bucket_name=project.bucket)
-        storage = _bucket_storages[project.bucket] = MemoryStorage(**options)
+        options = dict(settings.STORAGES["memory"].get("OPTIONS", {}), bucket_name=bucket)
+        storage = _bucket_storages[bucket] = MemoryStorage(**options)
     return storage
 
 

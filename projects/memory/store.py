@@ -15,6 +15,9 @@ is read: if it holds this save's bytes, written by the same author on the same b
 whose first answer was lost, or the retry of a save whose worker died before step 4), that is
 this save's success and it is recorded once, as its author's. Anything else at the key is
 someone else's write: it is recorded as an `external` revision and the caller gets a conflict.
+The same holds once the database knows the write: a save whose answer was lost and that was
+recorded since (the next pre hook, reconcile) is recognised when its author saves the same
+text on the same base again (`_saved_before`), instead of a conflict with their own text.
 A refused save removes its snapshot only when the head does not hold its bytes (then no
 other attempt can own it); any orphan left behind is a warning that reconcile clears.
 
@@ -32,7 +35,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor
-from projects.memory import layout
+from projects.memory import consent, layout
 from projects.memory.adoption import adopt_s3_state, put_head_back
 from projects.memory.content import appended, decode, encode, sha256
 from projects.memory.errors import SaveConflict, StorageUnavailable
@@ -86,21 +89,37 @@ def file_save(
     message: str | Message = "",
     base_revision: int | None,
     restored_from: int | None = None,
+    merged_base: int | None = None,
+    request: str = "",
 ) -> Revision:
     """Save new content on top of base_revision; SaveConflict if the file moved on.
+    `merged_base`: the text settles a three-way merge over that revision (the one the person
+    had opened), so the lines it kept from there keep their authors.
 
     Content identical to the head's makes no revision: the head is returned (its number is
     `base_revision`, where a new revision's is one more), once a read of the head object has
     shown that the bucket still holds it (a direct write there is a conflict, as for any
-    save). A restore always makes its revision."""
+    save). A restore always makes its revision.
+
+    `request` names the runner request (and write) this save belongs to: a retry of it that
+    finds a revision made by that request, recorded by whichever save came first, is that
+    write, done."""
     data = encode(content)
     storage = storage_for(file.project)
     conflict_reason = ""
     with transaction.atomic():
         locked = lock_file(file)
+        done = _made_by(locked, request)
+        if done is not None:
+            refresh_head(file, locked)
+            return done
         head = locked.head
         head_number = head.number if head else None
         if base_revision != head_number:
+            earlier = _saved_before(locked, data, actor, base_revision, restored_from)
+            if earlier is not None:
+                refresh_head(file, locked)
+                return earlier
             conflict_reason = "stale_base"
         elif (
             restored_from is None
@@ -117,18 +136,67 @@ def file_save(
         else:
             try:
                 revision = write_revision(
-                    storage, locked, data, actor=actor, message=message, restored_from=restored_from
+                    storage,
+                    locked,
+                    data,
+                    actor=actor,
+                    message=message,
+                    restored_from=restored_from,
+                    merged_base=merged_base,
+                    request=request,
                 )
             except HeadChanged:
-                adopt_s3_state(storage, locked)
-                conflict_reason = "external_change"
+                adopted = adopt_s3_state(storage, locked)
+                if adopted is not None and request and adopted.request_ref == request:
+                    revision = adopted  # this request's own write, left by an attempt that died
+                else:
+                    conflict_reason = "external_change"
     if conflict_reason:
         raise save_conflict(storage, file, conflict_reason, data, base_revision)
     refresh_head(file, locked)
     return revision
 
 
-def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str | Message = "") -> Revision:
+def _made_by(locked: MemoryFile, request: str) -> Revision | None:
+    """The revision a runner request's write made, if it was recorded (by its own attempt,
+    or, when that attempt's worker died after its S3 write, by the next save, pre hook or
+    reconcile that met the head it left, from its metadata)."""
+    if not request:
+        return None
+    return Revision.objects.filter(file=locked, request_ref=request).order_by("number").first()
+
+
+def _saved_before(
+    locked: MemoryFile, data: bytes, actor: Actor, base_revision: int | None, restored_from: int | None
+) -> Revision | None:
+    """This very save, made before: the revision right after `base_revision` holds these
+    bytes, written by the same author (and session) on that base. A save whose answer was
+    lost (503, outcome unknown) did land, and was recorded since (by the next pre hook, a
+    save, reconcile); the same person saving the same text on the same base again is that
+    save, not a conflict with their own text."""
+    number = 1 if base_revision is None else base_revision + 1
+    found = Revision.objects.filter(file=locked, number=number).first()
+    if (
+        found is None
+        or found.is_deletion
+        or found.sha256 != sha256(data)
+        or found.restored_from != restored_from
+        or found.renamed_from_id is not None
+    ):
+        return None
+    same_author = (
+        found.author_kind == actor.kind
+        and found.author_user_id == (actor.user.pk if actor.user is not None else None)
+        and found.author_agent_id == (actor.agent.pk if actor.agent is not None else None)
+        and found.session_ref == actor.session_ref
+        and (actor.kind != Revision.AuthorKind.SYSTEM or found.author_label == actor.label)
+    )
+    return found if same_author else None
+
+
+def file_append(
+    *, file: MemoryFile, addition: str, actor: Actor, message: str | Message = "", request: str = ""
+) -> Revision:
     """Add `addition` at the end of whatever the head is now, under the file's row lock: an
     append commutes with every other write, so concurrent appenders all succeed and none is
     asked to retry. A direct write to the bucket found on the way is recorded first (as
@@ -136,6 +204,10 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str |
     storage = storage_for(file.project)
     with transaction.atomic():
         locked = lock_file(file)
+        done = _made_by(locked, request)
+        if done is not None:  # this very append, made before its answer was lost (file_save)
+            refresh_head(file, locked)
+            return done
         if addition == "" and locked.head is not None and not locked.head.is_deletion:
             return locked.head  # nothing to add: no revision (as a save of the head's text)
         for _round in range(_APPEND_ROUNDS):
@@ -144,11 +216,14 @@ def file_append(*, file: MemoryFile, addition: str, actor: Actor, message: str |
             data = encode(appended(text, addition))
             try:
                 revision = write_revision(
-                    storage, locked, data, actor=actor, message=message, restored_from=None
+                    storage, locked, data, actor=actor, message=message, restored_from=None, request=request
                 )
                 break
             except HeadChanged:
-                adopt_s3_state(storage, locked)  # moves locked.head to what S3 holds
+                adopted = adopt_s3_state(storage, locked)  # moves locked.head to what S3 holds
+                if adopted is not None and request and adopted.request_ref == request:
+                    revision = adopted  # this request's own append, left by an attempt that died
+                    break
         else:
             raise StorageUnavailable(
                 _("The file kept changing in storage while appending; nothing was appended. Try again.")
@@ -204,16 +279,28 @@ def write_revision(
     message: str | Message,
     restored_from: int | None,
     renamed_from: MemoryFile | None = None,
+    merged_base: int | None = None,
+    request: str = "",
 ) -> Revision:
-    """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head."""
+    """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head.
+    ConsentWithdrawn when an agent writes the profile of a person who withdrew consent."""
+    consent.refuse_agent_write(locked, actor)
     head = locked.head
     number = head.number + 1 if head else 1
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
-    metadata = write_metadata(actor, message, head.number if head else None, restored_from, renamed_from)
-    if expiry_pending(locked):
-        finish_expiry(storage, locked)
+    metadata = write_metadata(
+        actor,
+        message,
+        head.number if head else None,
+        restored_from,
+        renamed_from,
+        merged_base,
+        request=request,
+    )
     held = holds_over(locked)  # new versions of what a legal hold covers are held from birth
+    if expiry_pending(locked) and not held:  # (a hold keeps what an unfinished expiry left)
+        finish_expiry(storage, locked)
     try:  # a failure here changed nothing visible
         storage.write(snap, data, metadata=metadata, if_none_match=True, legal_hold=bool(held))
     except PreconditionFailed:
@@ -261,6 +348,8 @@ def write_revision(
         data=data,
         renamed_from=renamed_from,
         details=details,
+        merged_base=merged_base,
+        request_ref=request,
     )
 
 

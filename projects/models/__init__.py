@@ -6,7 +6,7 @@ them here, and the rest of the console imports them as `from projects.models imp
 from projects.models.audit import AuditChain, AuditCheckpoint, AuditEvent
 from projects.models.events import DeliveryAttempt, OutboxEvent, WebhookSubscription
 from projects.models.lifecycle import LegalHold, RetentionRule
-from projects.models.memory import MemoryFile, RefusedWrite, Revision, SearchText
+from projects.models.memory import LineMap, MemoryFile, RefusedWrite, Revision, SearchText
 from projects.models.projects import (
     Agent,
     GroupMapping,
@@ -21,9 +21,13 @@ from projects.models.runners import (
     AgentSession,
     AgentToken,
     IdempotencyRecord,
+    McpSession,
     RunnerCredential,
     SessionEvent,
+    SessionFile,
 )
+from projects.models.signin import SignInFailure
+from projects.models.subjects import ConsentWithdrawal, SubjectDocument, SubjectRequest
 
 __all__ = [
     "Agent",
@@ -32,13 +36,16 @@ __all__ = [
     "AuditChain",
     "AuditCheckpoint",
     "AuditEvent",
+    "ConsentWithdrawal",
     "DeliveryAttempt",
     "Flag",
     "FlagReply",
     "GroupMapping",
     "IdempotencyRecord",
     "IsolationCheck",
+    "McpSession",
     "LegalHold",
+    "LineMap",
     "Lock",
     "Membership",
     "MemoryFile",
@@ -52,6 +59,10 @@ __all__ = [
     "RunnerCredential",
     "SearchText",
     "SessionEvent",
+    "SessionFile",
+    "SignInFailure",
+    "SubjectDocument",
+    "SubjectRequest",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",

@@ -177,10 +177,23 @@ class Revision(models.Model):
         blank=True,
         help_text="When this revision's stored text was deleted (retention); the row stays.",
     )
+    request_ref = models.CharField(
+        max_length=120,
+        blank=True,
+        default="",
+        help_text="The runner request (and write) that made it, when it carried an Idempotency-Key: "
+        "a retry of that request finds its write here even if another save recorded it first.",
+    )
     restored_from = models.PositiveIntegerField(
         null=True,
         blank=True,
         help_text="Number of the revision this one restores.",
+    )
+    merged_base = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="On a save that settled a three-way merge: the revision the person had opened "
+        "(the merge base); its lines keep their authors.",
     )
     renamed_from = models.ForeignKey(
         MemoryFile,
@@ -209,6 +222,12 @@ class Revision(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["file", "number"], name="revision_number_per_file"),
         ]
+        indexes = [
+            # A session's page lists what it wrote.
+            models.Index(
+                fields=["session_ref"], condition=~models.Q(session_ref=""), name="revision_session"
+            ),
+        ]
         ordering = ["file", "-number"]
 
     def __str__(self) -> str:
@@ -224,6 +243,42 @@ class Revision(models.Model):
     @property
     def author_shown(self) -> str:
         return system_text.actor_shown(self.author_label)
+
+
+class LineMap(models.Model):
+    """Where each line of one revision came from (memory.linemaps): stored by the save that
+    made the revision, as a skip-delta over revision `base`, so blame of any revision is one
+    query of at most log2(n) + 1 rows. No text: it stays when texts are purged."""
+
+    revision = models.OneToOneField(
+        Revision,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="line_map",
+        help_text="The revision whose lines this maps.",
+    )
+    file = models.ForeignKey(
+        MemoryFile, on_delete=models.CASCADE, related_name="+", help_text="The revision's file."
+    )
+    number = models.PositiveIntegerField(help_text="The revision's number.")
+    base = models.PositiveIntegerField(
+        help_text="The revision number this map is stored against (0: written out whole)."
+    )
+    lines = models.PositiveIntegerField(help_text="How many lines the revision has.")
+    data = models.BinaryField(help_text="The segments (linemaps.encode).")
+    approximate = models.BooleanField(
+        default=False,
+        help_text="Filled in after the texts of earlier revisions were deleted: a line that looks "
+        "new here may be older.",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["file", "number"], name="one_line_map_per_revision"),
+        ]
+
+    def __str__(self) -> str:
+        return f"line map of {self.file_id} r{self.number}"
 
 
 class RefusedWrite(models.Model):

@@ -144,6 +144,19 @@ class AgentSession(models.Model):
         help_text="The pre hook's Idempotency-Key, if the runner sent one: the same key again "
         "(a retry after a lost answer) gets this session, not a second one.",
     )
+    carried_indexed = models.BooleanField(
+        default=False,
+        help_text="Its receipt's files are in SessionFile (done by its post hook, or by the first "
+        "look at where a line went): kept off the pre hook's path.",
+    )
+    via = models.CharField(
+        max_length=10,
+        blank=True,
+        default="",
+        help_text="mcp: opened by the console's own MCP endpoint, whose user (if any) signed in "
+        "through the identity provider; the agent's writes are then theirs to answer for too "
+        '("agent X, on behalf of person Y, via MCP"). Empty: a runner\'s session.',
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -154,12 +167,50 @@ class AgentSession(models.Model):
                 name="session_request_key_once",
             ),
         ]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(carried_indexed=False),
+                name="session_carried_pending",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} session {str(self.id)[:8]}"
 
     def audit_label(self) -> tuple[str, dict]:
         return "session", {"agent": self.agent.name, "id": str(self.id)[:8]}
+
+
+class SessionFile(models.Model):
+    """One file, at one revision, that a session's prompt carried (from its receipt): what
+    "where did this line go" searches. The file is named by id, not by a foreign key, so the
+    row outlives an erasure of the file (who was told, and when, stays; no text is here).
+    Written after the pre hook (memory.carried.index_sessions), never on its path."""
+
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="carried", help_text="The session."
+    )
+    file_ref = models.UUIDField(help_text="The MemoryFile's id.")
+    path = models.CharField(max_length=400, help_text="The path as the receipt names it.")
+    revision = models.PositiveIntegerField(help_text="The revision injected.")
+    tag = models.CharField(max_length=80, help_text="The section that carried it.")
+    cut = models.BooleanField(
+        default=False, help_text="The section was truncated: some of the file's lines may have been left out."
+    )
+    created_at = models.DateTimeField(help_text="When the session's prompt was assembled.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "file_ref"], name="one_session_file"),
+        ]
+        indexes = [
+            models.Index(fields=["file_ref", "revision"], name="session_file_revision"),
+            models.Index(fields=["file_ref", "-created_at"], name="session_file_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} r{self.revision} in {self.session_id}"
 
 
 class IdempotencyRecord(models.Model):
@@ -185,8 +236,17 @@ class IdempotencyRecord(models.Model):
         help_text="running until the answer is stored.",
     )
     lease_until = models.DateTimeField(
-        help_text="A worker is on it until then; after that a retry may take over."
+        help_text="A worker on another host is on it until then (its heartbeat renews it); after "
+        "that a retry may take over."
     )
+    owner = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="The attempt that runs it: machine, process id and start, a random part. Each "
+        "write checks it is still the owner before it commits; empty once released.",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True, help_text="When the owner took the request on.")
     partial = models.JSONField(
         default=dict, blank=True, help_text="Results of the writes committed so far, by index."
     )
@@ -225,3 +285,60 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} in {self.session_id}"
+
+
+class McpSession(models.Model):
+    """One MCP session at the console's own endpoint (/mcp/): who opened it (a person signed
+    in through the identity provider, or a runner token), the agent chosen (by the URL or a
+    tool) and the console session its pre hook opened. Its id is the Mcp-Session-Id the
+    client sends back; a request from anyone else finds no such session."""
+
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False, help_text="The Mcp-Session-Id header's value."
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The person whose access token opened it (empty for a runner token).",
+    )
+    token = models.ForeignKey(
+        AgentToken,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The runner token that opened it, for an agent host without a person.",
+    )
+    agent = models.ForeignKey(
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The agent chosen, by the endpoint's URL or the memory_use_agent tool.",
+    )
+    session = models.ForeignKey(
+        AgentSession,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The console session the pre hook opened for the chosen agent.",
+    )
+    protocol_version = models.CharField(max_length=20, help_text="The MCP revision agreed at initialize.")
+    client = models.CharField(max_length=200, blank=True, help_text="The client's name and version.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the client initialized.")
+    last_seen_at = models.DateTimeField(help_text="The last request (to within a minute).")
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="When it ended.")
+    ended_reason = models.CharField(
+        max_length=40, blank=True, help_text="client_left, idle, signed_out, agent_changed."
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["ended_at", "last_seen_at"], name="mcp_session_idle")]
+
+    def __str__(self) -> str:
+        return f"MCP session {str(self.id)[:8]}"

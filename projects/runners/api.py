@@ -195,16 +195,19 @@ IDEMPOTENT = (
 )
 
 
-def _release_on_failure(view):
-    """A request that fails before answering lets a retry with its key take over at once."""
+def _attempt(view):
+    """An idempotent request's attempt: its lease is kept while it runs, and one that fails
+    before answering lets a retry with its key take over at once."""
 
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
+        failed = True
         try:
-            return view(request, *args, **kwargs)
-        except BaseException:
-            idempotency.release(getattr(request, "idempotency_record", None))
-            raise
+            answer = view(request, *args, **kwargs)
+            failed = False
+            return answer
+        finally:
+            idempotency.let_go(getattr(request, "idempotency_record", None), failed=failed)
 
     return wrapper
 
@@ -230,6 +233,7 @@ def _idempotent(request, endpoint: str, fingerprint: bytes | None = None):
         response["Idempotent-Replayed"] = "true"
         return record, response
     request.idempotency_record = record
+    idempotency.hold(record)
     return record, None
 
 
@@ -345,7 +349,7 @@ def _member(project, username: str):
 @api.post(
     "/hooks/post", response={200: PostOut, **ERRORS}, summary="Write results back", description=IDEMPOTENT
 )
-@_release_on_failure
+@_attempt
 def post(request, body: PostIn):
     session = _session(request, body.session)
     record, replay = _idempotent(request, "hooks/post", _post_fingerprint(body))
@@ -375,7 +379,7 @@ def _post_fingerprint(body: PostIn) -> bytes:
 @api.post(
     "/hooks/tool", response={200: EventOut, **ERRORS}, summary="Record a tool call", description=IDEMPOTENT
 )
-@_release_on_failure
+@_attempt
 def tool(request, body: ToolIn):
     return _event(
         request, body.session, "tool", {"name": body.name, "summary": body.summary or ""}, body.details
@@ -385,7 +389,7 @@ def tool(request, body: ToolIn):
 @api.post(
     "/hooks/error", response={200: EventOut, **ERRORS}, summary="Record an error", description=IDEMPOTENT
 )
-@_release_on_failure
+@_attempt
 def error(request, body: ErrorIn):
     return _event(request, body.session, "error", {"message": body.message}, body.details)
 

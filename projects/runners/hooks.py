@@ -12,9 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from projects import outbox
-from projects.audit import Actor, audit_record
+from projects.audit import VIA_MCP, Actor, audit_record
 from projects.errors import Refusal
-from projects.memory import errors, layout, removal, store
+from projects.memory import carried, consent, errors, layout, removal, store
 from projects.memory.content import encode
 from projects.models import AgentSession, IdempotencyRecord, MemoryFile, Proposal, SessionEvent
 from projects.runners import idempotency, injection, policy, schemas, targets
@@ -34,11 +34,25 @@ class WriteRequest:
     new_path: str | None = None  # a rename's target
 
 
-def apply_write(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor, message):
-    """An append or a replace, as the post hook and an approved proposal make them."""
+def session_actor(session: AgentSession) -> Actor:
+    """Who a session's writes are by: its agent; for a session of the console's MCP endpoint
+    opened by a person who signed in, the agent on behalf of that person, via MCP."""
+    if session.via == VIA_MCP:
+        person = session.user if session.user_id else None
+        return Actor.for_agent(session.agent, str(session.pk), on_behalf_of=person, via=VIA_MCP)
+    return Actor.for_agent(session.agent, str(session.pk))
+
+
+def apply_write(
+    file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor, message, request: str = ""
+):
+    """An append or a replace, as the post hook and an approved proposal make them. `request`
+    names the runner request's write, so a retry finds it done (store.file_save)."""
     if mode == "append":  # commutes with any other write: on top of whatever the head is
-        return store.file_append(file=file, addition=content, actor=actor, message=message)
-    return store.file_save(file=file, content=content, actor=actor, message=message, base_revision=base)
+        return store.file_append(file=file, addition=content, actor=actor, message=message, request=request)
+    return store.file_save(
+        file=file, content=content, actor=actor, message=message, base_revision=base, request=request
+    )
 
 
 def hook_post(
@@ -58,7 +72,7 @@ def hook_post(
     in the last transaction. `end`: the post ends the session (runtimes that write as they go,
     such as the MCP server, send end=false until their client leaves)."""
     agent = session.agent
-    actor = Actor.for_agent(agent, str(session.id))
+    actor = session_actor(session)
     seen = receipt_revisions(session)
     results = []
     message = summary[:500] if summary else system_message("post_hook", session=str(session.id)[:8])
@@ -66,7 +80,8 @@ def hook_post(
         done = idempotency.noted(record, index)
         if done is None:
             with transaction.atomic():
-                done = _post_one(session, write, actor, seen, message)
+                request = f"{record.pk}:{index}" if record is not None else ""
+                done = _post_one(session, write, actor, seen, message, request)
                 idempotency.note(record, index, done)
         results.append(done)
     with transaction.atomic():
@@ -81,6 +96,9 @@ def hook_post(
             kind=SessionEvent.Kind.POST,
             payload={"summary": summary[:2000], "results": results, "end": end},
         )
+        if not session.carried_indexed:  # the files its prompt carried: off the pre hook's path
+            carried.index_sessions([session])
+            session.carried_indexed = True
         idempotency.finish(record, 200, {"session": str(session.id), "results": results})
         if end:
             ended = timezone.now()
@@ -114,7 +132,9 @@ def _ended_already(session: AgentSession) -> bool:
     return next(iter(ended), None) is not None
 
 
-def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: dict, message) -> dict:
+def _post_one(
+    session: AgentSession, write: WriteRequest, actor: Actor, seen: dict, message, request: str = ""
+) -> dict:
     agent = session.agent
     result = {"path": write.path, "mode": write.mode}
     if write.new_path is not None:
@@ -148,12 +168,13 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
             base = _default_base(file, write.path, seen)
         if rule.get("approval"):
             encode(write.content)  # refuse bad content now, not at approval
+            consent.refuse_agent_write(file, actor)  # nor proposed, once consent is withdrawn
             _propose(session, file, actor, write, base, result)
         else:
             before = file.head.number if file.head is not None else None
-            revision = apply_write(file, write.mode, write.content, base, actor, message)
+            revision = apply_write(file, write.mode, write.content, base, actor, message, request)
             result.update(status="written", revision=revision.number)
-            if revision.number in (base, before):
+            if revision.number == (base if write.mode == "replace" else None if write.content else before):
                 result["unchanged"] = True  # the head's own text, or nothing added: no revision
     except HookError as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
@@ -167,7 +188,7 @@ def _post_one(session: AgentSession, write: WriteRequest, actor: Actor, seen: di
             head_revision=exc.head.number if exc.head else None,
             head_text=exc.head_text,
         )
-    except (errors.ContentRejected, errors.FileDeleted, errors.TargetExists) as exc:
+    except (errors.ContentRejected, errors.FileDeleted, errors.TargetExists, errors.ConsentWithdrawn) as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
     return result
 
@@ -249,6 +270,7 @@ def _post_move(
         if target.head is not None and not target.is_deleted:
             raise errors.TargetExists(f"{write.new_path} exists already; nothing was renamed.")
     if how == "proposal":
+        consent.refuse_agent_write(file, actor)
         _propose(session, file, actor, write, base, result)
     elif write.mode == "delete":
         revision = removal.file_delete(file=file, actor=actor, message=message, base_revision=base)
@@ -297,8 +319,9 @@ def hook_event(
                 revision = store.file_append(
                     file=file,
                     addition=line,
-                    actor=Actor.for_agent(session.agent, str(session.id)),
+                    actor=session_actor(session),
                     message=system_message(f"{kind}_hook"),
+                    request=f"{record.pk}:log" if record is not None else "",
                 )
                 outcome.update(logged_to=log_path, revision=revision.number)
             except Refusal as exc:

@@ -3,13 +3,19 @@ from urllib.parse import urlsplit
 
 from django import template
 from django.core.exceptions import DisallowedHost
+from django.utils import dateformat
+from django.utils.formats import get_format
+from django.utils.html import escape
+from django.utils.safestring import SafeString
+from django.utils.timezone import localtime
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from projects import audit, drafts, system_text
 from projects.governance import isolation, permissions
 from projects.memory import refusals
 from projects.memory.scanning import LABELS
-from projects.models import Membership
+from projects.models import Membership, Revision
 
 register = template.Library()
 
@@ -172,6 +178,11 @@ _DETAIL_NAMES = {
     "removed": _("removed"),
     "over": _("over the limit"),
     "project": _("project"),
+    "client": _("client"),
+    "scope": _("scope"),
+    "kind": _("kind"),
+    "attempts": _("attempts"),
+    "rate": _("rate limit"),
 }
 
 # Detail values that are the console's own words, stored as codes or in English (the record
@@ -186,7 +197,15 @@ _DETAIL_WORDS = {
     "kept": {"last_admin": _("the project's last admin")},
     "mapping": {"(deleted mapping)": _("(deleted mapping)")},
     "over": {"client": _("attempts from this address"), "path": _("attempts on this link")},
+    # A sign-in lockout's client and scope, and what an unlock lifted (governance.signin, lockouts).
+    "client": {"device": _("a browser that signed in before"), "address": _("address")},
 }
+_LOCKOUT_SCOPES = {
+    "pair": _("one account from one client"),
+    "address": _("every account from one address"),
+    "account": _("one account from many places"),
+}
+_DETAIL_WORDS["scope"] = _LOCKOUT_SCOPES
 
 
 def _detail_value(key: str, value) -> str:
@@ -197,6 +216,8 @@ def _detail_value(key: str, value) -> str:
             return system_text.hold_covers(value)
         if key == "mapping" and value not in _DETAIL_WORDS["mapping"]:
             return system_text.mapping_shown(value)
+        if key == "kind":  # an unlock's scope, a subject request's or a webhook's kind
+            return str(_LOCKOUT_SCOPES.get(value) or system_text.word("kind", value))
         return str(_DETAIL_WORDS.get(key, {}).get(value, value))
     if isinstance(value, bool):
         return str(_("yes") if value else _("no"))
@@ -222,3 +243,81 @@ def readable_details(details) -> list[tuple[str, str]]:
             shown = shown[:12] + "…"
         pairs.append((str(_DETAIL_NAMES.get(key, key)), shown[:200]))
     return pairs
+
+
+@register.simple_tag(takes_context=True)
+def origin_html(context, o: dict | None, file=None) -> str:
+    """A line's origin (views.provenance.origin_view) as a page shows it (`origin_markup`); the
+    page's words are translated once per render."""
+    words = context.get("_origin_words")
+    if words is None:
+        words = context["_origin_words"] = origin_words()
+    return origin_markup(o, file, words)
+
+
+def origin_markup(o: dict | None, file, words: dict) -> str:
+    """The revision (a link where the reader may open it), its author and kind, when, the
+    session (a link where the reader may see it), held / text expired / may be older, the
+    message and the last tool calls before the write. Built here, every part escaped, rather
+    than by an included template: a blame page shows hundreds of origins, and an include costs
+    a template render each."""
+    if not o:
+        return ""
+    revision = o["revision"]
+    if not revision.number:
+        return SafeString(f'<span class="muted">{words["unknown"]}</span>')
+    number = f"r{revision.number}"
+    html = [f'<a href="{escape(o["revision_url"])}">{number}</a>' if o["revision_url"] else number]
+    if o["file"] is not None and file is not None and o["file"].pk != file.pk:
+        html.append(f' <span class="muted small">{escape(o["file"].source_path)}</span>')
+    kind = revision.author_kind
+    when = escape(dateformat.format(localtime(revision.created_at), words["when"]))
+    html.append(
+        f" · {escape(system_text.actor_shown(revision.author_label))}"
+        f' <span class="badge author-{escape(kind)}">{words["kinds"].get(kind) or escape(kind)}</span>'
+        f' · <span class="small">{when}</span>'
+    )
+    if o["session_ref"]:
+        if o["session_url"]:
+            label = words["session"] % {"ref": _short(o["session_ref"], 10)}
+            html.append(f' · <a href="{escape(o["session_url"])}">{escape(label)}</a>')
+        else:
+            html.append(f' · <span class="muted small">{words["elsewhere"]}</span>')
+    for flag, badge in (("held", "badge warn"), ("text_gone", "badge")):
+        if o[flag]:
+            html.append(f' <span class="{badge}">{words[flag]}</span>')
+    if o["approximate"]:
+        html.append(f' <span class="badge" title="{words["rough_why"]}">{words["rough"]}</span>')
+    message = revision.display_message
+    if message:
+        html.append(f'<div class="muted small">“{escape(_short(message, 140))}”</div>')
+    if o["tool_calls"]:
+        calls = " · ".join(
+            f"<code>{escape(_short(c.name, 60))}</code>"
+            + (f' <span class="muted">({escape(_short(c.resource, 120))})</span>' if c.resource else "")
+            for c in o["tool_calls"]
+        )
+        html.append(f'<div class="small tool-calls">{words["before"]} {calls}</div>')
+    return SafeString("".join(html))  # every part above is escaped or the console's own markup
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def origin_words() -> dict:
+    """The words origin_markup uses, in the active language."""
+    return {
+        "unknown": gettext("unknown: the revision is gone"),
+        "kinds": {kind: str(label) for kind, label in Revision.AuthorKind.choices},
+        "when": get_format("SHORT_DATETIME_FORMAT"),
+        "session": gettext("session %(ref)s"),
+        "elsewhere": gettext("in an agent session"),
+        "held": gettext("held"),
+        "text_gone": gettext("text expired"),
+        "rough": gettext("may be older"),
+        "rough_why": gettext(
+            "Worked out after the texts of earlier revisions were deleted: the line may be older."
+        ),
+        "before": gettext("Before the write:"),
+    }

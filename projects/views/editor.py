@@ -19,11 +19,11 @@ from projects import drafts
 from projects.audit import Actor
 from projects.errors import explain
 from projects.forms.files import EditForm, ResolveForm
-from projects.governance import permissions
+from projects.governance import permissions, subjects
 from projects.memory import errors, layout, merging, reading, records, scanning, store
 from projects.memory.content import within_limit
 from projects.memory.diffing import diff_texts
-from projects.models import MemoryFile, Revision
+from projects.models import MemoryFile, Revision, SubjectRequest
 from projects.rendering import render_markdown
 from projects.system_text import actor_shown
 from projects.views.base import file_context, file_of, on_refusal_show, project_view, revision_of
@@ -37,6 +37,7 @@ def file_edit_view(request, project, role, file_id):
 def _editor(request, project, role, file: MemoryFile):
     context = file_context(request, project, role, file)
     context["max_bytes"] = settings.MGC_MAX_FILE_BYTES
+    context["subject_request"] = _correcting(request, file)
     if request.method == "POST" and request.POST.get("action") == "resolve":
         return _resolve(request, context, file)
     if request.method == "POST":
@@ -51,6 +52,7 @@ def _editor(request, project, role, file: MemoryFile):
                     actor=Actor.person(request.user),
                     message=data["message"],
                     base_revision=data["base_revision"],
+                    merged_base=_merge_base(request, data["base_revision"]),
                 )
             except errors.SaveConflict as conflict:
                 # Merge the person's text with what is in storage now, over the revision they
@@ -84,6 +86,15 @@ def _editor(request, project, role, file: MemoryFile):
                     )
                     return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
                 messages.success(request, _("Saved revision %(number)s.") % {"number": revision.number})
+                if context["subject_request"] is not None:
+                    subjects.correction_link(
+                        by=request.user, request=context["subject_request"], revision=revision
+                    )
+                    messages.info(
+                        request,
+                        _("Revision %(number)s is linked to subject request #%(id)s.")
+                        % {"number": revision.number, "id": context["subject_request"].pk},
+                    )
                 if revision.findings:
                     messages.warning(
                         request,
@@ -258,6 +269,33 @@ def _merged(
         "your_text": yours,
         "merge_hunks": [(h, (choices or {}).get(h.index)) for h in result.hunks],
     }
+
+
+def _correcting(request, file: MemoryFile):
+    """The subject's request a profile is corrected for (`?request=` or the form's field),
+    when it is a correction about this profile's owner that the person may answer."""
+    wanted = request.POST.get("subject_request") or request.GET.get("request")
+    if not (wanted and str(wanted).isdigit()) or file.scope != MemoryFile.Scope.USER:
+        return None
+    found = SubjectRequest.objects.filter(
+        pk=int(wanted), kind=SubjectRequest.Kind.CORRECTION, user_id=file.user_id
+    ).first()
+    if found is None or not found.is_open:
+        return None
+    if not (permissions.can_handle_request(request.user, found) or found.user_id == request.user.pk):
+        return None
+    return found
+
+
+def _merge_base(request, base_revision: int | None) -> int | None:
+    """The revision the person had opened, when the text saved settles a merge on top of the
+    head it was merged with (the editor carries both): its lines keep their authors."""
+    if "merge_head" not in request.POST:
+        return None
+    carried = ResolveForm(request.POST)
+    if not carried.is_valid() or carried.cleaned_data["merge_head"] != base_revision:
+        return None
+    return carried.cleaned_data["merge_base"] or None
 
 
 def _resolve(request, context: dict, file: MemoryFile):

@@ -19,7 +19,7 @@ from projects.errors import explain
 from projects.forms.files import DeleteForm, RestoreForm
 from projects.governance import permissions
 from projects.governance.trail import audit_read
-from projects.memory import adoption, errors, history, reading, removal, store
+from projects.memory import adoption, blame, errors, history, reading, removal, store
 from projects.memory import holds as memory_holds
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, RefusedWrite
@@ -100,6 +100,10 @@ def revision_detail_view(request, project, role, file_id, number):
         restore_default=_("Restore revision %(number)s") % {"number": revision.number},
         is_head=file.head_id == revision.pk,
     )
+    if revision.session_ref:  # an agent's write: its session, and what it did before writing
+        session = blame.sessions_named([revision.session_ref]).get(revision.session_ref)
+        if permissions.can_see_session(request.user, role, session):
+            context.update(session=session, tool_calls=blame.tool_calls_before(revision))
     if revision.renamed_to_id and file.is_deleted and file.head_id == revision.pk:
         moved = MemoryFile.objects.select_related("head").filter(pk=revision.renamed_to_id).first()
         if (

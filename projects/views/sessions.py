@@ -14,12 +14,14 @@ from django.utils.translation import ngettext
 from projects.errors import explain
 from projects.governance import permissions
 from projects.governance.trail import audit_read
-from projects.memory import errors, receipts
+from projects.memory import blame, errors, receipts
 from projects.memory.diffing import diff_texts
-from projects.models import AgentSession, MemoryFile, SessionEvent
+from projects.models import AgentSession, MemoryFile, Revision, SessionEvent
 from projects.runners import context as prompt_context
+from projects.runners import origins as prompt_origins
 from projects.views import paging
 from projects.views.base import project_view
+from projects.views.provenance import prompt_rows
 
 
 @project_view()
@@ -57,6 +59,8 @@ def session_detail_view(request, project, role, session_id):
             for e in _events_of(session)
         ],
         "at": session.created_at.strftime("%Y-%m-%dT%H:%M:%S.%f"),
+        "writes": _writes(request, role, session),
+        "open_origins": bool(request.GET.get("origins")),
     }
     if session.prompt_removed:
         # Erased or expired on purpose: say who and why, instead of a receipt that fails its
@@ -77,8 +81,35 @@ def session_detail_view(request, project, role, session_id):
         context["reassembled"] = again
         if context["stored_prompt"] is not None and again.sha256 != session.prompt_sha256:
             context["reassembly_diff"] = diff_texts(context["stored_prompt"], again.prompt)
+        try:  # each line's origin, as of the revisions the receipt names
+            if context["stored_prompt"] is not None:
+                origins = prompt_origins.session_origins(session, context["stored_prompt"])
+            else:
+                origins = prompt_origins.assembly_origins(project, again)
+            context["origin_rows"] = prompt_rows(request, project, role, origins)
+        except errors.StoreError as exc:
+            context["prompt_error"] = exc.message
     audit_read(user=request.user, role=role, action="read.session", project=project, obj=session)
     return render(request, "projects/session_detail.html", context)
+
+
+def _writes(request, role, session: AgentSession) -> list[dict]:
+    """The revisions this session wrote, each with the tool calls and errors it recorded
+    before that write (what the agent was doing when it wrote)."""
+    revisions = list(
+        Revision.objects.filter(session_ref=str(session.pk))
+        .select_related("file", "file__agent", "file__user")
+        .order_by("created_at", "pk")
+    )
+    calls = blame.tool_calls_before_many(revisions)
+    return [
+        {
+            "revision": r,
+            "readable": permissions.can_read_file(request.user, role, r.file),
+            "before": calls.get(r.pk, []),
+        }
+        for r in revisions
+    ]
 
 
 def _events_of(session: AgentSession) -> list[SessionEvent]:

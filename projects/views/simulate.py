@@ -11,7 +11,9 @@ from projects.governance import permissions
 from projects.governance.trail import audit_read
 from projects.models import Agent, Membership
 from projects.runners import context as prompt_context
+from projects.runners import origins as prompt_origins
 from projects.views.base import on_refusal_show, project_view
+from projects.views.provenance import prompt_rows
 
 
 @project_view()
@@ -92,9 +94,13 @@ def simulate_view(request, project, role):
                 "percent": round(100 * section.tokens / budget, 1) if budget else None,
             }
         )
+    with on_refusal_show("projects/simulate.html", context):
+        origin_rows = prompt_rows(request, project, role, prompt_origins.assembly_origins(project, assembly))
     context.update(
         assembly=assembly,
         rows=rows,
+        origin_rows=origin_rows,
+        open_origins=bool(request.GET.get("origins")),
         at=at,
         file_ids=file_ids,
         used_percent=round(100 * assembly.total_tokens / budget, 1) if budget else None,

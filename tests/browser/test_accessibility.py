@@ -84,7 +84,18 @@ def demo(s3, settings):
         .order_by("path")
         .first()
     )
+    # A subject's request with what was found, so its page shows the mentions and the choices.
+    from projects.governance import subject_jobs, subjects
+
+    admin = User.objects.get(username="admin")
+    subject_request = subjects.request_open(
+        by=admin, user=employee, kind="access", law="both", details=LONG, channel="email"
+    )
+    subject_jobs.inventory_refresh(by=admin, request=subject_request)
+    own = subjects.request_open(by=employee, user=employee, kind="copy", law="gdpr")
     return {
+        "subject_request": subject_request,
+        "own_request": own,
         "project": project,
         "agent": agent,
         "employee": employee,
@@ -109,6 +120,8 @@ def _pages(demo) -> list[str]:
         f"{w}/edit/",
         f"{w}/history/",
         f"{w}/diff/?a=1&b=2",
+        f"{w}/blame/",
+        f"{w}/carried/?r=2&line=1",
         f"{w}/r/1/",
         f"{p}/workspace/",
         f"{p}/search/?q=latency",
@@ -133,6 +146,8 @@ def _pages(demo) -> list[str]:
         f"{p}/webhooks/",
         f"{p}/webhooks/{demo['webhook'].pk}/",
         "/accounts/lockouts/",
+        "/requests/",
+        f"/requests/{demo['subject_request'].pk}/",
     ]
 
 
@@ -143,7 +158,10 @@ def _employee_pages(demo) -> list[str]:
         f"{p}/",
         f"{p}/simulate/?agent={demo['agent'].slug}",
         f"{p}/f/{demo['profile'].pk}/",
+        f"{p}/f/{demo['profile'].pk}/blame/",
         f"{p}/proposals/",
+        "/requests/ask/",
+        f"/requests/{demo['own_request'].pk}/",
     ]
 
 
@@ -339,6 +357,7 @@ def _compliance_pages(demo) -> list[str]:
         f"{w}/",
         f"{w}/history/",
         f"{w}/diff/?a=1&b=2",
+        f"{w}/blame/",
         f"{p}/workspace/",
         f"{p}/people/",
         f"{p}/sessions/",
@@ -346,6 +365,7 @@ def _compliance_pages(demo) -> list[str]:
         f"{p}/proposals/",
         f"{p}/simulate/?agent={demo['agent'].slug}&user={demo['employee'].pk}",
         f"{p}/agents/{demo['agent'].slug}/",
+        f"{p}/requests/",
     ]
 
 

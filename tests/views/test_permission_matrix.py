@@ -23,6 +23,8 @@ from projects.models import (
     Membership,
     Proposal,
     RefusedWrite,
+    SubjectDocument,
+    SubjectRequest,
     WebhookSubscription,
 )
 from projects.runners import bearer
@@ -119,8 +121,22 @@ def world(s3, make_project, make_user) -> World:
     webhook = WebhookSubscription.objects.create(
         project=project, url="https://example.com/h", events=["flag.created"], secret="whsec_AAAA"
     )
+    # Subjects' requests handled in the project: Maria's own (she sees it), and Ivan's.
+    maria_request = SubjectRequest.objects.create(
+        project=project, user=people[EMPLOYEE], kind="access", law="gdpr", due_on="2026-02-28"
+    )
+    ivan_request = SubjectRequest.objects.create(
+        project=project, user=ivan, kind="access", law="gdpr", due_on="2026-02-28"
+    )
+    document = SubjectDocument.objects.create(
+        request=ivan_request, kind="package", bucket="b", key="_records/x.zip", sha256="0" * 64, size=1
+    )
     ids = {
         "slug": project.slug,
+        "maria_request": maria_request.pk,
+        "ivan_request": ivan_request.pk,
+        "document": document.pk,
+        "identity": "identity",
         "agent": agent.slug,
         "soul": soul.file_id,
         "mine": mine.file_id,
@@ -234,6 +250,10 @@ ROWS = [
     ("file_history", "get", {"slug": "slug", "file_id": "theirs"}, None, REVIEW),
     ("file_diff", "get", {"slug": "slug", "file_id": "mine"}, None, ALL),
     ("file_diff", "get", {"slug": "slug", "file_id": "theirs"}, None, REVIEW),
+    ("file_blame", "get", {"slug": "slug", "file_id": "mine"}, None, ALL),
+    ("file_blame", "get", {"slug": "slug", "file_id": "theirs"}, None, REVIEW),
+    ("file_carried", "get", {"slug": "slug", "file_id": "mine"}, None, ALL),
+    ("file_carried", "get", {"slug": "slug", "file_id": "theirs"}, None, REVIEW),
     ("revision_detail", "get", {"slug": "slug", "file_id": "mine", "number": 1}, None, ALL),
     ("revision_detail", "get", {"slug": "slug", "file_id": "theirs", "number": 1}, None, REVIEW),
     ("revision_raw", "get", {"slug": "slug", "file_id": "mine", "number": 1}, None, ALL),
@@ -248,6 +268,24 @@ ROWS = [
     ("retention", "post", {"slug": "slug"}, {"kind": "sessions", "days": ""}, MANAGE),
     ("holds", "get", {"slug": "slug"}, None, REVIEW),
     ("hold_release", "post", {"slug": "slug", "hold_id": "hold"}, {}, REVIEW),
+    # Subjects' requests: the register shows each person what they may see; registering needs
+    # a project to handle it in (the outsider handles theirs); a request is its handlers' and
+    # its person's to read, its handlers' to act on.
+    ("subject_requests", "get", {}, None, ALL | {OUTSIDER}),
+    ("subject_requests", "post", {}, {"kind": "access"}, REVIEW | {OUTSIDER}),
+    ("subject_ask", "get", {}, None, ALL | {OUTSIDER}),
+    ("subject_request", "get", {"request_id": "maria_request"}, None, REVIEW | {EMPLOYEE}),
+    ("subject_request", "get", {"request_id": "ivan_request"}, None, REVIEW),
+    ("subject_request_status", "get", {"request_id": "ivan_request"}, None, REVIEW),
+    (
+        "subject_request_step",
+        "post",
+        {"request_id": "maria_request", "step": "identity"},
+        {"text": ""},
+        REVIEW,
+    ),
+    ("subject_document", "get", {"request_id": "ivan_request", "document_id": "document"}, None, REVIEW),
+    ("project_subject_requests", "get", {"slug": "slug"}, None, REVIEW),
 ]
 
 

@@ -10,6 +10,7 @@ Webhooks page, audited (as the account named with --by, else the console).
     webhooks enable ID | disable ID [--reason TEXT]
     webhooks log ID [--limit N]    # the delivery log
     webhooks redeliver ID EVENT_ID
+    webhooks check-url URL         # allowed or refused, and why; resolves the host, sends nothing
 """
 
 from django.contrib.auth import get_user_model
@@ -17,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from projects import outbox
-from projects.events import delivery, subscriptions
+from projects.events import delivery, subscriptions, targets
 from projects.models import DeliveryAttempt, OutboxEvent, Project, WebhookSubscription
 
 
@@ -71,13 +72,18 @@ class Command(BaseCommand):
         redeliver = sub.add_parser("redeliver", help="send an event again (same webhook-id)")
         redeliver.add_argument("id", type=int)
         redeliver.add_argument("event_id")
+        check = sub.add_parser(
+            "check-url",
+            help="would the console send to this URL? Resolves its host, connects to nothing",
+        )
+        check.add_argument("url")
 
     def handle(self, *args, action, by=None, **options):
         admin = get_user_model().objects.filter(username=by).first() if by else None
         if by and admin is None:
             raise CommandError(f"No account {by}.")
         try:
-            getattr(self, f"_{action}")(admin, **options)
+            getattr(self, f"_{action.replace('-', '_')}")(admin, **options)
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
 
@@ -189,3 +195,34 @@ class Command(BaseCommand):
             raise CommandError(f"No event {event_id} for webhook {id}.")
         subscriptions.event_redeliver(by=admin, event=event)
         self.stdout.write(f"{event_id} queued again")
+
+    def _check_url(self, admin, *, url, **_):
+        """The guard's verdict on a URL, as registration and every delivery attempt reach it,
+        address by address. A host name is resolved (by this machine's resolver, now; a
+        delivery resolves it again at each attempt); nothing is ever connected to."""
+        try:
+            parts, judged = targets.inspect(url.strip())
+        except targets.TargetRefused as exc:
+            raise CommandError(f"refused: {exc}", returncode=1) from None
+        if [j.address for j in judged] != [parts.host]:
+            self.stdout.write(
+                f"{parts.host} resolves (this machine's resolver, now) to "
+                f"{', '.join(j.address for j in judged) or 'nothing'}"
+            )
+        for j in judged:
+            if j.allowlisted:
+                said = "allowed (MGC_WEBHOOK_ALLOWED_NETWORKS names it)"
+            elif j.allowed:
+                said = "allowed (public)"
+            else:
+                said = f"refused: {j.reasons()}"
+            self.stdout.write(f"  {j.address}: {said}")
+        self.stdout.write("Nothing was sent: the URL was only judged.")
+        try:
+            addresses = targets.verdict(parts, judged)
+        except targets.TargetRefused as exc:
+            raise CommandError(f"refused: {exc}", returncode=1) from None
+        self.stdout.write(
+            f"allowed: a delivery would POST to {addresses[0]} port {parts.port} (Host: {parts.host}); "
+            "the address is checked again at every attempt."
+        )

@@ -51,7 +51,7 @@ def backwards(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("projects", "0024_pre_hook_request_key"),
+        ("projects", "0031_idempotency_owner"),
     ]
 
     operations = [
