@@ -1,6 +1,13 @@
 """Request guards for the runner API: they act before a view parses anything, and after
-anything (Django's own 404 and 405 pages included) has answered."""
+anything (Django's own 404 and 405 pages included) has answered. First of all, the request's
+context: its id, its log line, its hook's timing, and the probes (`RequestContextMiddleware`)."""
 
+import itertools
+import logging
+import os
+import re
+import secrets
+import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.conf import settings
@@ -13,9 +20,11 @@ from django.utils.html import escape
 from django.utils.translation import gettext as _
 from django.views.defaults import bad_request, page_not_found
 
+from projects import logs, metrics
 from projects.errors import error_body
 from projects.governance import signin
 from projects.runners.api import API_ROOT
+from projects.views.probes import PROBES
 
 _CODES = {
     400: "bad_request",
@@ -205,6 +214,7 @@ class SigninShortcutMiddleware:
             if self.login_path is None:
                 self.login_path = resolve_url(settings.LOGIN_URL)
             if request.path == self.login_path and signin.address_locked(signin.client_ip(request)):
+                metrics.signin_refusals.labels("locked_out").inc()
                 with translation.override(translation.get_language_from_request(request)):
                     return self._locked()
         return self.get_response(request)
@@ -231,3 +241,78 @@ _LOCKED_PAGE = (
     '<!doctype html><meta charset="utf-8"><title>{title}</title><h1>{title}</h1>'
     '<p>{text}</p><p><a href="{url}">{back}</a></p>'
 )
+
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+# Ids made here: a random prefix per process and a counter, unique without a system call per
+# request (uuid4 reads the kernel's random source each time: about 5 us).
+_ID_PREFIX = secrets.token_hex(6)
+_id_counter = itertools.count(1)
+
+
+def _new_id_prefix() -> None:  # a forked worker (gunicorn --preload) gets its own
+    global _ID_PREFIX
+    _ID_PREFIX = secrets.token_hex(6)
+
+
+os.register_at_fork(after_in_child=_new_id_prefix)
+_requests = logging.getLogger("mgc.request")
+
+
+def _hook_children() -> dict:
+    """Each hook path's histogram and answer counters, resolved once (a child's lookup takes a
+    lock; the hot path should not)."""
+    return {path: (metrics.hook_seconds.labels(hook), {}, hook) for path, hook in metrics.HOOK_PATHS.items()}
+
+
+class RequestContextMiddleware:
+    """First in the stack. Probes (/healthz, /readyz, /metrics: `views.probes`) are answered
+    here and nothing else runs for them. Every other request gets an id: the `X-Request-ID` a
+    trusted proxy set (MGC_TRUSTED_PROXIES above 0: nginx's `proxy_set_header X-Request-ID
+    $request_id` replaces whatever the client sent), else one made here; it is on every log
+    line written while the request runs (projects.logs) and in the answer's `X-Request-ID`.
+    A runner hook's time is observed in its histogram, and one line per request is logged
+    (`mgc.request`: method, path, status, milliseconds; never a query string or a body)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.hooks = _hook_children()
+
+    def __call__(self, request):
+        probe = PROBES.get(request.path_info)
+        if probe is not None:
+            response = probe(request)
+            response._has_been_logged = True  # a 503 every few seconds is the probe's answer, not news
+            return response
+        started = time.perf_counter()
+        sent = request.META.get("HTTP_X_REQUEST_ID", "")
+        if sent and settings.MGC_TRUSTED_PROXIES > 0 and _REQUEST_ID.match(sent):
+            request_id = sent
+        else:
+            request_id = f"{_ID_PREFIX}{next(_id_counter):08x}"
+        request.request_id = request_id
+        token = logs.begin(request_id, request)
+        try:
+            response = self.get_response(request)
+            response["X-Request-ID"] = request_id
+            elapsed = time.perf_counter() - started
+            hook = self.hooks.get(request.path_info)
+            if hook is not None:
+                histogram, answers, name = hook
+                status = f"{response.status_code // 100}xx"
+                counter = answers.get(status)
+                if counter is None:
+                    counter = answers[status] = metrics.hook_answers.labels(name, status)
+                histogram.observe(elapsed)
+                counter.inc()
+            if settings.MGC_LOG_REQUESTS and _requests.isEnabledFor(logging.INFO):
+                _requests.info(
+                    "%s %s %s",
+                    request.method,
+                    request.path,
+                    response.status_code,
+                    extra={"fields": {"status": response.status_code, "ms": round(elapsed * 1000, 1)}},
+                )
+            return response
+        finally:
+            logs.end(token)

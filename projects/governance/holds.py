@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects import metrics
 from projects.audit import Actor, audit_record
 from projects.memory import globs, holds, layout, lifecycle
 from projects.memory.storage import LegalHoldUnsupported
@@ -121,6 +122,18 @@ def hold_release(*, by, hold: LegalHold, note: str = "") -> Sweep:
 
 
 def _sweep(hold: LegalHold, *, on: bool) -> Sweep:
+    kind = "hold_place" if on else "hold_release"
+    try:
+        sweep = _sweep_storage(hold, on=on)
+    except Exception:
+        metrics.sweeps.labels(kind, "failed").inc()
+        raise
+    metrics.sweeps.labels(kind, "done" if sweep.enforced else "unenforced").inc()
+    metrics.swept.labels("versions_held" if on else "versions_released").inc(sweep.versions)
+    return sweep
+
+
+def _sweep_storage(hold: LegalHold, *, on: bool) -> Sweep:
     total, enforced, note = 0, True, ""
     others = [h for h in holds.standing().exclude(pk=hold.pk)] if not on else []
     covered = [(p, key) for other in others for p, keys in holds.hold_prefixes(other) for key in keys]

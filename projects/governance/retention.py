@@ -27,6 +27,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects import metrics
 from projects.audit import Actor, audit_record
 from projects.memory import globs, holds, layout, lifecycle
 from projects.memory.errors import Held
@@ -377,7 +378,20 @@ class Run:
 
 def apply(project: Project, *, now: dt.datetime | None = None, by=None, ran_by: str = "retention") -> Run:
     """Do what `plan(project, until=now)` lists, after finishing what a stopped run left. One
-    audit event with the counts."""
+    audit event with the counts (and the mgc_sweeps_total / mgc_swept_total metrics)."""
+    try:
+        run = _apply(project, now=now, by=by, ran_by=ran_by)
+    except Exception:
+        metrics.sweeps.labels("retention", "failed").inc()
+        raise
+    metrics.sweeps.labels("retention", "held" if run.held or run.refused else "done").inc()
+    for name, count in run.as_dict().items():
+        if count and name != "held":
+            metrics.swept.labels(name).inc(count)
+    return run
+
+
+def _apply(project: Project, *, now: dt.datetime | None, by, ran_by: str) -> Run:
     now = now or timezone.now()
     run = Run()
     for file in lifecycle.expiry_unfinished(project):

@@ -23,13 +23,14 @@ from axes.handlers.proxy import AxesProxyHandler
 from axes.models import AccessAttempt
 from axes.signals import user_locked_out
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_user_model, user_login_failed
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db.models import Max, Sum
 from django.dispatch import receiver
 from django.utils import timezone
 
+from projects import metrics
 from projects.audit import Actor, audit_record
 from projects.memory import lookalikes
 
@@ -119,6 +120,18 @@ def _flag_address(ip: str | None) -> None:
     )
     if failures >= settings.AXES_FAILURE_LIMIT:
         cache.set(f"mgc:signin-locked:{ip}", 1, timeout=ADDRESS_FLAG_SECONDS)
+
+
+@receiver(user_login_failed)
+def _count_refusal(sender, credentials, request=None, **kwargs):
+    """Every refused password sign-in, by why (the metric mgc_signin_refusals_total)."""
+    if request is not None and getattr(request, "mgc_signin_busy", False):
+        reason = "busy"
+    elif request is not None and getattr(request, "axes_locked_out", False):
+        reason = "locked_out"
+    else:
+        reason = "password"
+    metrics.signin_refusals.labels(reason).inc()
 
 
 @receiver(user_locked_out)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from projects import outbox
+from projects import metrics, outbox
 from projects.audit import Actor, audit_record
 from projects.errors import Refusal
 from projects.memory import errors, layout, removal, store
@@ -68,6 +68,7 @@ def hook_post(
             with transaction.atomic():
                 done = _post_one(session, write, actor, seen, message)
                 idempotency.note(record, index, done)
+            metrics.write_counted(done["status"])
         results.append(done)
     with transaction.atomic():
         SessionEvent.objects.create(
