@@ -121,6 +121,22 @@ def hold_release(*, by, hold: LegalHold, note: str = "") -> Sweep:
     return _sweep(hold, on=False)
 
 
+def holds_sweep_again(*, project: Project | None = None) -> list[tuple[LegalHold, Sweep]]:
+    """Put the S3 legal holds of every standing hold (of `project`, or everywhere) on again:
+    after a bucket was restored from a copy that did not carry them, or Object Lock was turned
+    on later. Safe to repeat; what a hold covers is held however often it runs."""
+    standing = holds.standing().select_related("project", "user", "file")
+    if project is not None:
+        standing = standing.filter(project=project)
+    done = []
+    for hold in standing:
+        sweep = _sweep(hold, on=True)
+        if sweep.enforced and not hold.storage_enforced:
+            LegalHold.objects.filter(pk=hold.pk).update(storage_enforced=True)
+        done.append((hold, sweep))
+    return done
+
+
 def _sweep(hold: LegalHold, *, on: bool) -> Sweep:
     kind = "hold_place" if on else "hold_release"
     try:

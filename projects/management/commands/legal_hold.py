@@ -14,8 +14,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["place", "release", "list"])
-        parser.add_argument("--project", required=True, help="Project slug.")
+        parser.add_argument("action", choices=["place", "release", "list", "sweep"])
+        parser.add_argument(
+            "--project", help="Project slug (required, except for sweep: every project's holds without it)."
+        )
         target = parser.add_mutually_exclusive_group()
         target.add_argument("--user", help="A person: their profile in every project.")
         target.add_argument("--path", help="Workspace files: workspace/<glob>.md.")
@@ -41,9 +43,19 @@ class Command(BaseCommand):
         by="",
         **options,
     ):
-        project_obj = Project.objects.filter(slug=project).first()
+        project_obj = Project.objects.filter(slug=project).first() if project else None
+        if action == "sweep":
+            if project and project_obj is None:
+                raise CommandError(f"No project with slug {project!r}.")
+            for item, sweep in holds.holds_sweep_again(project=project_obj):
+                self.stdout.write(
+                    f"#{item.pk}\t{item.describe()}: {sweep.versions} version(s) held in storage"
+                )
+                if sweep.note:
+                    self.stdout.write(self.style.WARNING(sweep.note))
+            return
         if project_obj is None:
-            raise CommandError(f"No project with slug {project!r}.")
+            raise CommandError(f"No project with slug {project!r}." if project else "--project is required.")
         if action == "list":
             for item in holds.holds_of(project_obj):
                 state = "released" if item.released_at else "standing"
