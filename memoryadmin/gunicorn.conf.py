@@ -69,16 +69,21 @@ def child_exit(server, worker):
 # with its request id), without query strings.
 _production = os.environ.get("MGC_ENV") == "production"
 if os.environ.get("MGC_LOG_FORMAT", "json" if _production else "text") == "json":
-    logconfig_dict = {
+    logconfig_dict = {  # replaces gunicorn's defaults section by section: all of them here
         "version": 1,
         "disable_existing_loggers": False,
+        "root": {"level": "INFO", "handlers": []},
         "formatters": {"json": {"()": "projects.logs.JsonFormatter"}},
         "handlers": {
+            "console": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"},
             "error_console": {
                 "class": "logging.StreamHandler",
                 "formatter": "json",
                 "stream": "ext://sys.stderr",
-            }
+            },
         },
-        "loggers": {"gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False}},
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False},
+            "gunicorn.access": {"level": "INFO", "handlers": ["console"], "propagate": False},
+        },
     }
