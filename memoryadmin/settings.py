@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "projects.middleware.NulCharacterMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A session of an account deactivated or deleted meanwhile (SCIM, an admin) ends here.
+    "projects.middleware.EndedAccountMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A signed-in person the identity provider no longer vouches for is signed out here.
     "projects.sso.session.ProviderSessionMiddleware",

@@ -1,8 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from projects.runners.api import API_V1, api
+from projects.scim import views as scim_views
 from projects.sso import views as sso_views
 from projects.views import signin
 
@@ -25,6 +26,8 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path(API_V1, api.urls),
+    # SCIM 2.0 provisioning for identity providers (projects/scim/): Users and Groups.
+    re_path(r"^scim/v2/?(?P<rest>.*)$", scim_views.scim, name="scim"),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher
     path("", include("projects.urls")),
 ]

@@ -11,6 +11,7 @@ import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.core.exceptions import DisallowedHost
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import resolve_url
@@ -21,6 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.defaults import bad_request, page_not_found
 
 from projects import logs, metrics
+from projects.audit import Actor, audit_record
 from projects.errors import error_body
 from projects.governance import signin
 from projects.runners.api import API_ROOT
@@ -179,6 +181,26 @@ class SessionEndedMiddleware:
             back = referer.path + (f"?{referer.query}" if referer.query else "")
         response["Location"] = f"{login}?{urlencode({'next': back, 'ended': '1'})}"
         return response
+
+
+class EndedAccountMiddleware:
+    """A session whose account can no longer be used (deactivated or deleted by the directory,
+    SCIM, or by an admin) is ended at its next request: flushed, not merely read as anonymous,
+    and the end audited once (session.ended)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api(request) and not request.user.is_authenticated and SESSION_KEY in request.session:
+            user_id = request.session.get(SESSION_KEY)
+            request.session.flush()
+            audit_record(
+                actor=Actor.system("sign-in"),
+                action="session.ended",
+                details={"user_id": user_id, "reason": "account_unusable"},
+            )
+        return self.get_response(request)
 
 
 class NoStoreMiddleware:

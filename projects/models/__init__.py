@@ -16,6 +16,7 @@ from projects.models.projects import (
     default_hook_policy,
     default_manifest,
 )
+from projects.models.provisioning import Departure, ScimGroup, ScimToken, ScimUser
 from projects.models.review import Flag, FlagReply, IsolationCheck, Proposal, ReviewMark
 from projects.models.runners import (
     AgentSession,
@@ -33,6 +34,7 @@ __all__ = [
     "AuditCheckpoint",
     "AuditEvent",
     "DeliveryAttempt",
+    "Departure",
     "Flag",
     "FlagReply",
     "GroupMapping",
@@ -50,6 +52,9 @@ __all__ = [
     "ReviewMark",
     "Revision",
     "RunnerCredential",
+    "ScimGroup",
+    "ScimToken",
+    "ScimUser",
     "SearchText",
     "SessionEvent",
     "WebhookSubscription",

@@ -14,9 +14,11 @@ from django.utils.translation import gettext as _
 from social_core.exceptions import AuthAssociationError, AuthPolicyError, AuthResponseError
 from social_django.models import UserSocialAuth
 
+from projects.audit import Actor, audit_record
 from projects.governance import groups as group_service
 from projects.governance import identities
 from projects.models import Lock
+from projects.scim import provisioning
 
 CONTEXT = "_oidc_id_token_context"  # where social-auth keeps the first ID token's iss/sub/aud
 
@@ -62,6 +64,30 @@ def account(backend, uid, details, social=None, *args, **kwargs):
         linked = UserSocialAuth.objects.filter(provider=backend.name, uid=str(uid)).first()
         if linked is not None:
             return {"user": linked.user, "social": linked, "is_new": False}
+        # An account the directory provisioned for this name (SCIM) is this person's: their
+        # first sign-in links it, as long as nothing is linked to it yet.
+        provisioned = provisioning.account_for_sign_in(username)
+        if provisioned is not None:
+            if not provisioned.is_active:
+                raise AuthPolicyError(
+                    backend,
+                    code="authentication_disallowed",
+                    stage="pipeline",
+                    context={"username": username},
+                )
+            social = backend.strategy.storage.user.create_social_auth(provisioned, str(uid), backend.name)
+            audit_record(
+                actor=Actor.system("sign-in"),
+                action="account.link",
+                obj=provisioned,
+                details={
+                    "user": username,
+                    "via": "provisioned",
+                    "issuer": claims.get("iss", ""),
+                    "subject": str(uid),
+                },
+            )
+            return {"user": provisioned, "social": social, "is_new": False, "new_association": True}
         try:
             user = identities.account_create_for_identity(
                 username=username,
