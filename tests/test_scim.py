@@ -14,8 +14,10 @@ from collections import Counter
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core import signals
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.wsgi import WSGIHandler
+from django.db import close_old_connections
 from django.test import Client
 from django.utils import timezone
 from scim2_client.engines.wsgi import WSGISCIMClient
@@ -51,6 +53,29 @@ pytestmark = pytest.mark.django_db
 BASE = "http://testserver/scim/v2"
 
 
+class InTestHandler(WSGIHandler):
+    """Django's WSGI handler as the test client runs it: the end of a request does not close
+    the database connection that holds the test's transaction."""
+
+    def __call__(self, environ, start_response):
+        signals.request_started.disconnect(close_old_connections)
+        try:
+            response = super().__call__(environ, start_response)
+        finally:
+            signals.request_started.connect(close_old_connections)
+        close = response.close
+
+        def closing():
+            signals.request_finished.disconnect(close_old_connections)
+            try:
+                close()
+            finally:
+                signals.request_finished.connect(close_old_connections)
+
+        response.close = closing
+        return response
+
+
 @pytest.fixture
 def root(django_user_model):
     return django_user_model.objects.create_superuser("root", password="pw-root")
@@ -63,7 +88,7 @@ def provider_token(root) -> str:
 
 def scim_client(raw: str, **kwargs) -> WSGISCIMClient:
     client = WSGISCIMClient(
-        WSGIHandler(), base_url=BASE, headers={"Authorization": f"Bearer {raw}"}, **kwargs
+        InTestHandler(), base_url=BASE, headers={"Authorization": f"Bearer {raw}"}, **kwargs
     )
     client.discover()
     return client
