@@ -84,6 +84,8 @@ if os.environ.get("MGC_LOG_FORMAT", "json" if _production else "text") == "json"
         },
         "loggers": {
             "gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False},
-            "gunicorn.access": {"level": "INFO", "handlers": ["console"], "propagate": False},
+            # gunicorn writes access lines whenever a logging configuration is given: silenced
+            # (they would carry query strings; the console's mgc.request lines replace them).
+            "gunicorn.access": {"level": "WARNING", "handlers": ["console"], "propagate": False},
         },
     }

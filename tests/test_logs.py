@@ -48,6 +48,7 @@ def captured(settings):
     logs.known_secrets([])
 
 
+@pytest.mark.db_independent  # what is logged does not depend on the database
 def test_no_secret_and_no_memory_text_reaches_the_logs(captured, s3, transactional_db, project, agent):
     admin = get_user_model().objects.create_user("olga", password=PASSWORD)
     Membership.objects.create(user=admin, project=project, role="admin")

@@ -49,7 +49,9 @@ from projects.runners import bearer
 from projects.scim import tokens
 from tests.test_sso import ProviderVisit, sign_in  # noqa: F401 - helpers of the sign-in tests
 
-pytestmark = pytest.mark.django_db
+# The protocol and the console's records through the ORM only: the SQLite run covers it (CI's
+# time), as for the runner adapters.
+pytestmark = [pytest.mark.django_db, pytest.mark.db_independent]
 BASE = "http://testserver/scim/v2"
 
 
@@ -94,7 +96,6 @@ def scim_client(raw: str, **kwargs) -> WSGISCIMClient:
     return client
 
 
-@pytest.mark.db_independent  # the protocol's rules; the lifecycle below runs on both databases
 def test_scim2_tester_finds_nothing_wrong_with_users_and_groups(provider_token):
     results = check_server(scim_client(provider_token), raise_exceptions=False)
     summary = Counter(result.status.name for result in results)
