@@ -101,6 +101,17 @@ def test_readyz_answer_is_reused_for_the_cache_seconds(s3, db, client, settings,
         assert client.get("/readyz").status_code == 200
 
 
+def test_readyz_checks_the_change_feed_where_one_is_configured(s3, db, client, settings):
+    settings.MGC_S3_CHANGE_FEED, settings.MGC_S3_FILER_ADDRESS = "seaweedfs", s3.server.filer_address
+    answer = client.get("/readyz")
+    assert answer.status_code == 200 and answer.json()["checks"]["change_feed"]["ok"]
+    # A filer that takes no connections: hooks would list the bucket each time, and the feed
+    # this configuration asks for cannot follow.
+    settings.MGC_S3_FILER_ADDRESS = "127.0.0.1:1.2"
+    answer = client.get("/readyz")
+    assert answer.status_code == 503 and answer.json()["failing"] == ["change_feed"]
+
+
 @pytest.mark.db_independent
 def test_metrics_are_off_unless_a_token_or_a_network_is_set(client, settings):
     settings.MGC_METRICS_TOKEN, settings.MGC_METRICS_NETWORKS = "", []
@@ -182,3 +193,19 @@ def test_request_id_is_made_here_unless_a_trusted_proxy_set_it(client, settings)
     assert kept["X-Request-ID"] == "nginx-4f2a9c"
     odd = client.get("/accounts/login/", HTTP_X_REQUEST_ID="bad id\twith spaces")
     assert odd["X-Request-ID"] != "bad id\twith spaces"
+
+
+def test_refused_sign_ins_and_retention_runs_are_counted(s3, db, client, project, make_user, admin):
+    from projects.governance import holds, retention
+
+    make_user("nina")
+    refused = _sample("mgc_signin_refusals_total", reason="password")
+    client.post("/accounts/login/", {"username": "nina", "password": "not her password"})
+    assert _sample("mgc_signin_refusals_total", reason="password") == refused + 1
+
+    runs = _sample("mgc_sweeps_total", kind="retention", outcome="done")
+    retention.apply(project)
+    assert _sample("mgc_sweeps_total", kind="retention", outcome="done") == runs + 1
+    placed = _sample("mgc_sweeps_total", kind="hold_place", outcome="unenforced")
+    holds.hold_place(by=admin, project=project, reason="case 1")  # the test bucket has no Object Lock
+    assert _sample("mgc_sweeps_total", kind="hold_place", outcome="unenforced") == placed + 1
