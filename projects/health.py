@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.core.signals import got_request_exception
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Count, Min
+from django.dispatch import receiver
 from django.utils import timezone
 
 from projects.memory import feed, storage
@@ -92,8 +94,52 @@ def _database():
             cursor.fetchone()
     except Exception:
         connection.close()  # a dead connection would fail every probe of this thread
+        database_failed()
         raise
     return "", {}
+
+
+# --- Persistent connections after the database was away ----------------------------------------
+# With MGC_DB_CONN_MAX_AGE each gunicorn thread keeps its connection between requests, and
+# Django reuses it without asking whether it still works (CONN_HEALTH_CHECKS would ask with a
+# query on every request, the hot path's included). After a database restart or failover each
+# thread's first request would fail on its dead connection. So a thread asks once (Django's own
+# check: one SELECT 1, and a new connection if that fails) when its connection sat idle for
+# IDLE_CHECK_SECONDS, or when a failure was seen anywhere in the process since it last asked
+# (a probe, another request's database error). A busy thread pays a clock read and an integer
+# comparison.
+
+IDLE_CHECK_SECONDS = 1.0
+_generation = 0
+_seen = threading.local()
+
+
+def database_failed() -> None:
+    global _generation
+    _generation += 1
+
+
+def connection_checked() -> None:
+    """At a request's start: make sure this thread's persistent connection still works if it
+    was idle, or if the database failed since this thread last checked."""
+    now = time.monotonic()
+    last = getattr(_seen, "used", now)
+    _seen.used = now
+    if getattr(_seen, "generation", 0) == _generation and now - last < IDLE_CHECK_SECONDS:
+        return
+    _seen.generation = _generation
+    if connection.connection is not None and connection.in_atomic_block is False:
+        connection.errors_occurred = True
+        connection.close_if_unusable_or_obsolete()
+
+
+@receiver(got_request_exception)
+def _request_failed(sender, request=None, **kwargs):
+    import sys
+
+    error = sys.exc_info()[1]
+    if isinstance(error, (OperationalError, InterfaceError)):
+        database_failed()
 
 
 def _s3():

@@ -21,7 +21,7 @@ from django.utils.html import escape
 from django.utils.translation import gettext as _
 from django.views.defaults import bad_request, page_not_found
 
-from projects import logs, metrics
+from projects import health, logs, metrics
 from projects.audit import Actor, audit_record
 from projects.errors import error_body
 from projects.governance import signin
@@ -307,6 +307,7 @@ class RequestContextMiddleware:
             response._has_been_logged = True  # a 503 every few seconds is the probe's answer, not news
             return response
         started = time.perf_counter()
+        health.connection_checked()
         sent = request.META.get("HTTP_X_REQUEST_ID", "")
         if sent and settings.MGC_TRUSTED_PROXIES > 0 and _REQUEST_ID.match(sent):
             request_id = sent

@@ -386,7 +386,10 @@ def test_prometheus_scrapes_the_console_under_load_and_reads_the_series_back(con
     assert errors == []
     wanted_pre = base_pre + len(pres)
     pre_count = _until(
-        lambda: _value(prometheus, 'sum(mgc_hook_duration_seconds_count{hook="pre"})') == wanted_pre,
+        lambda: (
+            _value(prometheus, 'sum(mgc_hook_duration_seconds_count{hook="pre"})') == wanted_pre
+            and (_value(prometheus, 'sum(mgc_memory_writes_total{outcome="written"})') or 0) >= len(posts)
+        ),
         timeout=30,
     )
     assert pre_count, _query(prometheus, "mgc_hook_duration_seconds_count")
