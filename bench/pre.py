@@ -248,6 +248,63 @@ def bench_staleness(table: Table, world: dict, rounds: int) -> None:
         feed_off()
 
 
+def bench_hold_gap(table: Table, world: dict, rounds: int) -> None:
+    """A runner writes under a standing legal hold with its own credentials: how long until the
+    version carries the S3 hold, by the change feed (the events worker's FeedHolder, here in
+    this process). docs/DEPLOY.md states the bound ("How long a direct write stays unheld")."""
+    import boto3
+    from django.conf import settings
+
+    from projects.governance import holds
+    from projects.memory import feed, holding, store
+    from projects.runners import credentials
+
+    feed_on, feed_off = _feed_switch(settings)
+    feed_on()
+    project, _agent, _token, row = project_with_memory(world, "held")
+    credential, secret = credentials.credentials_issue(token=row, by=world["admin"])
+    file = store.file_create(
+        project=project, scope="workspace", path="notes/held.md", content="# Held\n", actor=world["actor"]
+    ).file
+    hold, _sweep = holds.hold_place(by=world["admin"], project=project, reason="bench")
+    try:
+        holder = holding.FeedHolder()
+        holder.refresh()
+        _wait_following(feed.feed_for("bench"))
+        runner = boto3.client(
+            "s3",
+            endpoint_url=os.environ["MGC_S3_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id=credential.access_key_id,
+            aws_secret_access_key=secret,
+        )
+        gaps, lost = [], 0
+        for round_ in range(rounds + 1):
+            before = holder.held
+            runner.put_object(Bucket="bench", Key=file.key, Body=f"# Held\n\nround {round_}\n".encode())
+            answered = time.perf_counter()
+            deadline = answered + 5
+            while holder.held == before and time.perf_counter() < deadline:
+                time.sleep(0.0005)
+            if holder.held == before:
+                lost += 1
+            elif round_:  # the first one also starts the stream and the pool's S3 clients
+                gaps.append((time.perf_counter() - answered) * 1000)
+        table.add(
+            "legal hold: a runner's direct write held (change feed)",
+            ms(gaps) + f", max {max(gaps):.1f} ms; {lost} of {rounds + 1} not held within 5 s",
+            "after the PUT was answered",
+            None,
+            "bound 5 s (docs/DEPLOY.md)",
+            None,
+        )
+        if lost:
+            table.wrong.append(f"{lost} direct writes under a hold were not held within 5 s")
+    finally:
+        holds.hold_release(by=world["admin"], hold=hold)
+        feed_off()
+
+
 # --- A direct write the console refuses -------------------------------------------------------------
 
 

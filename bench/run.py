@@ -3,6 +3,7 @@ pages, as ratios measured in one run.
 
     .venv/bin/python bench/run.py            # full run (about six minutes); refreshes docs/PERFORMANCE.md
     .venv/bin/python bench/run.py --quick    # a smoke check (about a minute); writes nothing
+    .venv/bin/python bench/run.py --only flood   # one phase (by a word of its name); writes nothing
 
 Starts its own S3 server (SeaweedFS's `weed mini`, a separate process on loopback) and uses a
 throwaway database: PostgreSQL `mgc_bench` when PostgreSQL answers on 127.0.0.1:5432 (set
@@ -14,9 +15,10 @@ are reported as measured, goals met or not; `--quick` fails only if something an
 
 This module is the entry point: its arguments, the S3 server, the database and Django, the
 list of phases and the table's place in docs/PERFORMANCE.md. The phases live beside it:
-bench/pre.py (the pre hook in process), bench/server.py (under gunicorn) and bench/pages.py
-(saves and the console's pages), on the data bench/fixtures.py makes; bench/table.py times
-the calls and keeps the table.
+bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/signin.py
+(sign-in under a flood; bench/flood.py is the flood) and bench/pages.py (saves and the
+console's pages), on the data bench/fixtures.py makes; bench/table.py times the calls and
+keeps the table.
 """
 
 from __future__ import annotations
@@ -72,8 +74,13 @@ def main() -> None:
     parser.add_argument(
         "--no-docs", action="store_true", help="do not write the table into docs/PERFORMANCE.md"
     )
+    parser.add_argument(
+        "--only",
+        metavar="WORD",
+        help="run only the phases whose name holds WORD (e.g. flood, gunicorn, saves); writes nothing",
+    )
     args = parser.parse_args()
-    from bench import fixtures, pages, pre, server
+    from bench import fixtures, pages, pre, server, signin
     from bench.table import Table
     from devtools.seaweed import SeaweedMini
 
@@ -125,8 +132,15 @@ def main() -> None:
                 "gunicorn",
                 lambda: server.under_gunicorn(table, world, env, seaweed, quick, tmp / "gunicorn.log"),
             ),
+            (
+                "sign-in flood",
+                lambda: signin.bench_signin_flood(
+                    table, world, env, seaweed, quick, tmp / "gunicorn-signin.log"
+                ),
+            ),
             ("refused direct write", lambda: pre.bench_refused_write(table, world, n)),
             ("change feed staleness", lambda: pre.bench_staleness(table, world, 20 if quick else 300)),
+            ("legal hold gap", lambda: pre.bench_hold_gap(table, world, 5 if quick else 100)),
             (
                 "growth with files",
                 lambda: pre.bench_growth_files(
@@ -153,6 +167,10 @@ def main() -> None:
                 lambda: pages.bench_search(table, world, 100 if quick else 10_000, 3 if quick else n // 10),
             ),
         ]
+        if args.only:
+            phases = [(name, phase) for name, phase in phases if args.only in name]
+            if not phases:
+                sys.exit(f"no phase's name holds {args.only!r}")
         for name, phase in phases:
             began = time.monotonic()
             phase()
@@ -168,7 +186,7 @@ def main() -> None:
         print("\n" + text)
         if table.wrong:
             sys.exit("wrong answers: " + "; ".join(table.wrong))
-        if not quick and not args.no_docs:
+        if not quick and not args.no_docs and not args.only:
             write_doc(text)
     finally:
         seaweed.stop()

@@ -1,7 +1,7 @@
 """The console under gunicorn with its production configuration: starting and stopping it,
-the load generators (pre hooks on new connections, a wrong-password flood), and the figures
-taken against it: throughput and CPU per request beside the floor view's, worker and S3 server
-memory, memory under many large texts, and pre hooks during a sign-in flood."""
+the load generator (pre hooks on new connections), and the figures taken against it:
+throughput and CPU per request beside the floor view's, worker and S3 server memory, memory
+under many large texts. Sign-in under a flood is bench/signin.py's."""
 
 from __future__ import annotations
 
@@ -72,15 +72,8 @@ def under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool, l
         done = _bench_throughput(table, world, port, gunicorn, seaweed, seconds=1 if quick else 15)
         _bench_memory(table, world, port, gunicorn, seaweed, done=done, total=100 if quick else 10_000)
         _bench_large_texts(table, world, port, gunicorn, rounds=5 if quick else 400)
-        _bench_login_flood(table, world, port, seconds=1 if quick else 10, throttled=True)
     finally:
         _stop(gunicorn)
-    if not quick:  # the reference: the same flood against a console whose sign-in is open
-        gunicorn, port = _start_gunicorn({**env, "BENCH_SIGNIN_UNTHROTTLED": "1"}, log)
-        try:
-            _bench_login_flood(table, world, port, seconds=10, throttled=False)
-        finally:
-            _stop(gunicorn)
 
 
 def _stop(process) -> None:
@@ -139,88 +132,6 @@ def _load(
     result["seconds"] = time.monotonic() - began
     result["rps"] = result["ok"] / result["seconds"]
     return result
-
-
-def _flood(port: int, stop: threading.Event, result: dict, clients: int = CLIENTS) -> None:
-    """Anonymous clients posting wrong passwords for random usernames as fast as they are
-    answered, each with the login page's CSRF cookie and token, as a scripted attack does."""
-    import random
-
-    lock = threading.Lock()
-
-    def one() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        conn.request("GET", "/accounts/login/")
-        page = conn.getresponse()
-        html = page.read().decode()
-        cookie = page.getheader("Set-Cookie", "").split(";", 1)[0]
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
-        while not stop.is_set():
-            body = (
-                f"csrfmiddlewaretoken={token}&username=intruder{random.randrange(10**6)}"
-                f"&password=wrong{random.randrange(10**6)}"
-            )
-            status = 0
-            try:
-                conn.request(
-                    "POST",
-                    "/accounts/login/",
-                    body,
-                    {
-                        "Content-Type": "application/x-www-form-urlencoded",
-                        "Cookie": cookie,
-                        "Referer": f"http://127.0.0.1:{port}/accounts/login/",
-                    },
-                )
-                response = conn.getresponse()
-                response.read()
-                status = response.status
-            except OSError:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            with lock:
-                result[status] = result.get(status, 0) + 1
-
-    threads = [threading.Thread(target=one, daemon=True) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    stop.wait()
-    for thread in threads:
-        thread.join(70)
-
-
-def _bench_login_flood(table: Table, world: dict, port: int, *, seconds: float, throttled: bool) -> None:
-    """Pre hooks a second while anonymous clients flood the sign-in page with wrong passwords,
-    against the same server's pre hooks alone. Sign-in refuses a flooding address before any
-    password is hashed (django-axes); the reference run shows the console without that."""
-    token = world["token"]
-    alone = _load(port, "/api/v1/hooks/pre", token, seconds=seconds, clients=8)
-    stop, flood = threading.Event(), {}
-    flooder = threading.Thread(target=_flood, args=(port, stop, flood), daemon=True)
-    flooder.start()
-    time.sleep(1)  # the flood under way (and, throttled, its address locked out)
-    began = sum(flood.values())
-    during = _load(port, "/api/v1/hooks/pre", token, seconds=seconds, clients=8)
-    attempts = sum(flood.values()) - began
-    stop.set()
-    flooder.join(80)
-    ratio = during["rps"] / alone["rps"]
-    label = (
-        "sign-in throttled (django-axes)"
-        if throttled
-        else "sign-in not throttled (reference: the console before it)"
-    )
-    table.add(
-        f"pre hook throughput during a wrong-password flood ({CLIENTS} clients), {label}",
-        f"{during['rps']:.1f} req/s, {during['errors']} errors; {ms(during['latencies'])}"
-        f"; flood {attempts / during['seconds']:.1f} attempts/s, answers "
-        f"{dict(sorted(flood.items()))}",
-        f"the same server without the flood: {alone['rps']:.1f} req/s",
-        ratio,
-        ">= 0.5x" if throttled else "",
-        (ratio >= 0.5) if throttled else None,
-    )
-    if during["errors"] and throttled:
-        table.wrong.append(f"pre hooks during the login flood: answers {during['statuses']}")
 
 
 def _cpu_seconds(pids: list[int]) -> float:

@@ -6,7 +6,6 @@ MGC_ENV=production the console refuses to start without a real secret key and tu
 HTTPS protections that `manage.py check --deploy` asks for.
 """
 
-import datetime as dt
 import os
 from pathlib import Path
 
@@ -42,8 +41,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
-    # Sign-in throttling: failed attempts per account and per client address (see "Sign-in").
-    "axes",
     # Single sign-on through OpenID Connect (python-social-auth; projects/sso/ says why).
     "social_django",
     # The events worker's queue: Django's Tasks framework with django-tasks-db's database
@@ -52,12 +49,18 @@ INSTALLED_APPS = [
     "projects",
 ]
 
+# The order, and why: (1) RequestContextMiddleware answers the probes (/healthz, /readyz,
+# /metrics) before anything else runs, and gives every other request its id, its log line and
+# its hook's timing (projects/views/probes.py); (2) SecurityMiddleware (and WhiteNoise in
+# production); (3) SignInDoorMiddleware refuses a sign-in already known to be refused (on the
+# login page and /admin/login/) before sessions, CSRF or a query, so a flood costs next to
+# nothing, while its 429 still carries a request id and is counted; then the runner API's
+# guards, sessions, language, CSRF, authentication, and (4) EndedAccountMiddleware right after
+# authentication: a session of an account ended meanwhile is flushed before any view.
 MIDDLEWARE = [
-    # First: the probes (/healthz, /readyz, /metrics) are answered here, and every other
-    # request gets its id, its log line and its hook's timing (projects/views/probes.py).
     "projects.middleware.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "projects.middleware.SigninShortcutMiddleware",
+    "projects.middleware.SignInDoorMiddleware",
     "projects.middleware.ApiJsonErrorsMiddleware",
     "projects.middleware.ApiBodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -79,8 +82,6 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "projects.middleware.ConsoleNotFoundMiddleware",
     "projects.middleware.NoStoreMiddleware",
-    # Last, as django-axes asks: it turns a refused sign-in into the lockout page (429).
-    "axes.middleware.AxesMiddleware",
 ]
 
 if PRODUCTION:
@@ -156,29 +157,43 @@ STATIC_ROOT = Path(env_str("MGC_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # --- Sign-in -----------------------------------------------------------------------------------
-# django-axes counts failed sign-ins per account and per client address and, past the limit,
-# refuses further attempts *before* any password is hashed (its backend runs first), so a
-# flood of wrong passwords costs a couple of queries each, not a PBKDF2 run. A lockout ends
-# after the cool-off, or when an admin unlocks it (Sign-in lockouts page); both are audited.
-# (AUTHENTICATION_BACKENDS, with the lockout's backend first, is under "Single sign-on".)
-AXES_FAILURE_LIMIT = env_int("MGC_LOGIN_FAILURE_LIMIT", 10)
-AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("MGC_LOGIN_LOCKOUT_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # either one reaching the limit locks
-# Attempts refused during a lockout are not recorded: each costs no write, and a flood
-# cannot push the end of the lockout further away.
-AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_RESET_ON_SUCCESS = True
-AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not a governance record here
-AXES_SENSITIVE_PARAMETERS = ["password", "new_password1", "new_password2", "csrfmiddlewaretoken"]
-AXES_LOCKOUT_CALLABLE = "projects.views.signin.lockout_response"
-AXES_USERNAME_CALLABLE = "projects.governance.signin.attempt_username"
-AXES_CLIENT_IP_CALLABLE = "projects.governance.signin.client_ip"
-AXES_VERBOSE = False
-AXES_ENABLE_ADMIN = False  # unlocking goes through the console's audited page, not Django admin
-# Password checks allowed per time window, across the deployment (counted in the shared cache;
-# per process without Redis). Past it sign-ins are refused as "busy" before hashing: each
-# check is a PBKDF2 run of about half a second of CPU. "1/2s": one check every two seconds.
-MGC_LOGIN_CHECK_RATE = env_str("MGC_LOGIN_CHECK_RATE", "1/2s")
+# projects.governance.signin (docs/DEPLOY.md, "Sign-in under a flood"). A client is the
+# browser's device cookie for the account when it holds one (set at each successful password
+# sign-in), else the client address. Failures lock the pair (account, client), never the
+# account for everyone. Refusals are answered 429 with Retry-After and the password unchecked.
+# Failed sign-ins of one account from one client before that pair is locked:
+MGC_LOGIN_FAILURE_LIMIT = env_int("MGC_LOGIN_FAILURE_LIMIT", 10)
+# How long a lockout lasts after the last failure; failures older than this are forgotten.
+MGC_LOGIN_LOCKOUT_MINUTES = env_int("MGC_LOGIN_LOCKOUT_MINUTES", 15)
+# Failed sign-ins from one address (over all accounts, browsers without a device cookie) before
+# the address is paused for such sign-ins: a flood or password spraying from one machine. Each
+# of those failures cost a password check: a flood from one address costs ten, then nothing.
+MGC_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("MGC_LOGIN_ADDRESS_FAILURE_LIMIT", 10)
+# Sign-in attempts from one address (browsers without a device cookie) per window (N/s, N/m,
+# N/h) past which the address is paused as after that many failures: a flood is paused at once,
+# however few of its passwords could be checked yet. Counted in the shared cache.
+MGC_LOGIN_ADDRESS_RATE = env_str("MGC_LOGIN_ADDRESS_RATE", "30/m")
+# An account with MGC_LOGIN_FAILURE_LIMIT failures from clients without its device cookie (many
+# addresses) takes one password check from such clients per a delay: 1 s, doubling with each
+# further failure, at most this many seconds. Its owner's devices are not slowed.
+MGC_LOGIN_SLOWDOWN_MAX_SECONDS = env_int("MGC_LOGIN_SLOWDOWN_MAX_SECONDS", 60)
+# Password checks (PBKDF2, about half a second of one core each) running at once per process in
+# each lane (browsers with a device cookie for the account; all others); 0 means one per core
+# shared among the host's MGC_WEB_WORKERS (at least one per process).
+_cores = os.cpu_count() or 1
+MGC_LOGIN_CHECKS = env_int("MGC_LOGIN_CHECKS", 0) or max(
+    1, _cores // max(1, env_int("MGC_WEB_WORKERS", 0) or _cores)
+)
+# The scheduling priority (nice, 0-19) of the threads that check passwords for browsers without a
+# device cookie: under load the runner API and pages go first, on an idle machine such a check
+# still has a whole core. 0: as is.
+MGC_LOGIN_CHECK_NICE = env_int("MGC_LOGIN_CHECK_NICE", 10)
+# Sign-ins that may wait for a check, per process, in the lane without a device cookie (twice
+# that in the other); past that, or after 10 s of waiting (30 s in the other), "busy". Each
+# waits in a gunicorn thread: keep 2 x checks + 3 x queue at most MGC_WEB_THREADS (8).
+MGC_LOGIN_QUEUE = env_int("MGC_LOGIN_QUEUE", 2)
+# How long a device cookie stays valid (renewed at each sign-in with it).
+MGC_LOGIN_DEVICE_DAYS = env_int("MGC_LOGIN_DEVICE_DAYS", 180)
 # Behind N reverse proxies that each append to X-Forwarded-For, the client is the N-th address
 # from the right; 0 trusts no header (REMOTE_ADDR), the right choice without a proxy.
 MGC_TRUSTED_PROXIES = env_int("MGC_TRUSTED_PROXIES", 0)
@@ -208,6 +223,16 @@ MGC_OIDC_GROUPS_CLAIM = env_str("MGC_OIDC_GROUPS_CLAIM", "groups")
 # grant); 0 confirms on every request. docs/DEPLOY.md: offboarding.
 MGC_OIDC_RECHECK_SECONDS = env_int("MGC_OIDC_RECHECK_SECONDS", 60)
 MGC_OIDC_TIMEOUT = env_float("MGC_OIDC_TIMEOUT", 5.0)
+# --- The company's memory over MCP (projects/mcp/) ----------------------------------------
+# The endpoint's resource identifier (RFC 8707), named in its protected resource metadata and
+# expected as the access tokens' audience; empty: the console's own address + /mcp/.
+MGC_MCP_RESOURCE = env_str("MGC_MCP_RESOURCE")
+# Other audiences accepted (Entra ID's api://<app id>, a Keycloak client id), comma-separated.
+MGC_MCP_AUDIENCES = env_list("MGC_MCP_AUDIENCES", [])
+# The scopes MCP clients are told to ask for (Entra ID: api://<app id>/mcp.access).
+MGC_MCP_SCOPES = env_str("MGC_MCP_SCOPES", "openid").replace(",", " ").split()
+# An MCP session the client never ended is ended after this long without a request.
+MGC_MCP_SESSION_IDLE_SECONDS = env_int("MGC_MCP_SESSION_IDLE_SECONDS", 3600)
 # Passwords kept in the console: "on" (anyone with one), "breakglass" (only the accounts in
 # MGC_BREAKGLASS_USERS, for when the provider is down), "off".
 MGC_LOCAL_LOGIN = env_str("MGC_LOCAL_LOGIN", "on")
@@ -217,12 +242,12 @@ MGC_BREAKGLASS_USERS = env_list("MGC_BREAKGLASS_USERS", [])
 if MGC_LOCAL_LOGIN != "on" and not MGC_OIDC_ENABLED:
     raise ImproperlyConfigured("MGC_LOCAL_LOGIN=%s needs single sign-on (MGC_OIDC_ISSUER)" % MGC_LOCAL_LOGIN)
 
-# The lockout first (django-axes: a locked account or address, or a sign-in past the budget of
-# password checks, is refused before any password is hashed; it acts on password sign-ins
-# only), then the password backend: sessions made without a backend named (tests'
-# force_login) use the first backend that has get_user, which is it.
+# The guard first (a refused password sign-in stops there, before any password is hashed),
+# then the password backend (its check takes a turn in the pool), then single sign-on.
+# Sessions made without a backend named (tests' force_login) use the first backend that can
+# load a user: the password backend.
 AUTHENTICATION_BACKENDS = [
-    "projects.governance.signin.LockoutBackend",
+    "projects.governance.signin.SignInGuardBackend",
     "projects.sso.backend.LocalPasswordBackend",
     "projects.sso.backend.ConsoleOpenIdConnect",
 ]
@@ -364,7 +389,7 @@ CACHES = {
 # --- Events out: webhooks and audit streams (projects/events/) -----------------------------
 # The worker (manage.py events_worker) runs Django's Tasks on the database backend of
 # django-tasks-db: the queue lives beside the outbox, in the same database.
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "events"]}}
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "events", "holds"]}}
 # Receivers on loopback, private, link-local or other non-public addresses are refused unless
 # named here (comma-separated addresses or networks, e.g. 127.0.0.1,10.2.0.0/16).
 MGC_WEBHOOK_ALLOWED_NETWORKS = env_list("MGC_WEBHOOK_ALLOWED_NETWORKS", [])
@@ -380,11 +405,30 @@ MGC_EVENTS_RETRY_WINDOW_HOURS = env_float("MGC_EVENTS_RETRY_WINDOW_HOURS", 24.0)
 MGC_EVENTS_LEASE_SECONDS = env_float("MGC_EVENTS_LEASE_SECONDS", 60.0)
 # How often the worker's relay looks for events to enqueue (new, or whose task was lost).
 MGC_EVENTS_POLL_SECONDS = env_float("MGC_EVENTS_POLL_SECONDS", 1.0)
+# How often the events worker sweeps each standing legal hold for versions written past the
+# console (and takes up a placement or release that stopped short): the longest a direct write
+# under a hold stays unheld without the change feed (docs/DEPLOY.md, "Legal holds").
+MGC_HOLD_SWEEP_SECONDS = env_float("MGC_HOLD_SWEEP_SECONDS", 60.0)
 # How long the list of subscriptions stays cached (one query, then none per change); a change
 # clears the shared cache at once, so without Redis other processes see it after this.
 MGC_EVENTS_SUBSCRIPTIONS_SECONDS = env_float("MGC_EVENTS_SUBSCRIPTIONS_SECONDS", 5.0)
 # A rotated secret keeps signing (beside the new one) for this long.
 MGC_WEBHOOK_ROTATION_HOURS = env_float("MGC_WEBHOOK_ROTATION_HOURS", 24.0)
+
+# --- Memory poisoning: a second opinion (projects/memory/classifier.py) --------------------
+# A guard model the company runs behind Hugging Face's text-classification API (POST
+# {"inputs": [...]} -> [{label, score}, ...] per input). Empty: the rules alone decide. Asked
+# within the timeout; when it is down or late the rules decide and the result says so.
+MGC_POISON_CLASSIFIER_URL = env_str("MGC_POISON_CLASSIFIER_URL")
+MGC_POISON_CLASSIFIER_TOKEN = env_str("MGC_POISON_CLASSIFIER_TOKEN")
+MGC_POISON_CLASSIFIER_THRESHOLD = env_float("MGC_POISON_CLASSIFIER_THRESHOLD", 0.8)
+MGC_POISON_CLASSIFIER_TIMEOUT = env_float("MGC_POISON_CLASSIFIER_TIMEOUT", 1.5)
+# The labels that mean "poisoned" (Prompt Guard: MALICIOUS or LABEL_1; others: INJECTION...).
+MGC_POISON_CLASSIFIER_LABELS = env_list(
+    "MGC_POISON_CLASSIFIER_LABELS", ["MALICIOUS", "INJECTION", "JAILBREAK", "LABEL_1", "UNSAFE"]
+)
+if MGC_POISON_CLASSIFIER_URL and not MGC_POISON_CLASSIFIER_URL.startswith(("https://", "http://")):
+    raise ImproperlyConfigured("MGC_POISON_CLASSIFIER_URL must be an http(s) URL")
 
 # --- Security ---------------------------------------------------------------------------------
 # A strict policy: no inline scripts or styles anywhere, so templates keep JS in static/.
@@ -448,8 +492,6 @@ LOGGING = {
         "boto3": _QUIET,
         "s3transfer": _QUIET,
         "urllib3": _QUIET,
-        # Every failed sign-in at INFO is noise; lockouts are audited (and warned).
-        "axes": {"level": "WARNING"},
     },
 }
 

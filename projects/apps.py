@@ -7,7 +7,7 @@ class ProjectsConfig(AppConfig):
     verbose_name = "Agent memory"
 
     def ready(self):
-        # Receivers: the sign-in lockout's audit event (django-axes' signal).
+        # Receivers: failed password sign-ins counted (Django's user_login_failed signal).
         from projects.governance import signin  # noqa: F401
 
         # Stores each provider sign-in's tokens in the session Django makes at login.

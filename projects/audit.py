@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from datetime import UTC
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext_lazy as _
@@ -99,23 +99,33 @@ ACTIONS = {
 }
 
 
+VIA_MCP = "mcp"  # Actor.via: a session of the console's own MCP endpoint
+
+
 @dataclass(frozen=True)
 class Actor:
-    """A person, an agent (with its session), something found in S3, or the console itself."""
+    """A person, an agent (with its session), something found in S3, or the console itself.
+
+    An agent acting for a person who signed in (the console's MCP endpoint) is an agent actor
+    with that person as `user` and `via` saying how: its revisions and audit events name
+    both (author_agent and author_user), "agent X, on behalf of person Y, via MCP"."""
 
     kind: str
     user: object | None = None
     agent: Agent | None = None
     session_ref: str = ""
     note: str = ""
+    via: str = ""
 
     @classmethod
     def person(cls, user) -> Actor:
         return cls(kind=Revision.AuthorKind.PERSON, user=user)
 
     @classmethod
-    def for_agent(cls, agent: Agent, session_ref: str = "") -> Actor:
-        return cls(kind=Revision.AuthorKind.AGENT, agent=agent, session_ref=session_ref)
+    def for_agent(cls, agent: Agent, session_ref: str = "", *, on_behalf_of=None, via: str = "") -> Actor:
+        return cls(
+            kind=Revision.AuthorKind.AGENT, agent=agent, session_ref=session_ref, user=on_behalf_of, via=via
+        )
 
     @classmethod
     def external(cls, agent: Agent | None = None, session_ref: str = "") -> Actor:
@@ -131,6 +141,10 @@ class Actor:
         if self.kind == Revision.AuthorKind.PERSON and self.user is not None:
             return self.user.get_username()
         if self.kind == Revision.AuthorKind.AGENT and self.agent is not None:
+            if self.via == VIA_MCP:  # system_text.actor_shown reads these two back
+                if self.user is not None:
+                    return f"agent:{self.agent.slug} for {self.user.get_username()} via MCP"
+                return f"agent:{self.agent.slug} via MCP"
             return f"agent:{self.agent.slug}"
         if self.kind == Revision.AuthorKind.EXTERNAL:
             return f"external (agent:{self.agent.slug})" if self.agent is not None else "external"
@@ -215,6 +229,39 @@ def audit_verify() -> list[str]:
     links, a head that points past the newest event). Empty means intact. After a pruning the
     chain is checked from the newest checkpoint: its signature, then the first kept event
     must follow the last pruned one's hash."""
+    return audit_check().problems
+
+
+@dataclass
+class Verification:
+    problems: list[str]
+    through: int  # the chain was checked up to this event (its head when the check began)
+    events: int = 0  # how many events were checked
+
+
+def audit_check() -> Verification:
+    """`audit_verify` with how far it checked. The chain is read as of one moment, so events
+    the console appends meanwhile are neither missing nor extra: on PostgreSQL in one
+    REPEATABLE READ transaction (one snapshot for the head, the checkpoint and the events);
+    everywhere, the chain's head is read first and only events up to it are checked (an event
+    and the head that counts it commit together), and a pruning that committed during the
+    check starts it again."""
+    for _attempt in range(3):
+        if connection.vendor == "postgresql" and not connection.in_atomic_block:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                found = _check_once()
+        else:
+            found = _check_once()
+        if found is not None:
+            return found
+    return _check_once() or Verification(["the trail was pruned again and again during the check"], 0)
+
+
+def _check_once() -> Verification | None:
+    chain = AuditChain.objects.filter(pk=1).first()  # first: events after it are not counted
+    head_seq, head_hash = (chain.last_seq, chain.last_hash) if chain is not None else (0, "")
     problems: list[str] = []
     expected_seq, previous = 1, ""
     checkpoint = AuditCheckpoint.objects.order_by("-seq").first()
@@ -222,24 +269,33 @@ def audit_verify() -> list[str]:
         if not constant_time_compare(checkpoint.signature, _checkpoint_signature(checkpoint)):
             problems.append(f"the checkpoint at {checkpoint.seq} is not the console's (signature mismatch)")
         expected_seq, previous = checkpoint.seq + 1, checkpoint.hash
-    for event in AuditEvent.objects.filter(seq__gte=expected_seq).order_by("seq").iterator(chunk_size=2000):
-        if event.seq is None:
-            problems.append(f"event {event.pk} is outside the chain")
-            continue
+    events = AuditEvent.objects.filter(seq__gte=expected_seq)
+    if chain is not None:
+        events = events.filter(seq__lte=head_seq)
+    checked = 0
+    for event in events.order_by("seq").iterator(chunk_size=2000):
+        checked += 1
         if event.seq != expected_seq:
+            if expected_seq == (checkpoint.seq + 1 if checkpoint else 1) and _pruned_since(checkpoint):
+                return None  # a pruning committed after the checkpoint was read: again
             problems.append(f"events {expected_seq}..{event.seq - 1} are missing")
         if event.prev_hash != previous:
             problems.append(f"event {event.seq} does not follow the event before it")
         if event_hash(event) != event.hash:
             problems.append(f"event {event.seq} was edited (hash mismatch)")
         expected_seq, previous = event.seq + 1, event.hash
-    chain = AuditChain.objects.filter(pk=1).first()
-    if chain is not None and (chain.last_seq != expected_seq - 1 or chain.last_hash != previous):
+    if chain is not None and (head_seq != expected_seq - 1 or head_hash != previous):
+        if _pruned_since(checkpoint):
+            return None
         problems.append(
-            f"the newest events after {expected_seq - 1} are missing "
-            f"(the chain's head is at {chain.last_seq})"
+            f"the newest events after {expected_seq - 1} are missing (the chain's head is at {head_seq})"
         )
-    return problems
+    return Verification(problems, expected_seq - 1, checked)
+
+
+def _pruned_since(checkpoint: AuditCheckpoint | None) -> bool:
+    newest = AuditCheckpoint.objects.order_by("-seq").values_list("seq", flat=True).first()
+    return newest is not None and (checkpoint is None or newest > checkpoint.seq)
 
 
 def _checkpoint_signature(checkpoint: AuditCheckpoint) -> str:

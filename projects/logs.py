@@ -1,9 +1,9 @@
 """Log lines as a platform reads them: one JSON object a line (MGC_LOG_FORMAT=json), or text
 for a terminal, each carrying the request it belongs to.
 
-The standard library's logging does the work (every module here, Django, django-axes,
-social-auth and gunicorn already log through it); this module adds three things to every
-record, whoever wrote it:
+The standard library's logging does the work (every module here, Django, social-auth and
+gunicorn already log through it); this module adds three things to every record, whoever
+wrote it:
 
 - the request's context: its id (`X-Request-ID`: a trusted proxy's, else made here), the
   signed-in person, the project, the agent and the runner session, where known. Kept in a

@@ -78,14 +78,40 @@ feed_following = Gauge(
     multiprocess_mode="livemin",
 )
 
-SIGNIN_REASONS = ("password", "locked_out", "busy", "inactive", "provider", "provider_unavailable")
+# Why a sign-in was refused: a wrong password (or no such account); the sign-in guard's kinds
+# (projects.governance.signin.Refusal: `locked`, this account from this client; `address`, a
+# paused address; `slowed`, a slowed account's turn taken; `busy`, every password check
+# taken), counted where they refuse (the door middleware, the guard and password backends);
+# and single sign-on's refusals (projects.sso.errors).
+SIGNIN_REASONS = (
+    "password",
+    "locked",
+    "address",
+    "slowed",
+    "busy",
+    "inactive",
+    "provider",
+    "provider_unavailable",
+)
 signin_refusals = Counter(
     "mgc_signin_refusals_total",
-    "Sign-ins refused, by reason: password (wrong credentials), locked_out, busy (the budget of "
-    "password checks), inactive (a deactivated account), provider (the identity provider's answer "
-    "was refused), provider_unavailable.",
+    "Sign-ins refused, by reason: password (wrong credentials), locked (this account from this "
+    "client), address (a paused address), slowed (an account's sign-ins spaced out), busy (every "
+    "password check taken), inactive (a deactivated or ended account), provider (the identity "
+    "provider's answer was refused), provider_unavailable.",
     ["reason"],
 )
+_signin_children: dict = {}
+
+
+def signin_refused(reason: str) -> None:
+    """Count one refused sign-in (a flood's refusals at the door: no label lookup's lock)."""
+    child = _signin_children.get(reason)
+    if child is None:
+        child = _signin_children[reason] = signin_refusals.labels(reason)
+    child.inc()
+
+
 sessions_ended = Counter(
     "mgc_sessions_ended_total",
     "Signed-in sessions ended by the console: recheck (the identity provider no longer vouches), "
@@ -95,9 +121,10 @@ sessions_ended = Counter(
 
 sweeps = Counter(
     "mgc_sweeps_total",
-    "Retention runs and legal-hold sweeps by kind (retention, hold_place, hold_release) and outcome "
-    "(done; held: something a hold covers was skipped; unenforced: the bucket has no Object Lock; "
-    "failed).",
+    "Retention runs and legal-hold sweeps by kind (retention; hold_place, hold_refresh: versions "
+    "written since a placed hold's last sweep, hold_release) and outcome (done; held: something a "
+    "hold covers was skipped; unenforced: the bucket has no Object Lock; stopped: a sweep's share "
+    "done, the rest to come; failed).",
     ["kind", "outcome"],
 )
 swept = Counter(

@@ -12,13 +12,11 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
-from django.core.exceptions import DisallowedHost
-from django.http import Http404, HttpResponse, JsonResponse
+from django.core.exceptions import BadRequest, DisallowedHost, RequestDataTooBig, TooManyFieldsSent
+from django.http import Http404, JsonResponse
 from django.shortcuts import resolve_url
-from django.utils import translation
+from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
-from django.utils.html import escape
-from django.utils.translation import gettext as _
 from django.views.defaults import bad_request, page_not_found
 
 from projects import health, logs, metrics
@@ -26,6 +24,7 @@ from projects.audit import Actor, audit_record
 from projects.errors import error_body
 from projects.governance import signin
 from projects.runners.api import API_ROOT
+from projects.views import signin as signin_views
 from projects.views.probes import PROBES
 
 _CODES = {
@@ -222,47 +221,31 @@ class NoStoreMiddleware:
         return response
 
 
-class SigninShortcutMiddleware:
-    """A sign-in POST from an address that is locked out (projects.governance.signin) is
-    answered 429 here, first thing: no session, no CSRF check, no query, no template. A flood
-    from one address then costs next to nothing, and the runner API keeps its CPU."""
+class SignInDoorMiddleware:
+    """A sign-in the console already knows to refuse (a locked account on this client, a
+    paused address, a slowed account's turn taken: projects.governance.signin, from the cache)
+    is answered 429 here, first thing after the request's context (RequestContextMiddleware:
+    its id, its log line): no session, no CSRF check, no query, no template, and counted in
+    mgc_signin_refusals_total by its kind. A flood then costs next to nothing, and the runner
+    API keeps its CPU."""
 
     def __init__(self, get_response):
         self.get_response = get_response
-        self.login_path = None
+        self.login_paths = None
 
     def __call__(self, request):
         if request.method == "POST":
-            if self.login_path is None:
-                self.login_path = resolve_url(settings.LOGIN_URL)
-            if request.path == self.login_path and signin.address_locked(signin.client_ip(request)):
-                metrics.signin_refusals.labels("locked_out").inc()
-                with translation.override(translation.get_language_from_request(request)):
-                    return self._locked()
+            if self.login_paths is None:
+                self.login_paths = {resolve_url(settings.LOGIN_URL), reverse("admin:login")}
+            if request.path in self.login_paths:
+                try:
+                    refusal = signin.door_refusal(request)
+                except (BadRequest, RequestDataTooBig, TooManyFieldsSent):
+                    refusal = None  # the form's own checks answer it
+                if refusal is not None:
+                    metrics.signin_refused(refusal.kind)
+                    return signin_views.refusal_response(request, refusal)
         return self.get_response(request)
-
-    def _locked(self) -> HttpResponse:
-        return HttpResponse(
-            _LOCKED_PAGE.format(
-                title=escape(_("Sign-in paused")),
-                text=escape(
-                    _(
-                        "Too many failed sign-ins from this address: signing in is paused "
-                        "for a while. Your password was not checked."
-                    )
-                ),
-                back=escape(_("Back to sign-in")),
-                url=escape(self.login_path),
-            ),
-            status=429,
-            headers={"Retry-After": str(signin.ADDRESS_FLAG_SECONDS)},
-        )
-
-
-_LOCKED_PAGE = (
-    '<!doctype html><meta charset="utf-8"><title>{title}</title><h1>{title}</h1>'
-    '<p>{text}</p><p><a href="{url}">{back}</a></p>'
-)
 
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")

@@ -101,4 +101,9 @@ def actor_shown(label: str) -> str:
         return str(_("external (agent:%(slug)s)") % {"slug": label[len("external (agent:") : -1]})
     if label.startswith("system:"):
         return str(_("system: %(note)s") % {"note": label[len("system:") :]})
+    if label.startswith("agent:") and label.endswith(" via MCP"):  # audit.Actor.label
+        agent, _sep, person = label[len("agent:") : -len(" via MCP")].partition(" for ")
+        if person:
+            return str(_("agent:%(slug)s for %(person)s via MCP") % {"slug": agent, "person": person})
+        return str(_("agent:%(slug)s via MCP") % {"slug": agent})
     return label

@@ -130,6 +130,14 @@ PY
   echo "  password as above. Offboarding: .venv/bin/python -m devtools.oidc_provider disable --dir $DEMO/idp alice"
   echo "  (the console asks the provider again every ${MGC_OIDC_RECHECK_SECONDS:-60} s; MGC_OIDC_RECHECK_SECONDS=0 asks on every request)"
 fi
+# The company's memory over MCP: served by the console itself (projects/mcp/).
+echo "MCP: http://127.0.0.1:$WEB_PORT/mcp/incident-analysis/incident-analyst/ (one agent) or"
+echo "  http://127.0.0.1:$WEB_PORT/mcp/ (any agent, chosen with a tool); an MCP host signs in at the"
+if [ "$DEMO_SSO" = "1" ]; then
+  echo "  demo identity provider as alice (OAuth client id mcp-client, public, PKCE), or sends the runner token"
+else
+  echo "  provider named by MGC_OIDC_ISSUER, or sends the runner token as a bearer token"
+fi
 # The URL is printed once the console answers there, not before; if the server cannot listen
 # on the port after all, the script stops and this watcher with it, printing nothing.
 python -m devtools.ports announce "$WEB_PORT" \

@@ -36,14 +36,20 @@ class Fault:
     times: int = 1
     hits: int = 0
     body_regex: str = ""  # e.g. "Action=CreateUser" for the IAM API (POST /)
+    every: int = 1  # act on every n-th matching request only (3: the 3rd, 6th, 9th ...)
+    seen: int = 0
 
     def matches(self, method: str, path: str, body: bytes = b"") -> bool:
-        return (
+        found = (
             self.times > 0
             and self.method in ("*", method)
             and re.search(self.path_regex, path) is not None
             and (not self.body_regex or re.search(self.body_regex, body.decode("latin-1")) is not None)
         )
+        if not found or self.every <= 1:
+            return found
+        self.seen += 1  # (called under the proxy's lock)
+        return self.seen % self.every == 0
 
 
 class FaultProxy:
@@ -164,9 +170,17 @@ class FaultProxy:
         delay: float = 0.0,
         times: int = 1,
         body_regex: str = "",
+        every: int = 1,
     ) -> Fault:
         fault = Fault(
-            method, path_regex, action, status=status, delay=delay, times=times, body_regex=body_regex
+            method,
+            path_regex,
+            action,
+            status=status,
+            delay=delay,
+            times=times,
+            body_regex=body_regex,
+            every=every,
         )
         with self._lock:
             self.faults.append(fault)

@@ -1,13 +1,18 @@
 """The audit trail is a hash chain: verify_audit notices an edited or deleted event."""
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from projects.audit import Actor, audit_record, audit_verify
 from projects.memory import store
-from projects.models import AuditEvent
+from projects.models import AgentSession, AuditEvent
+from projects.runners import hooks
 
 pytestmark = pytest.mark.django_db
 
@@ -72,3 +77,56 @@ def test_the_code_records_only_listed_actions():
     used = set(re.findall(r'action=f?"([a-z_]+\.[a-z_]+)"', source))
     used |= set(re.findall(r'"((?:file|member)\.[a-z_]+)"', source))
     assert used and used <= set(ACTIONS), used - set(ACTIONS)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="concurrent writers: the PostgreSQL run")
+def test_verify_audit_beside_200_post_hooks_reports_nothing_false_then_catches_an_edit(
+    s3, project, agent, person
+):
+    """The chain is read as of one moment: events committed while it is checked are neither
+    missing nor extra (it used to read the events, then the head, and report the gap)."""
+    sessions = [
+        AgentSession.objects.create(agent=agent, user=person, prompt_sha256="0" * 64) for _ in range(4)
+    ]
+    done = threading.Event()
+
+    def post_hooks(session, count):
+        try:
+            for n in range(count):
+                results = hooks.hook_post(
+                    session=session,
+                    writes=[hooks.WriteRequest(f"workspace/load/{session.pk}.md", "append", f"- {n}\n")],
+                    end=False,
+                )
+                assert results[0]["status"] == "written", results
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        running = [pool.submit(post_hooks, session, 50) for session in sessions]
+        pool.submit(lambda: (wait(running), done.set()))
+        checks, false_reports = 0, []
+        while not done.is_set():
+            out, err = StringIO(), StringIO()
+            try:
+                call_command("verify_audit", stdout=out, stderr=err)
+            except CommandError:
+                false_reports.append(err.getvalue())
+            checks += 1
+            time.sleep(0.01)  # the writers get the CPU too (two cores)
+        for future in running:
+            future.result()
+    written = AuditEvent.objects.filter(action="file.save").count()
+    print(
+        f"\n{checks} verify_audit runs beside {written} saves (200 post hooks): {len(false_reports)} reports"
+    )
+    assert written >= 200 and checks >= 5
+    assert false_reports == []
+    # A real edit is still caught.
+    edited = AuditEvent.objects.filter(action="file.save").order_by("seq")[100]
+    AuditEvent.objects.filter(pk=edited.pk).update(details={"revision": 1, "sha256": "0" * 64})
+    with pytest.raises(CommandError, match="NOT intact"):
+        call_command("verify_audit", stdout=StringIO(), stderr=StringIO())
+    assert audit_verify() == [f"event {edited.seq} was edited (hash mismatch)"]

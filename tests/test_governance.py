@@ -155,7 +155,13 @@ def test_check_isolation_finds_planted_strays_and_missing_objects(s3, project, a
     s3.put(f"{prefix}notes.txt", b"x")  # inside the prefix, outside the layout
     s3.put(layout.agent_file_key(prefix, other.pk, "SOUL.md"), b"x")  # an id not of this project
     s3.put(layout.user_file_key(prefix, 99999), b"x")  # a user who is not a member
-    s3.put(f"{prefix}_history/{other.pk}/1-{'0' * 64}.md", b"x")  # history of no file here
+    theirs = store.file_create(
+        project=other, scope="workspace", path="t.md", content="t\n", actor=Actor.person(person)
+    ).file
+    s3.put(f"{prefix}_history/{theirs.pk}/1-{'0' * 64}.md", b"x")  # history of another's file
+    # History of a file with no record anywhere: a first save that never committed (a warning
+    # reconcile clears after its grace period; tests/test_reconcile.py).
+    s3.put(f"{prefix}_history/{other.pk}/1-{'0' * 64}.md", b"x")
     s3.client.delete_object(Bucket=s3.bucket, Key=notes.file.key)  # a record loses its object
     found = {(f.kind, f.key) for f in isolation.check_isolation()}
     assert found == {
@@ -163,7 +169,8 @@ def test_check_isolation_finds_planted_strays_and_missing_objects(s3, project, a
         ("outside_layout", f"{prefix}notes.txt"),
         ("foreign", layout.agent_file_key(prefix, other.pk, "SOUL.md")),
         ("foreign", layout.user_file_key(prefix, 99999)),
-        ("foreign", f"{prefix}_history/{other.pk}/1-{'0' * 64}.md"),
+        ("foreign", f"{prefix}_history/{theirs.pk}/1-{'0' * 64}.md"),
+        ("orphan_snapshot", f"{prefix}_history/{other.pk}/1-{'0' * 64}.md"),
         ("missing_object", notes.file.key),
     }
     out = StringIO()

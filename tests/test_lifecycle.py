@@ -447,6 +447,17 @@ def test_a_hold_on_one_file_holds_its_versions_and_nothing_else_until_release(
     )
     assert sweep.enforced and hold.storage_enforced and hold.target == "file workspace/notes/old.md"
     held = _file_versions(s3, project, notes)
+    # The head's first version was written before the bucket kept versions ("null"), and is
+    # no longer current: SeaweedFS holds no "null" version, and it cannot be moved without
+    # changing the head. It stays (nothing of a held file is deleted; its text is also the held
+    # snapshot 1-...), and the console refuses to delete it.
+    before_versions = [v for v in held if v["VersionId"] == "null"]
+    assert [v["Key"] for v in before_versions] == [notes.key]
+    assert (
+        s3.client.get_object(Bucket=s3.bucket, Key=notes.key, VersionId="null")["Body"].read()
+        == b"# notes/old.md\n"
+    )
+    held = [v for v in held if v["VersionId"] != "null"]
     assert len(held) >= 3 and all(_held(s3, v) for v in held)  # head, both snapshots
     others = [
         v
@@ -468,7 +479,7 @@ def test_a_hold_on_one_file_holds_its_versions_and_nothing_else_until_release(
     # Overwriting is a new version, held as it is written; the held ones stay as they were.
     head_version = next(v for v in _versions(s3, notes.key) if v["IsLatest"])
     store.file_save(file=notes, content="# v3\n", actor=Actor.person(admin), base_revision=2)
-    assert all(_held(s3, v) for v in _file_versions(s3, project, notes))
+    assert all(_held(s3, v) for v in _file_versions(s3, project, notes) if v["VersionId"] != "null")
     assert (
         s3.client.get_object(Bucket=s3.bucket, Key=notes.key, VersionId=head_version["VersionId"])[
             "Body"

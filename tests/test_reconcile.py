@@ -1,12 +1,26 @@
 """reconcile: external changes, files written straight to the bucket, and the command."""
 
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
-from projects.memory import layout, reading, reconcile
-from projects.models import MemoryFile, RefusedWrite, Revision
+from projects.audit import Actor
+from projects.governance import holds, isolation
+from projects.memory import errors, layout, reading, reconcile, store
+from projects.models import AgentSession, LegalHold, MemoryFile, RefusedWrite, Revision
+from projects.runners import hooks
+from tests.conftest import ACCESS_KEY, SECRET_KEY
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.django_db
 
@@ -82,3 +96,148 @@ def test_reconcile_command_reports_findings(s3, workspace_file):
     assert "adopted" in out.getvalue() and "1 finding(s)" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("reconcile", "--project", "no-such-project", stdout=out)
+
+
+# --- A first save that never committed (issue 35, point 7) ----------------------------------------
+
+
+def _history_of_unrecorded(s3, project) -> list[str]:
+    known = {str(pk) for pk in MemoryFile.objects.values_list("pk", flat=True)}
+    history = layout.history_root(project.prefix)
+    return [key for key in s3.keys(history) if key[len(history) :].split("/")[0] not in known]
+
+
+def _repairs(project) -> dict[str, tuple[str, str]]:
+    return {f.key: (f.kind, f.detail) for f in reconcile.reconcile(project=project, orphan_grace_seconds=0)}
+
+
+def _findings(project) -> list[tuple[str, str]]:
+    return [(f.kind, f.severity) for f in isolation.check_isolation([project])]
+
+
+@pytest.mark.db_independent
+def test_a_first_save_whose_snapshot_answer_was_lost_leaves_an_orphan_that_reconcile_clears(
+    s3, project, agent, person, capsys
+):
+    """The post hook makes a new file's record in the save's own transaction, so a worker
+    that dies after the snapshot PUT (here: its answer dropped on the way back, and the
+    request aborted) leaves a snapshot of a file id that has no record at all."""
+    s3.lock()  # every version must go, not only the current one
+    session = AgentSession.objects.create(agent=agent, user=person, prompt_sha256="0" * 64)
+    s3.proxy.inject("PUT", r"/_history/", "lose")
+    with pytest.raises(errors.StorageUnavailable):
+        hooks.hook_post(
+            session=session, writes=[hooks.WriteRequest("workspace/new/first.md", "replace", "x\n")]
+        )
+    assert not MemoryFile.objects.filter(path="new/first.md").exists()
+    [orphan] = _history_of_unrecorded(s3, project)
+    assert _findings(project) == [("orphan_snapshot", "warning")]  # a leftover, not a breach
+
+    # A save still running looks the same: the grace period leaves it alone.
+    findings = reconcile.reconcile(project=project, orphan_grace_seconds=600)
+    assert [(f.kind, f.key, f.detail) for f in findings] == [
+        ("orphan_snapshot", orphan, "recent, left for now")
+    ]
+    call_command("reconcile", "--project", project.slug, "--orphan-grace", "0")
+    assert f"orphan_snapshot\t{orphan}\tdeleted: no revision uses it" in capsys.readouterr().out
+    assert s3.client.list_object_versions(Bucket=s3.bucket, Prefix=orphan).get("Versions", []) == []
+    assert _findings(project) == []
+
+
+@pytest.mark.db_independent
+def test_an_orphan_under_a_hold_and_another_projects_snapshot_are_left_alone(
+    s3, project, make_project, admin, workspace_file
+):
+    s3.lock()
+    other = make_project(slug="tenders")
+    theirs = store.file_create(
+        project=other, scope="workspace", path="a.md", content="theirs\n", actor=Actor.system("t")
+    ).file
+    # A key under this project's prefix naming the other project's file (written by hand).
+    foreign = layout.snapshot_key(project.prefix, theirs.pk, 1, "c" * 64)
+    s3.put(foreign, b"not ours\n")
+    never = layout.snapshot_key(project.prefix, uuid.uuid4(), 1, "d" * 64)
+    s3.put(never, b"a first save that never committed\n")
+    holds.hold_place(by=admin, project=project, reason="litigation")
+    findings = {
+        f.key: (f.kind, f.detail) for f in reconcile.reconcile(project=project, orphan_grace_seconds=0)
+    }
+    assert findings[foreign][0] == "foreign"
+    assert findings[never] == ("orphan_snapshot", f"kept: legal hold #{LegalHold.objects.get().pk} covers it")
+    assert foreign in s3.keys() and never in s3.keys()
+    holds.hold_release(by=admin, hold=LegalHold.objects.get())
+    findings = {
+        f.key: (f.kind, f.detail) for f in reconcile.reconcile(project=project, orphan_grace_seconds=0)
+    }
+    assert findings[never] == ("orphan_snapshot", "deleted: no revision uses it")
+    assert findings[foreign][0] == "foreign" and foreign in s3.keys()  # never touched
+
+
+KILLED_SAVE = """
+import sys
+import django
+django.setup()
+from projects.models import AgentSession
+from projects.runners import hooks
+session = AgentSession.objects.select_related("agent__project").get(pk=sys.argv[1])
+hooks.hook_post(session=session, writes=[hooks.WriteRequest("workspace/new/first.md", "replace", "first\\n")])
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a second process needs a database it can reach"
+)
+@pytest.mark.parametrize("head", ["never written", "written after the worker died"])
+def test_a_worker_killed_during_a_files_first_save_leaves_nothing_reconcile_cannot_clear(
+    s3, project, agent, person, head
+):
+    """A real process runs a post hook creating a file and is SIGKILLed while its head PUT is
+    held up at the proxy, after its snapshot landed: the head is either never written, or
+    written when the proxy lets the request through after the worker is gone."""
+    session = AgentSession.objects.create(agent=agent, user=person, prompt_sha256="0" * 64)
+    target = layout.workspace_file_key(project.prefix, "new/first.md")
+    if head == "never written":
+        s3.proxy.inject("PUT", rf"/{target}$", "stall", delay=20)
+    else:
+        s3.proxy.inject("PUT", rf"/{target}$", "delay", delay=1.0)
+    db = connection.settings_dict
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MGC_", "DJANGO_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="memoryadmin.settings",
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        MGC_S3_ENDPOINT_URL=s3.proxy.url,
+        MGC_S3_BUCKET=s3.bucket,
+        MGC_S3_ACCESS_KEY_ID=ACCESS_KEY,
+        MGC_S3_SECRET_ACCESS_KEY=SECRET_KEY,
+        MGC_S3_MAX_ATTEMPTS="1",
+        MGC_S3_READ_TIMEOUT="60",
+        MGC_LOG_LEVEL="ERROR",
+    )
+    worker = subprocess.Popen([sys.executable, "-c", KILLED_SAVE, str(session.pk)], cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while ("PUT", f"/{s3.bucket}/{target}") not in s3.proxy.requests:
+            assert worker.poll() is None and time.monotonic() < deadline, (
+                "the save never reached its head PUT"
+            )
+            time.sleep(0.01)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    if head != "never written":
+        deadline = time.monotonic() + 10
+        while target not in s3.keys():  # the proxy sends it on after the worker died
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    s3.proxy.heal()
+    assert not MemoryFile.objects.filter(path="new/first.md").exists()  # its record died with it
+    assert len(_history_of_unrecorded(s3, project)) == 1
+    reconcile.reconcile(project=project, orphan_grace_seconds=0)
+    assert isolation.check_isolation([project]) == []
+    assert _history_of_unrecorded(s3, project) == []
+    if head != "never written":  # what reached the bucket is adopted, not lost
+        adopted = MemoryFile.objects.get(path="new/first.md")
+        assert reading.file_read(adopted).text == "first\n"

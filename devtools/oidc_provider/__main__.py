@@ -58,12 +58,35 @@ def _setup(args) -> None:
     app.post_logout_redirect_uris = " ".join(args.post_logout_uri)
     app.skip_authorization = True  # a corporate app is pre-approved: no consent page
     app.save()
+    _mcp_client(Application)
     # Users from --user and from MGC_IDP_USERS (";"-separated, so passwords stay off argv).
     specs = args.user + [s for s in os.environ.get("MGC_IDP_USERS", "").split(";") if s.strip()]
     for spec in specs:
         name, rest = spec.strip().split(":", 1)
         password, groups = rest.rsplit(":", 1) if ":" in rest else (rest, "")
         user_put(name, password=password, groups=[g for g in groups.split(",") if g])
+
+
+MCP_CLIENT_ID = "mcp-client"
+# Where MCP hosts take the provider's answer: a loopback port of their own (any port, RFC
+# 8252), at the paths the mcp SDK's client, Claude Code and VS Code use.
+MCP_REDIRECTS = [
+    f"http://{host}{path}" for host in ("127.0.0.1", "localhost", "[::1]") for path in ("/callback", "/")
+]
+
+
+def _mcp_client(Application) -> None:
+    """The company's MCP clients, registered ahead (as with Entra ID, which has no dynamic
+    registration): a public client (no secret; PKCE proves the sign-in) that asks for tokens
+    for the console's MCP endpoint."""
+    app = Application.objects.filter(client_id=MCP_CLIENT_ID).first() or Application(client_id=MCP_CLIENT_ID)
+    app.name = "MCP hosts (Claude, Cursor, VS Code)"
+    app.client_type = Application.CLIENT_PUBLIC
+    app.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
+    app.algorithm = Application.RS256_ALGORITHM
+    app.redirect_uris = " ".join(MCP_REDIRECTS)
+    app.skip_authorization = True
+    app.save()
 
 
 def _set_active(data: Path, username: str, active: bool) -> int:

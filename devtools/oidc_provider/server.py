@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 CLIENT_ID = "memory-console"
+MCP_CLIENT_ID = "mcp-client"  # the public client MCP hosts sign in with (__main__._mcp_client)
 
 
 class OidcProvider:
@@ -31,6 +32,7 @@ class OidcProvider:
         self.folder, self.port = Path(folder), port
         self.redirect_uris, self.post_logout_uris = redirect_uris, post_logout_uris
         self.client_id = CLIENT_ID
+        self.mcp_client_id = MCP_CLIENT_ID
         self.client_secret = client_secret or secrets.token_urlsafe(24)
         self.control_token = secrets.token_urlsafe(24)
         self.users = list(users)
@@ -134,7 +136,9 @@ class OidcProvider:
         self._call("client", {"redirect_uri": redirect_uri, "post_logout_uri": post_logout_uri})
 
     def misbehave(self, **switches) -> None:
-        """forge=True, expired=True, audience="x", issuer="y"; misbehave() puts it right."""
+        """forge=True (or "own-kid"), expired=True, audience="x", issuer="y", acting on ID
+        tokens, or on access tokens with tokens="access" (both: "all"); misbehave() puts it
+        right."""
         self._call("switches", switches)
 
 

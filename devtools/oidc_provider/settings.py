@@ -69,6 +69,12 @@ OAUTH2_PROVIDER = {
     "OAUTH2_VALIDATOR_CLASS": "devtools.oidc_provider.validator.TestProviderValidator",
     # Short, like a corporate provider's: the console re-checks sessions with refresh tokens.
     "ACCESS_TOKEN_EXPIRE_SECONDS": 300,
+    # Access tokens are JWTs naming the resource they were asked for (RFC 8707) as their
+    # audience, as a resource server (the console's MCP endpoint) checks them.
+    "ACCESS_TOKEN_GENERATOR": "devtools.oidc_provider.validator.access_token",
+    # MCP hosts (Claude Code, VS Code, the mcp SDK's client) take the answer on a loopback
+    # port of their own (RFC 8252): any port of 127.0.0.1, [::1] and localhost.
+    "ALLOW_LOCALHOST_LOOPBACK": True,
     "ID_TOKEN_EXPIRE_SECONDS": 300,
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "ALLOWED_SCHEMES": ["http", "https"],

@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group, User
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
+from oauth2_provider.views import ConnectDiscoveryInfoView, IntrospectTokenView
 
 from devtools.oidc_provider import settings as idp_settings
 from devtools.oidc_provider.validator import SWITCHES
@@ -101,3 +102,34 @@ def client(request, body):
             setattr(app, field, " ".join([*uris, uri]))
     app.save(update_fields=["redirect_uris", "post_logout_redirect_uris"])
     return JsonResponse({"redirect_uris": app.redirect_uris})
+
+
+# --- What Keycloak does and django-oauth-toolkit leaves out -----------------------------------
+
+
+class Discovery(ConnectDiscoveryInfoView):
+    """The discovery document, naming the introspection endpoint too (Keycloak's does): a
+    resource server finds there where to ask whether a token still stands."""
+
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        data = json.loads(response.content)
+        data["introspection_endpoint"] = request.build_absolute_uri("/o/introspect/")
+        data["introspection_endpoint_auth_methods_supported"] = ["client_secret_basic"]
+        answer = JsonResponse(data)
+        answer["Access-Control-Allow-Origin"] = "*"
+        return answer
+
+
+class Introspection(IntrospectTokenView):
+    """RFC 7662, as Keycloak answers it: a token whose person was disabled since it was issued
+    is no longer active (the toolkit alone checks only expiry and revocation)."""
+
+    @staticmethod
+    def get_token_response(token_value=None):
+        response = IntrospectTokenView.get_token_response(token_value)
+        data = json.loads(response.content)
+        active = User.objects.filter(username=data.get("username"), is_active=True).exists()
+        if data.get("active") and not active:
+            return JsonResponse({"active": False})
+        return response

@@ -60,6 +60,9 @@ def profile_erase(*, by, user, reason: str, projects: list[Project], actor: Acto
                     project=project, scope=MemoryFile.Scope.USER, user=user
                 )
             )
+            standing = holds_over(user, [project])  # again: a hold placed since the start
+            if standing:  # of a long erasure keeps what it covers in the projects left
+                raise Held(holds.refusal(standing))
             prefixes = [layout.user_prefix(project.prefix, user.pk)]
             prefixes += [layout.history_prefix(project.prefix, f.pk) for f in files]
             # The exact prompts of the person's sessions quote the profile whole; a prompt

@@ -35,7 +35,7 @@ from projects.audit import audit_verify
 from projects.memory import holds, layout, reconcile
 from projects.memory.errors import StorageUnavailable
 from projects.memory.storage import storage_for
-from projects.models import AgentSession, AuditEvent, MemoryFile, Project, Revision
+from projects.models import AgentSession, AuditEvent, LegalHold, MemoryFile, Project, Revision
 
 CHECKS = ("snapshots", "heads", "prompts", "audit", "holds", "reconcile")
 # A save writes its snapshot and head before it commits; one in flight while the dump began
@@ -199,21 +199,23 @@ def _project(report: Report, project: Project, pool: ThreadPoolExecutor) -> None
 
 
 def _holds(report: Report) -> None:
-    for hold in holds.standing().select_related("project", "user", "file"):
-        if not hold.storage_enforced:
-            continue
-        for project, prefixes in holds.hold_prefixes(hold):
-            storage = storage_for(project)
-            checker = _Checker(report, project, {})
-            for prefix in prefixes:
-                for version in storage.versions(prefix):
-                    if "ETag" not in version:
-                        continue  # a delete marker holds nothing
-                    report.checked["holds"] += 1
-                    if not storage.legal_hold(version["Key"], version["VersionId"]):
-                        checker.add(
-                            "holds",
-                            version["Key"],
-                            f"version {version['VersionId']} carries no legal hold; hold #{hold.pk} "
-                            f"({hold.target}) covers it: manage.py legal_hold sweep puts it back",
-                        )
+    # Placed holds the storage enforces; one still being placed or released was not done when
+    # the dump was taken: reconcile, the periodic sweep or `legal_hold sweep` finishes it.
+    placed = holds.standing().filter(state=LegalHold.State.PLACED, storage_enforced=True)
+    for hold in placed.select_related("project", "user", "file__project"):
+        for unit in holds.hold_units(hold):
+            storage = storage_for(unit.project)
+            checker = _Checker(report, unit.project, {})
+            for version in storage.versions(unit.prefix):
+                if "ETag" not in version or not unit.covers(version["Key"]):
+                    continue  # a delete marker holds nothing
+                if version.get("VersionId") in (None, "", "null"):
+                    continue  # written before the bucket kept versions: kept by the console's refusal
+                report.checked["holds"] += 1
+                if not storage.legal_hold(version["Key"], version["VersionId"]):
+                    checker.add(
+                        "holds",
+                        version["Key"],
+                        f"version {version['VersionId']} carries no legal hold; hold #{hold.pk} "
+                        f"({hold.target}) covers it: manage.py legal_hold sweep puts it back",
+                    )

@@ -438,7 +438,11 @@ def _apply(project: Project, *, now: dt.datetime | None, by, ran_by: str) -> Run
     now = now or timezone.now()
     run = Run()
     for file in lifecycle.expiry_unfinished(project):
-        lifecycle.expiry_finish(file)
+        try:
+            lifecycle.expiry_finish(file)
+        except Held:  # a hold placed since the expiry began: what is left stays
+            run.held += 1
+            continue
         run.finished += 1
     leftovers = lifecycle.purged_leftovers(project)
     if leftovers:
@@ -471,14 +475,18 @@ def _apply_one(project: Project, item: Due, now: dt.datetime, run: Run) -> None:
     elif kind == Kind.HISTORY:
         run.revisions += lifecycle.revisions_purge(file=item.file, numbers=item.numbers)
     elif kind == Kind.SESSIONS:
-        run.sessions += (
-            AgentSession.objects.filter(pk__in=item.ids).delete()[1].get(AgentSession._meta.label, 0)
-        )
+        # Checked again here: a hold placed since the plan was made keeps what it covers.
+        whole, people = holds.covering_sessions(project)
+        doomed = AgentSession.objects.none() if whole else AgentSession.objects.filter(pk__in=item.ids)
+        doomed = doomed.exclude(user_id__in=people)
+        run.held += len(item.ids) - doomed.count()
+        run.sessions += doomed.delete()[1].get(AgentSession._meta.label, 0)
     elif kind == Kind.PROMPTS:
-        lifecycle.prompts_purge(
+        purged = lifecycle.prompts_purge(
             project=project, sha256s=item.ids, removed={"how": "expired", "at": now.isoformat(), "rule": rule}
         )
-        run.prompts += len(item.ids)
+        run.prompts += len(purged)
+        run.held += len(item.ids) - len(purged)
     elif kind == Kind.IDEMPOTENCY:
         run.answers += IdempotencyRecord.objects.filter(pk__in=item.ids).delete()[0]
     elif kind == Kind.LEAVERS:

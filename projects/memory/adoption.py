@@ -16,9 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.memory import layout, provenance, refusals
+from projects.memory import holding, holds, layout, provenance, refusals
 from projects.memory.content import sha256
-from projects.memory.errors import StorageUnavailable
+from projects.memory.errors import Held, StorageUnavailable
 from projects.memory.metadata import actor_from_metadata, file_named, whole_number, write_metadata
 from projects.memory.reading import read_snapshot
 from projects.memory.recording import expiry_pending, holds_over, lock_file, record_revision
@@ -48,6 +48,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
                 refusals.replaced(locked)
                 locked.save(update_fields=["refused_etag"])
             return None
+        _hold_written(storage, locked)
         return record_revision(
             locked,
             number=head.number + 1,
@@ -65,6 +66,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         return None  # the recorded head, or a write already refused
     refusal = refusals.refusal_of(found)
     if refusal is not None:  # what a save would refuse is not adopted either
+        _hold_written(storage, locked)
         refusals.record(
             storage,
             project=locked.project,
@@ -78,6 +80,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
     if head_live and sha256(data) == head.sha256:
         # The head's own bytes, written again (the head put back, or the same text copied
         # in): the head it is, at its new ETag; no revision for no change.
+        _hold_written(storage, locked)
         locked.head_etag = etag
         refusals.replaced(locked)
         locked.save(update_fields=["head_etag", "refused_etag"])
@@ -112,7 +115,7 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
             snap,
             data,
             metadata=write_metadata(actor, message, None, None),
-            legal_hold=bool(holds_over(locked)),
+            legal_hold=bool(_hold_written(storage, locked)),
         )
     return record_revision(
         locked,
@@ -129,6 +132,18 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         data=data,
         renamed_from=renamed_from,
     )
+
+
+def _hold_written(storage: MemoryStorage, locked: MemoryFile) -> list:
+    """Something was written at the file's key past the console. Under a legal hold, every
+    version of the key written since the holds were last swept is held now, not only the one
+    found: a direct write overwritten again before anyone looked is a version too. Returns
+    the holds standing over the file."""
+    standing = holds_over(locked)
+    enforced = holding.needs_holding(standing)
+    if enforced:
+        holding.hold_key_versions(storage, locked.key, holding.since_of(enforced))
+    return standing
 
 
 def adopt(file: MemoryFile) -> Revision | None:
@@ -171,9 +186,13 @@ def refused_write_delete(*, refused: RefusedWrite, by) -> None:
     """Take a refused write out of storage (an admin's decision, audited). At a file's key the
     recorded head is written back over it (or the key emptied when the file has no content);
     a refused name is deleted. If the bucket keeps versions, the refused version is deleted
-    too, so its bytes are gone. Safe to repeat."""
+    too, so its bytes are gone. Safe to repeat. Held while a legal hold covers the key: what
+    was written there is kept like anything else it covers."""
     project = refused.project
     storage = storage_for(project)
+    standing = holds.covering_key(project, refused.key)
+    if standing:
+        raise Held(holds.refusal(standing))
     with transaction.atomic():
         locked = lock_file(refused.file) if refused.file_id else None
         if locked is not None and locked.refused_etag == refused.etag:

@@ -20,6 +20,7 @@ it lists, as without a feed).
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import shutil
@@ -64,6 +65,7 @@ class Feed:
         self._stopping = threading.Event()
         self.following = False
         self.events = 0  # seen so far, for the bench and the tests
+        self._listeners: list = []
         self.last_event_at = 0.0
         self._thread = threading.Thread(target=self._run, name=f"mgc-feed-{bucket}", daemon=True)
         self._thread.start()
@@ -102,6 +104,14 @@ class Feed:
                 return True
             time.sleep(0.0005)
         return False
+
+    def on_version(self, listener) -> None:
+        """Call `listener(bucket, key, version_id)` for every new version written to the bucket
+        that carries no legal hold (the events worker holds those a standing hold covers).
+        Called on the feed's thread: it must only hand the work on."""
+        with self._lock:
+            if listener not in self._listeners:
+                self._listeners.append(listener)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -192,6 +202,14 @@ class Feed:
         if not path.startswith(root):
             return
         key = path[len(root) :]
+        if self._listeners and note.get("newEntry") and not note.get("oldEntry"):
+            written = _new_version(key, note["newEntry"])
+            if written is not None:
+                for listener in list(self._listeners):
+                    try:
+                        listener(self.bucket, *written)
+                    except Exception:  # noqa: BLE001 - a listener must not stop the stream
+                        logger.exception("change feed listener failed")
         with self._lock:
             parts = key.split("/")
             for depth in range(1, len(parts)):
@@ -206,6 +224,28 @@ class Feed:
             self._last_ns = max(self._last_ns, stamp)
         if stamp >= self._started_ns:  # events replayed from before the stream began are not lag
             metrics.feed_lag.observe(max(0, time.time_ns() - stamp) / 1e9)
+
+
+def _new_version(path: str, entry: dict) -> tuple[str, str] | None:
+    """(key, version id) when the filer made a new version of an object that is not held yet.
+    SeaweedFS keeps a versioned object's versions as files `<key>.versions/v_<version id>`,
+    each carrying its version id (and `Seaweed-X-Amz-Legal-Hold` when it is held) in its
+    extended attributes, base64-encoded."""
+    folder, _, name = path.rpartition("/")
+    if not folder.endswith(".versions") or not name.startswith("v_") or entry.get("isDirectory"):
+        return None
+    extended = entry.get("extended") or {}
+    if _decoded(extended.get("Seaweed-X-Amz-Legal-Hold", "")) == "ON":
+        return None
+    version = _decoded(extended.get("Seaweed-X-Amz-Version-Id", "")) or name[2:]
+    return folder[: -len(".versions")], version
+
+
+def _decoded(value: str) -> str:
+    try:
+        return base64.b64decode(value).decode("utf-8") if value else ""
+    except (ValueError, UnicodeDecodeError):
+        return ""
 
 
 _feeds: dict[tuple, Feed] = {}

@@ -12,6 +12,8 @@ A hold covers:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
@@ -95,44 +97,100 @@ def refusal(holds: list[LegalHold]) -> str:
     return _("Refused: %(holds)s. Release the hold first.") % {"holds": named}
 
 
-def hold_prefixes(hold: LegalHold) -> list[tuple[Project, list[str]]]:
-    """Key prefixes (or whole keys) whose every version the hold puts an S3 legal hold on, per
-    project they lie in: [(project, [prefix or key, ...]), ...]."""
+FEW_FILES = 20  # above this, a hold's snapshots are found by listing `_history/` once, not per file
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One listing a hold's storage sweep makes: a prefix in a project's bucket, and which keys
+    under it the hold covers: all of them, these exact keys, the workspace files a glob names,
+    or the snapshots of these files."""
+
+    project: Project
+    prefix: str
+    keys: frozenset[str] | None = None
+    glob: str = ""
+    file_ids: frozenset[str] | None = None
+
+    @property
+    def name(self) -> str:
+        """Its place in a sweep (units go in this order) and the mark a stopped sweep keeps."""
+        return f"{self.project.pk}|{self.prefix}"
+
+    def covers(self, key: str) -> bool:
+        if not key.startswith(self.prefix):
+            return False
+        rest = key[len(self.prefix) :]
+        if self.keys is not None:
+            return key in self.keys
+        if self.glob:
+            return globs.source_matches(self.glob, globs.WORKSPACE_PREFIX + rest)
+        if self.file_ids is not None:
+            return rest.partition("/")[0] in self.file_ids
+        return True
+
+
+def _history_units(project: Project, files: list[MemoryFile]) -> list[Unit]:
+    if len(files) <= FEW_FILES:
+        return [Unit(project, layout.history_prefix(project.prefix, f.pk)) for f in files]
+    return [Unit(project, layout.history_root(project.prefix), file_ids=frozenset(str(f.pk) for f in files))]
+
+
+def hold_units(hold: LegalHold) -> list[Unit]:
+    """What the hold puts an S3 legal hold on, as listings in the order a sweep makes them:
+    every version of every key they cover. A glob covers files that match it later too; a
+    person, the profile of any project they join later."""
+    units: list[Unit] = []
     if hold.kind == LegalHold.Kind.PROJECT:
-        return [(hold.project, [hold.project.prefix])]
-    if hold.kind == LegalHold.Kind.FILE:
+        units = [Unit(hold.project, hold.project.prefix)]
+    elif hold.kind == LegalHold.Kind.FILE:
         file = hold.file
-        return (
-            [(file.project, [file.key, layout.history_prefix(file.project.prefix, file.pk)])]
-            if file is not None
-            else []
-        )
-    if hold.kind == LegalHold.Kind.GLOB:
+        if file is not None:
+            units = [Unit(file.project, file.key, keys=frozenset([file.key]))]
+            units += _history_units(file.project, [file])
+    elif hold.kind == LegalHold.Kind.GLOB:
+        project = hold.project
         files = [
             f
-            for f in MemoryFile.objects.filter(project=hold.project, scope=MemoryFile.Scope.WORKSPACE)
+            for f in MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.WORKSPACE).only(
+                "pk", "scope", "path"
+            )
             if globs.source_matches(hold.glob, f.source_path)
         ]
-        return [
-            (
-                hold.project,
-                [p for f in files for p in (f.key, layout.history_prefix(hold.project.prefix, f.pk))],
+        units = [Unit(project, layout.workspace_prefix(project.prefix), glob=hold.glob)]
+        units += _history_units(project, files)
+    else:
+        for project in Project.objects.filter(
+            Q(memberships__user=hold.user) | Q(files__user=hold.user)
+        ).distinct():
+            units.append(Unit(project, layout.user_prefix(project.prefix, hold.user_id)))
+            units += _history_units(
+                project,
+                list(
+                    MemoryFile.objects.filter(
+                        project=project, scope=MemoryFile.Scope.USER, user=hold.user
+                    ).only("pk")
+                ),
             )
-        ]
-    out = []
-    for project in Project.objects.filter(
-        Q(memberships__user=hold.user) | Q(files__user=hold.user)
-    ).distinct():
-        keys = [layout.user_prefix(project.prefix, hold.user_id)]
-        keys += [
-            layout.history_prefix(project.prefix, f.pk)
-            for f in MemoryFile.objects.filter(project=project, scope=MemoryFile.Scope.USER, user=hold.user)
-        ]
-        shas = set(
-            AgentSession.objects.filter(agent__project=project, user=hold.user)
-            .exclude(prompt_sha256="")
-            .values_list("prompt_sha256", flat=True)
-        )
-        keys += [layout.prompt_key(project.prefix, sha) for sha in sorted(shas)]
-        out.append((project, keys))
-    return out
+            shas = set(
+                AgentSession.objects.filter(agent__project=project, user=hold.user)
+                .exclude(prompt_sha256="")
+                .values_list("prompt_sha256", flat=True)
+            )
+            if shas:
+                keys = frozenset(layout.prompt_key(project.prefix, sha) for sha in shas)
+                units.append(Unit(project, layout.prompts_root(project.prefix), keys=keys))
+    return sorted(units, key=lambda unit: unit.name)
+
+
+def covering_key(project: Project, key: str) -> list[LegalHold]:
+    """The standing holds that cover a key of the project's, whatever it is (a file's head or
+    snapshot, a kept prompt, a snapshot of a file with no record). Oldest first."""
+    if not any_standing(project):
+        return []
+    found = standing().filter(Q(project=project) | Q(kind=LegalHold.Kind.PERSON)).order_by("placed_at")
+    return [
+        hold
+        for hold in found.select_related("project", "file__project", "user")
+        if any(unit.project.pk == project.pk and unit.covers(key) for unit in hold_units(hold))
+    ]

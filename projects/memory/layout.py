@@ -259,11 +259,21 @@ def prompt_key(prefix: str, sha256: str) -> str:
     be able to plant or replace a receipt."""
     if not _SHA256_RE.fullmatch(sha256):
         raise _invalid(_("Not a sha256: %(value)r."), "sha256", value=sha256)
-    return f"{prefix}_prompts/{sha256}.txt"
+    return f"{prompts_root(prefix)}{sha256}.txt"
+
+
+def prompts_root(prefix: str) -> str:
+    """Where every kept prompt of a project lies (see prompt_key)."""
+    return f"{prefix}_prompts/"
+
+
+def history_root(prefix: str) -> str:
+    """Where every file's snapshots lie, a folder per file id (see history_prefix)."""
+    return f"{prefix}_history/"
 
 
 def history_prefix(prefix: str, file_id: uuid.UUID) -> str:
-    return f"{prefix}_history/{_uuid(file_id)}/"
+    return f"{history_root(prefix)}{_uuid(file_id)}/"
 
 
 def snapshot_key(prefix: str, file_id: uuid.UUID, number: int, sha256: str) -> str:

@@ -1,5 +1,7 @@
 """The end of memory's life, in the store: a file expires, old snapshots are pruned, kept
-prompts go, and S3 legal holds are put on (or taken off) what a hold covers.
+prompts go. Each refuses, or leaves out, what a standing legal hold covers (memory.holds), and
+checks it again where the deletion is done, since a hold may be placed in between. (S3 legal
+holds on versions: memory.holding.)
 
 Each step is ordered so that stopping anywhere leaves nothing `reconcile` or the next pre hook
 would misread as somebody else's change:
@@ -12,12 +14,14 @@ would misread as somebody else's change:
   purged (that happens after the deletions);
 - a pruned revision is marked purged first, then its snapshot (every version) is deleted; a
   snapshot left behind is one a revision still names, which classify counts as known.
+
+A hold placed after an expiry or a pruning began stops what is left of it: the leftovers stay
+(the expiry stays unfinished, the snapshots named) until the hold is released.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from concurrent.futures import ThreadPoolExecutor
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -36,11 +40,9 @@ from projects.memory.recording import (
     lock_file,
     record_revision,
 )
-from projects.memory.storage import LegalHoldUnsupported, storage_for
+from projects.memory.storage import storage_for
 from projects.models import AgentSession, MemoryFile, Project, Revision
 from projects.system_text import Message
-
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mgc-hold")
 
 
 def file_expire(*, file: MemoryFile, rule: str, when: dt.datetime | None = None) -> Revision | None:
@@ -133,55 +135,45 @@ def snapshots_delete(project: Project, revisions: list[Revision]) -> int:
 
 
 def purged_leftovers(project: Project) -> list[Revision]:
-    """Purged revisions whose snapshots a stopped run did not delete yet."""
-    return list(
+    """Purged revisions whose snapshots a stopped run did not delete yet (those of files a
+    legal hold covers now stay until it is released)."""
+    found = list(
         Revision.objects.filter(file__project=project, purged_at__isnull=False)
         .exclude(snapshot_key="")
-        .only("pk", "snapshot_key")
+        .only("pk", "snapshot_key", "file_id")
     )
+    if found and holds.any_standing(project):
+        files = MemoryFile.objects.filter(pk__in={r.file_id for r in found}).select_related("project")
+        held = {f.pk for f in files if holds.covering_file(f)}
+        found = [r for r in found if r.file_id not in held]
+    return found
 
 
-def prompts_purge(*, project: Project, sha256s: list[str], removed: dict) -> int:
+def prompts_purge(*, project: Project, sha256s: list[str], removed: dict) -> list[str]:
     """Delete kept prompts (every stored version) and say on their sessions why they are gone
     (`removed`: {how, at, rule or by and reason}), so a session page reads "expired" or
-    "erased", not as a receipt that fails its check."""
+    "erased", not as a receipt that fails its check. A prompt a legal hold covers now (the
+    project's, or a person's whose session got it) is left. Returns the sha256s purged."""
+    sha256s = sorted(set(sha256s) - held_prompts(project, sha256s))
     if not sha256s:
-        return 0
-    count = purge(project, [], keys=[layout.prompt_key(project.prefix, sha) for sha in sha256s])
+        return []
+    purge(project, [], keys=[layout.prompt_key(project.prefix, sha) for sha in sha256s])
     receipts.prompt_forget(project=project, sha256s=sha256s)
     AgentSession.objects.filter(agent__project=project, prompt_sha256__in=sha256s).update(
         prompt_stored=False, prompt_removed=removed
     )
-    return count
+    return sha256s
 
 
-# --- S3 legal holds -----------------------------------------------------------------------------
-
-
-def hold_sweep(project: Project, prefixes: list[str], *, on: bool, keep=None) -> int:
-    """Put an S3 legal hold on (or take it off) every stored version under the prefixes (a
-    prefix may be a whole key). `keep(key)` true leaves a version held when lifting (another
-    hold still covers it). An object written before the bucket kept versions has only the
-    version "null", which SeaweedFS lets be deleted even when held: it is written again as a
-    held version (same bytes and metadata) and the unprotected copy deleted. Returns how many
-    versions were changed. LegalHoldUnsupported when the bucket has no Object Lock."""
-    storage = storage_for(project)
-    if on and not storage.object_lock_enabled():
-        raise LegalHoldUnsupported(storage.bucket_name)
-    versions = [v for p in prefixes for v in storage.versions(p) if "ETag" in v]  # no markers
-    if on and any(v["VersionId"] in (None, "null") for v in versions):
-        for version in [v for v in versions if v["VersionId"] in (None, "null")]:
-            _rewrite_held(storage, version["Key"])
-        versions = [v for p in prefixes for v in storage.versions(p) if "ETag" in v]
-    versions = [v for v in versions if v["VersionId"] not in (None, "null")]
-    targets = [v for v in versions if not (keep and keep(v["Key"]))]
-    list(_POOL.map(lambda v: storage.set_legal_hold(v["Key"], v["VersionId"], on), targets))
-    return len(targets)
-
-
-def _rewrite_held(storage, key: str) -> None:
-    found = storage.read(key)
-    if found is None:
-        return
-    storage.write(key, found.body, metadata=found.metadata, legal_hold=True)
-    storage.remove(key, "null")
+def held_prompts(project: Project, sha256s: list[str]) -> set[str]:
+    """Which of these kept prompts a standing hold covers."""
+    whole, people = holds.covering_sessions(project)
+    if whole:
+        return set(sha256s)
+    if not people:
+        return set()
+    return set(
+        AgentSession.objects.filter(
+            agent__project=project, user_id__in=people, prompt_sha256__in=list(sha256s)
+        ).values_list("prompt_sha256", flat=True)
+    )

@@ -38,6 +38,8 @@ def write_metadata(
         meta["mgc-author-agent"] = str(actor.agent.pk)
     if actor.session_ref:
         meta["mgc-session"] = actor.session_ref
+    if actor.via:
+        meta["mgc-via"] = actor.via
     if restored_from is not None:
         meta["mgc-restored-from"] = str(restored_from)
     if renamed_from is not None:
@@ -50,6 +52,7 @@ _SAME_SAVE = (
     "mgc-author-user",
     "mgc-author-agent",
     "mgc-session",
+    "mgc-via",
     "mgc-base",
     "mgc-restored-from",
     "mgc-renamed-from",
@@ -86,7 +89,13 @@ def actor_from_metadata(meta: dict[str, str]) -> Actor:
     if kind == Revision.AuthorKind.AGENT:
         agent = _agent_named(meta.get("mgc-author-agent", ""))
         if agent is not None:
-            return Actor.for_agent(agent, meta.get("mgc-session", ""))
+            # An agent acting for a signed-in person (the MCP endpoint) names them too.
+            person = None
+            if whole_number(meta.get("mgc-author-user", "")):
+                person = get_user_model().objects.filter(pk=int(meta["mgc-author-user"])).first()
+            return Actor.for_agent(
+                agent, meta.get("mgc-session", ""), on_behalf_of=person, via=meta.get("mgc-via", "")[:10]
+            )
     if kind == Revision.AuthorKind.SYSTEM:
         return Actor.system(unquote(meta.get("mgc-author-label", "")).removeprefix("system:"))
     agent = _agent_named(meta.get("mgc-author-agent", ""))

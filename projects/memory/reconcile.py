@@ -7,12 +7,15 @@ key:
 - `head`, `snapshot`, `session`, `prompt` (ok): a record owns it;
 - `orphan_prompt` (warning): a kept prompt whose pre hook did not commit its session;
 - `orphan_snapshot` (warning): a snapshot no revision points to, from a save that failed or
-  still runs; reconcile deletes it after a grace period;
+  still runs: of a recorded file, or of a file whose record never committed (a first save
+  whose worker died: the post hook makes the record in the save's transaction); reconcile
+  deletes it (every version) after a grace period, unless a legal hold covers it;
 - `untracked` (warning): a memory file with a valid owner but no record yet (a sandbox wrote
   it); reconcile, or the next pre hook, adopts it;
 - `refused` (warning): an object the console refused to adopt (too large, not text, a name
   it refuses): never injected; admins delete it (see `refusals`);
-- `foreign` (error): of an agent, member, file or session this project does not have;
+- `foreign` (error): of an agent, member or session this project does not have, or the
+  snapshot of another project's file (never touched);
 - `outside_layout` (error): not a key the layout builds.
 """
 
@@ -24,7 +27,9 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from projects.memory import adoption, layout, records, refusals
+from projects.memory import adoption, holds, layout, records, refusals
+from projects.memory.errors import Held
+from projects.memory.objects import purge
 from projects.memory.storage import storage_for
 from projects.models import Agent, AgentSession, MemoryFile, Project, Revision
 
@@ -71,6 +76,18 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
         AgentSession.objects.filter(agent__project=project).values_list("prompt_sha256", flat=True).distinct()
     )
     refused = refusals.present_keys(project)
+    # Snapshots of file ids this project has no record of: another project's file (foreign),
+    # or a file whose first save never committed (an orphan).
+    unknown = set()
+    for obj in objects:
+        parsed = layout.parse_key(prefix, obj["Key"]) if obj["Key"].startswith(prefix) else None
+        if parsed is not None and parsed.kind == "history" and str(parsed.file_id) not in file_ids:
+            unknown.add(parsed.file_id)
+    elsewhere = (
+        {str(pk) for pk in MemoryFile.objects.filter(pk__in=unknown).values_list("pk", flat=True)}
+        if unknown
+        else set()
+    )
     out = []
     for obj in objects:
         key = obj["Key"]
@@ -93,8 +110,18 @@ def classify(project: Project, objects: list[dict], *, now: dt.datetime | None =
         elif parsed.kind is None:
             out.append(status("outside_layout", ERROR, f"in {project.slug}'s prefix, not a layout key"))
         elif parsed.kind == "history":
-            if str(parsed.file_id) not in file_ids:
+            if str(parsed.file_id) in elsewhere:
                 out.append(status("foreign", ERROR, f"history of a file {project.slug} does not have"))
+            elif str(parsed.file_id) not in file_ids:
+                out.append(
+                    status(
+                        "orphan_snapshot",
+                        WARNING,
+                        "a snapshot of a file never recorded: a first save that failed (its "
+                        "worker died before the commit) or is still running; reconcile deletes "
+                        "it after its grace period",
+                    )
+                )
             elif key in snapshots:
                 out.append(status("snapshot", OK))
             else:
@@ -167,9 +194,9 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repa
             )
     for item in classify(project, storage.listing(project.prefix)):
         if item.kind == "orphan_snapshot":
-            if item.age_seconds >= orphan_grace_seconds and _still_orphan(item.key):
-                storage.remove(item.key)
-                repairs.append(Repair("orphan_snapshot", item.key, "deleted: no revision uses it"))
+            if item.age_seconds >= orphan_grace_seconds and _still_orphan(project, item):
+                kept = _remove_orphan(project, storage, item.key)
+                repairs.append(Repair("orphan_snapshot", item.key, kept or "deleted: no revision uses it"))
             else:
                 repairs.append(Repair("orphan_snapshot", item.key, "recent, left for now"))
         elif item.kind == "untracked":
@@ -193,6 +220,29 @@ def reconcile(*, project: Project, orphan_grace_seconds: int = 600) -> list[Repa
     return repairs
 
 
-def _still_orphan(key: str) -> bool:
-    """Checked again just before deleting: a save may have recorded it since the listing."""
-    return not Revision.objects.filter(snapshot_key=key).exists()
+def _still_orphan(project: Project, item: KeyStatus) -> bool:
+    """Checked again just before deleting: a save may have recorded it since the listing (the
+    revision, or the file's first record), and a record in another project is not ours."""
+    if Revision.objects.filter(snapshot_key=item.key).exists():
+        return False
+    return not MemoryFile.objects.filter(pk=item.parsed.file_id).exclude(project=project).exists()
+
+
+def _remove_orphan(project: Project, storage, key: str) -> str:
+    """Delete every version of an orphan snapshot, so no copy of a text that was never saved
+    outlives it (erasure finds snapshots by their file's record; this one has none). Returns
+    why it stays instead: a legal hold covers it (by the console's records, or by the S3
+    hold on a version, which is what says so for a file that was never recorded)."""
+    standing = holds.covering_key(project, key)
+    if standing:
+        return "kept: " + ", ".join(f"legal hold #{h.pk}" for h in standing) + " covers it"
+    versions = [v for v in storage.versions(key) if v["Key"] == key and "ETag" in v]
+    if any(
+        v.get("VersionId") not in (None, "null") and storage.legal_hold(key, v["VersionId"]) for v in versions
+    ):
+        return "kept: the storage holds it (an S3 legal hold)"
+    try:
+        purge(project, [], keys=[key])
+    except Held:
+        return "kept: the storage holds it (an S3 legal hold)"
+    return ""

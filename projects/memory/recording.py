@@ -11,6 +11,7 @@ from django.utils import timezone
 from projects.audit import Actor, audit_record
 from projects.memory import holds, indexing, layout, refusals, scanning
 from projects.memory.content import decode
+from projects.memory.errors import Held
 from projects.memory.objects import purge
 from projects.memory.reading import cache_key, forget_cached
 from projects.memory.storage import MemoryStorage
@@ -123,7 +124,12 @@ def expiry_pending(locked: MemoryFile) -> bool:
 def finish_expiry(storage: MemoryStorage, locked: MemoryFile) -> int:
     """Delete what an expiry left: the head object and every snapshot, every stored version of
     them; then the texts' records (search copies, findings, proposals), and the ETag goes. Under
-    the row lock; safe to repeat. Returns how many objects and versions went."""
+    the row lock; safe to repeat. Returns how many objects and versions went. Held when a
+    legal hold placed since the expiry began covers the file: what is left stays, and the
+    expiry stays unfinished until the hold is released."""
+    standing = holds_over(locked)
+    if standing:
+        raise Held(holds.refusal(standing))
     project = locked.project
     removed = purge(project, [layout.history_prefix(project.prefix, locked.pk)], keys=[locked.key])
     now = timezone.now()
@@ -145,5 +151,7 @@ def expected_etag(locked: MemoryFile) -> str:
     there (a save replaces it), else the recorded head's; '' when the key should be empty."""
     if locked.refused_etag:
         return locked.refused_etag
+    if expiry_pending(locked):  # an expiry a legal hold stopped: its old head is still there
+        return locked.head_etag
     live = locked.head is not None and not locked.head.is_deletion
     return locked.head_etag if live else ""

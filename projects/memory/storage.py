@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import boto3
 from botocore.config import Config
@@ -281,10 +283,19 @@ class MemoryStorage(S3Storage):
         return response.get("LegalHold", {}).get("Status") == "ON"
 
     def object_lock_enabled(self) -> bool:
+        """Whether the bucket has S3 Object Lock. Only the store saying there is no lock
+        configuration means no: a failed request is StorageUnavailable (a hold placed while
+        the store stumbles must not be written off as one the store cannot enforce)."""
         try:
             config = self.client.get_object_lock_configuration(Bucket=self.bucket_name)
-        except ClientError:
-            return False
+        except ClientError as exc:
+            if _status(exc) in (400, 404) or error_code(exc) in {
+                "ObjectLockConfigurationNotFoundError",
+                "NoSuchObjectLockConfiguration",
+                "InvalidRequest",
+            }:
+                return False
+            raise _failed("GetObjectLockConfiguration", exc) from exc
         except BotoCoreError as exc:
             raise _failed("GetObjectLockConfiguration", exc) from exc
         return config.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
@@ -327,6 +338,47 @@ class MemoryStorage(S3Storage):
         except (ClientError, BotoCoreError) as exc:
             raise _failed("ListObjectVersions", exc) from exc
         return found
+
+    def versions_page(
+        self, prefix: str, *, key_marker: str = "", version_marker: str = "", max_keys: int = 1000
+    ) -> VersionsPage:
+        """One page of ListObjectVersions under a prefix, from a place a previous page gave:
+        the versions (no delete markers), where the next page starts, and the store's clock
+        when it answered (the Date header: a sweep's mark that needs no agreement between
+        clocks)."""
+        params = {"Bucket": self.bucket_name, "Prefix": prefix, "MaxKeys": max_keys}
+        if key_marker:
+            params["KeyMarker"] = key_marker
+            if version_marker:
+                params["VersionIdMarker"] = version_marker
+        try:
+            page = self.client.list_object_versions(**params)
+        except (ClientError, BotoCoreError) as exc:
+            raise _failed("ListObjectVersions", exc) from exc
+        date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date", "")
+        try:
+            answered = parsedate_to_datetime(date) if date else None
+        except (TypeError, ValueError):
+            answered = None
+        if answered is not None and answered.tzinfo is None:
+            answered = answered.replace(tzinfo=UTC)  # "-0000": UTC, time zone not said
+        truncated = bool(page.get("IsTruncated"))
+        return VersionsPage(
+            versions=page.get("Versions", []),
+            next_key=page.get("NextKeyMarker", "") if truncated else "",
+            next_version=page.get("NextVersionIdMarker", "") if truncated else "",
+            truncated=truncated,
+            date=answered or datetime.now(UTC),
+        )
+
+
+@dataclass(frozen=True)
+class VersionsPage:
+    versions: list[dict]
+    next_key: str
+    next_version: str
+    truncated: bool
+    date: datetime
 
 
 _bucket_storages: dict[str, MemoryStorage] = {}

@@ -211,9 +211,9 @@ def write_revision(
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
     metadata = write_metadata(actor, message, head.number if head else None, restored_from, renamed_from)
-    if expiry_pending(locked):
-        finish_expiry(storage, locked)
     held = holds_over(locked)  # new versions of what a legal hold covers are held from birth
+    if expiry_pending(locked) and not held:  # (a hold keeps what an unfinished expiry left)
+        finish_expiry(storage, locked)
     try:  # a failure here changed nothing visible
         storage.write(snap, data, metadata=metadata, if_none_match=True, legal_hold=bool(held))
     except PreconditionFailed:

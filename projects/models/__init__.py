@@ -22,9 +22,11 @@ from projects.models.runners import (
     AgentSession,
     AgentToken,
     IdempotencyRecord,
+    McpSession,
     RunnerCredential,
     SessionEvent,
 )
+from projects.models.signin import SignInFailure
 
 __all__ = [
     "Agent",
@@ -40,6 +42,7 @@ __all__ = [
     "GroupMapping",
     "IdempotencyRecord",
     "IsolationCheck",
+    "McpSession",
     "LegalHold",
     "Lock",
     "Membership",
@@ -57,6 +60,7 @@ __all__ = [
     "ScimUser",
     "SearchText",
     "SessionEvent",
+    "SignInFailure",
     "WebhookSubscription",
     "default_hook_policy",
     "default_manifest",

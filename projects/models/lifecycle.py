@@ -119,9 +119,53 @@ class LegalHold(models.Model):
         help_text="Who placed it.",
     )
     placed_at = models.DateTimeField(default=timezone.now, help_text="When.")
+
+    class State(models.TextChoices):
+        PLACING = "placing", _("being placed")
+        PLACED = "placed", _("placed")
+        RELEASING = "releasing", _("being released")
+        RELEASED = "released", _("released")
+
     storage_enforced = models.BooleanField(
         default=False, help_text="Every version it covers carries an S3 legal hold."
     )
+    state = models.CharField(
+        max_length=10,
+        choices=State.choices,
+        default=State.PLACING,
+        db_index=True,
+        help_text=(
+            "Where the storage's side stands. Being placed: the console already refuses what it "
+            "covers, and the S3 holds are still being put on; being released: the console no "
+            "longer refuses, and the S3 holds are still being taken off."
+        ),
+    )
+    swept_versions = models.PositiveIntegerField(
+        default=0, help_text="Versions its sweeps put the S3 hold on (while releasing: took it off)."
+    )
+    sweep_cursor = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where an unfinished sweep goes on; the versions it could not change yet.",
+    )
+    sweep_error = models.CharField(
+        max_length=500, blank=True, help_text="Why the last sweep stopped short (empty when it did not)."
+    )
+    sweep_owner = models.CharField(max_length=64, blank=True, help_text="The sweep running now, if any.")
+    sweep_lease_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The running sweep owns the hold until then; after it, another may go on.",
+    )
+    sweep_queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a background sweep was last put on the queue."
+    )
+    swept_through = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="By the storage's clock: every version it covers written before this carries the S3 hold.",
+    )
+    swept_at = models.DateTimeField(null=True, blank=True, help_text="When its last whole sweep ended.")
     released_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -142,3 +186,12 @@ class LegalHold(models.Model):
 
     def describe(self) -> str:
         return self.target
+
+    @property
+    def sweep_failed_count(self) -> int:
+        """Versions its sweep could not change yet (the storage refused or did not answer)."""
+        return len((self.sweep_cursor or {}).get("failed", []))
+
+    @property
+    def sweeping(self) -> bool:
+        return self.state in (self.State.PLACING, self.State.RELEASING)

@@ -144,6 +144,14 @@ class AgentSession(models.Model):
         help_text="The pre hook's Idempotency-Key, if the runner sent one: the same key again "
         "(a retry after a lost answer) gets this session, not a second one.",
     )
+    via = models.CharField(
+        max_length=10,
+        blank=True,
+        default="",
+        help_text="mcp: opened by the console's own MCP endpoint, whose user (if any) signed in "
+        "through the identity provider; the agent's writes are then theirs to answer for too "
+        '("agent X, on behalf of person Y, via MCP"). Empty: a runner\'s session.',
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -225,3 +233,60 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} in {self.session_id}"
+
+
+class McpSession(models.Model):
+    """One MCP session at the console's own endpoint (/mcp/): who opened it (a person signed
+    in through the identity provider, or a runner token), the agent chosen (by the URL or a
+    tool) and the console session its pre hook opened. Its id is the Mcp-Session-Id the
+    client sends back; a request from anyone else finds no such session."""
+
+    id = models.UUIDField(
+        primary_key=True, default=uuid.uuid4, editable=False, help_text="The Mcp-Session-Id header's value."
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The person whose access token opened it (empty for a runner token).",
+    )
+    token = models.ForeignKey(
+        AgentToken,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The runner token that opened it, for an agent host without a person.",
+    )
+    agent = models.ForeignKey(
+        Agent,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The agent chosen, by the endpoint's URL or the memory_use_agent tool.",
+    )
+    session = models.ForeignKey(
+        AgentSession,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The console session the pre hook opened for the chosen agent.",
+    )
+    protocol_version = models.CharField(max_length=20, help_text="The MCP revision agreed at initialize.")
+    client = models.CharField(max_length=200, blank=True, help_text="The client's name and version.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the client initialized.")
+    last_seen_at = models.DateTimeField(help_text="The last request (to within a minute).")
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="When it ended.")
+    ended_reason = models.CharField(
+        max_length=40, blank=True, help_text="client_left, idle, signed_out, agent_changed."
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["ended_at", "last_seen_at"], name="mcp_session_idle")]
+
+    def __str__(self) -> str:
+        return f"MCP session {str(self.id)[:8]}"

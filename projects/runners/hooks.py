@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from projects import metrics, outbox
-from projects.audit import Actor, audit_record
+from projects.audit import VIA_MCP, Actor, audit_record
 from projects.errors import Refusal
 from projects.memory import errors, layout, removal, store
 from projects.memory.content import encode
@@ -32,6 +32,15 @@ class WriteRequest:
     content: str = ""
     base_revision: int | None = None
     new_path: str | None = None  # a rename's target
+
+
+def session_actor(session: AgentSession) -> Actor:
+    """Who a session's writes are by: its agent; for a session of the console's MCP endpoint
+    opened by a person who signed in, the agent on behalf of that person, via MCP."""
+    if session.via == VIA_MCP:
+        person = session.user if session.user_id else None
+        return Actor.for_agent(session.agent, str(session.pk), on_behalf_of=person, via=VIA_MCP)
+    return Actor.for_agent(session.agent, str(session.pk))
 
 
 def apply_write(file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor, message):
@@ -58,7 +67,7 @@ def hook_post(
     in the last transaction. `end`: the post ends the session (runtimes that write as they go,
     such as the MCP server, send end=false until their client leaves)."""
     agent = session.agent
-    actor = Actor.for_agent(agent, str(session.id))
+    actor = session_actor(session)
     seen = receipt_revisions(session)
     results = []
     message = summary[:500] if summary else system_message("post_hook", session=str(session.id)[:8])
@@ -286,7 +295,7 @@ def hook_event(
                 revision = store.file_append(
                     file=file,
                     addition=line,
-                    actor=Actor.for_agent(session.agent, str(session.id)),
+                    actor=session_actor(session),
                     message=system_message(f"{kind}_hook"),
                 )
                 outcome.update(logged_to=log_path, revision=revision.number)

@@ -16,12 +16,15 @@ from projects.runners.policy import HookError
 
 
 def hook_pre(
-    *, agent: Agent, user, external_ref: str = "", request_key: str = ""
+    *, agent: Agent, user, external_ref: str = "", request_key: str = "", via: str = ""
 ) -> tuple[AgentSession, injection.Assembly | None]:
     """Catch up with the bucket (direct writes become revisions), assemble, record a receipt.
 
     If S3 cannot be listed the prompt is assembled from what the console recorded, and the
     receipt and answer say the bucket was not checked (`bucket_checked: false`).
+
+    `via`: "mcp" for the console's own MCP endpoint (AgentSession.via: the agent then acts on
+    behalf of the signed-in user).
 
     With a `request_key` (the runner's Idempotency-Key) a retry whose first answer was lost
     opens no second session: it gets (the recorded session, None), and the caller answers
@@ -97,7 +100,7 @@ def hook_pre(
             erased = False
             try:
                 with transaction.atomic():  # a savepoint: a concurrent retry may win the key
-                    session = _pre_records(agent, user, external_ref, assembly, stored, request_key)
+                    session = _pre_records(agent, user, external_ref, assembly, stored, request_key, via)
             except IntegrityError:
                 return _session_of(agent, request_key), None
     if erased:
@@ -113,7 +116,10 @@ def _forget_prompt(project, sha256: str) -> None:
     """Take back a prompt kept for a session that was not recorded, unless a recorded session
     returned the same bytes."""
     if not AgentSession.objects.filter(agent__project=project, prompt_sha256=sha256).exists():
-        objects.purge(project, [layout.prompt_key(project.prefix, sha256)])
+        try:
+            objects.purge(project, [layout.prompt_key(project.prefix, sha256)])
+        except errors.Held:  # a legal hold placed meanwhile keeps it (the storage refused)
+            return
         receipts.prompt_forget(project=project, sha256s=[sha256])
 
 
@@ -126,7 +132,13 @@ def _session_of(agent: Agent, request_key: str) -> AgentSession | None:
 
 
 def _pre_records(
-    agent: Agent, user, external_ref: str, assembly: injection.Assembly, stored: bool, request_key: str = ""
+    agent: Agent,
+    user,
+    external_ref: str,
+    assembly: injection.Assembly,
+    stored: bool,
+    request_key: str = "",
+    via: str = "",
 ) -> AgentSession:
     # One row is the receipt and the pre hook's event (the session page shows it as the first
     # event): one INSERT on the hook's path, not two.
@@ -144,6 +156,7 @@ def _pre_records(
         truncated=any(s.truncated for s in assembly.sections),
         bucket_checked=bool(assembly.bucket_checked),
         request_key=request_key,
+        via=via,
     )
     # Not an audited change, so its event is emitted here (no subscription: no query at all).
     outbox.emit(

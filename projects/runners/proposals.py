@@ -13,7 +13,7 @@ from projects.audit import Actor, audit_record
 from projects.memory import records, removal
 from projects.models import MemoryFile, Proposal, Revision
 from projects.runners import injection
-from projects.runners.hooks import apply_write
+from projects.runners.hooks import apply_write, session_actor
 from projects.runners.policy import HookError
 from projects.system_text import message as system_message
 
@@ -39,7 +39,12 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
                 "file_deleted",
                 _("The file was deleted after this was proposed: restore it first, or reject the proposal."),
             )
-        actor = Actor.for_agent(locked.agent, str(locked.session_id or ""))
+        # The agent, as its session wrote (on behalf of the person who signed in, via MCP).
+        actor = (
+            session_actor(locked.session)
+            if locked.session_id and locked.session.agent_id == locked.agent_id
+            else Actor.for_agent(locked.agent, str(locked.session_id or ""))
+        )
         message = (
             system_message("approved_note", user=by.get_username(), note=note)
             if note

@@ -120,7 +120,7 @@ class SignInErrorMiddleware(SocialAuthExceptionMiddleware):
 
     def render_error(self, request, exception):
         status = self.get_error_status(request, exception)
-        metrics.signin_refusals.labels(refusal_reason(exception)).inc()
+        metrics.signin_refused(refusal_reason(exception))
         self._log_error(exception, status)
         title, message = explain(exception)
         response = render(

@@ -8,104 +8,74 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.utils.translation import gettext as _
 from social_core.exceptions import AuthAssociationError, AuthPolicyError, AuthResponseError
-from social_django.models import UserSocialAuth
 
-from projects.audit import Actor, audit_record
 from projects.governance import groups as group_service
-from projects.governance import identities
-from projects.models import Lock
-from projects.scim import provisioning
+from projects.sso import identity
 
-CONTEXT = "_oidc_id_token_context"  # where social-auth keeps the first ID token's iss/sub/aud
+CONTEXT = identity.CONTEXT
 
 
 def account(backend, uid, details, social=None, *args, **kwargs):
     """The account for this identity: found by the provider's subject, or made now from
-    the username claim. A name taken in the console (or reading like one) refuses the
-    sign-in: an identity never takes over an account it is not linked to."""
+    the username claim (identity.py: the same rule as the MCP endpoint's). A name taken in
+    the console (or reading like one) refuses the sign-in: an identity never takes over an
+    account it is not linked to."""
     claims = backend.id_token or {}
-    if social is not None:
-        known = (social.extra_data or {}).get(CONTEXT, {}).get("iss")
-        if known and known != claims.get("iss"):
-            raise AuthAssociationError(
-                backend,
-                code="identity_in_use",
-                stage="pipeline",
-                context={
-                    "message": _(
-                        "This identity's account was linked through another identity "
-                        "provider (%(issuer)s). Nobody was signed in."
-                    )
-                    % {"issuer": known}
-                },
-            )
-        if not social.user.is_active:
-            raise AuthPolicyError(
-                backend,
-                code="authentication_disallowed",
-                stage="pipeline",
-                context={"username": social.user.get_username()},
-            )
-        return {"user": social.user, "is_new": False}
-    claim = settings.MGC_OIDC_USERNAME_CLAIM
+    issuer = claims.get("iss", "")
     try:
-        username = identities.username_from_claim(details.get("username"), claim=claim)
-    except ValidationError as exc:
-        raise AuthResponseError(
-            backend, code="missing_claim", claim=claim, stage="pipeline", context={"message": exc.messages[0]}
-        ) from None
-    with transaction.atomic():
-        Lock.hold(Lock.ACCOUNTS)
-        # A first sign-in of the same person in another tab may have linked it meanwhile.
-        linked = UserSocialAuth.objects.filter(provider=backend.name, uid=str(uid)).first()
-        if linked is not None:
-            return {"user": linked.user, "social": linked, "is_new": False}
-        # An account the directory provisioned for this name (SCIM) is this person's: their
-        # first sign-in links it, as long as nothing is linked to it yet.
-        provisioned = provisioning.account_for_sign_in(username)
-        if provisioned is not None:
-            if not provisioned.is_active:
-                raise AuthPolicyError(
-                    backend,
-                    code="authentication_disallowed",
-                    stage="pipeline",
-                    context={"username": username},
-                )
-            social = backend.strategy.storage.user.create_social_auth(provisioned, str(uid), backend.name)
-            audit_record(
-                actor=Actor.system("sign-in"),
-                action="account.link",
-                obj=provisioned,
-                details={
-                    "user": username,
-                    "via": "provisioned",
-                    "issuer": claims.get("iss", ""),
-                    "subject": str(uid),
-                },
-            )
-            return {"user": provisioned, "social": social, "is_new": False, "new_association": True}
-        try:
-            user = identities.account_create_for_identity(
-                username=username,
-                issuer=claims.get("iss", ""),
-                subject=str(uid),
-                email=details.get("email") or "",
-                first_name=details.get("first_name") or "",
-                last_name=details.get("last_name") or "",
-            )
-        except ValidationError as exc:
-            raise AuthAssociationError(
-                backend,
-                code="username_in_use",
-                stage="pipeline",
-                context={"username": username, "reason": exc.code},
-            ) from None
-        social = backend.strategy.storage.user.create_social_auth(user, str(uid), backend.name)
+        if social is not None:
+            return {"user": identity.account_checked(social, issuer=issuer), "is_new": False}
+        user, social, is_new = identity.account_for_identity(
+            issuer=issuer,
+            subject=str(uid),
+            username_value=details.get("username"),
+            claim=settings.MGC_OIDC_USERNAME_CLAIM,
+            email=details.get("email") or "",
+            first_name=details.get("first_name") or "",
+            last_name=details.get("last_name") or "",
+        )
+    except identity.IdentityRefused as refused:
+        raise _refusal(backend, refused) from None
+    if not is_new:
+        return {"user": user, "social": social, "is_new": False}
     return {"user": user, "social": social, "is_new": True, "new_association": True}
+
+
+def _refusal(backend, refused: identity.IdentityRefused):
+    """social-auth's error for a refused identity (errors.py words it for people)."""
+    details = refused.details
+    if refused.code == "identity_in_use":
+        return AuthAssociationError(
+            backend,
+            code="identity_in_use",
+            stage="pipeline",
+            context={
+                "message": _(
+                    "This identity's account was linked through another identity "
+                    "provider (%(issuer)s). Nobody was signed in."
+                )
+                % {"issuer": details["issuer"]}
+            },
+        )
+    if refused.code == "authentication_disallowed":
+        context = {"username": details["username"]}
+        return AuthPolicyError(backend, code="authentication_disallowed", stage="pipeline", context=context)
+    if refused.code == "username_in_use":
+        return AuthAssociationError(
+            backend,
+            code="username_in_use",
+            stage="pipeline",
+            context={"username": details["username"], "reason": details["reason"]},
+        )
+    return AuthResponseError(
+        backend,
+        code="missing_claim",
+        claim=details["claim"],
+        stage="pipeline",
+        context={"message": details["message"]},
+    )
 
 
 def memberships(backend, user, groups=None, *args, **kwargs):

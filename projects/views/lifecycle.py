@@ -9,7 +9,6 @@ from django.utils.translation import gettext as _
 
 from projects.forms.lifecycle import HoldForm, HoldReleaseForm, RetentionRuleForm
 from projects.governance import holds, permissions, retention
-from projects.memory import errors
 from projects.models import LegalHold, MemoryFile, RetentionRule
 from projects.views.base import project_view
 
@@ -70,6 +69,9 @@ def holds_view(request, project, role):
             try:
                 if data["file"] and file is None:
                     raise ValidationError(_("No such file in this project."), code="hold_file")
+                # One page of versions here; a larger hold goes on in the events worker, its
+                # progress on this page. A sweep the storage cut short is taken on again by the
+                # same placement, reconcile or the periodic sweep: the hold stands meanwhile.
                 hold, sweep = holds.hold_place(
                     by=request.user,
                     project=project,
@@ -78,20 +80,22 @@ def holds_view(request, project, role):
                     user=data["person"],
                     file=file,
                     glob=data["glob"],
+                    budget=holds.INLINE_VERSIONS,
                 )
             except ValidationError as exc:
                 form.add_error(None, exc)
-            except errors.StoreError as exc:  # at the form, with what was typed
-                form.add_error(None, exc.message)
             else:
-                messages.success(
-                    request,
-                    _(
-                        "Placed legal hold #%(id)s on %(what)s: %(count)s stored versions are held by "
-                        "the storage itself."
-                    )
-                    % {"id": hold.pk, "what": hold.describe(), "count": sweep.versions},
-                )
+                said = _("Placed legal hold #%(id)s on %(what)s.") % {"id": hold.pk, "what": hold.describe()}
+                if sweep.existing:
+                    said = _("Legal hold #%(id)s on %(what)s was placed before: no second hold.") % {
+                        "id": hold.pk,
+                        "what": hold.describe(),
+                    }
+                said += " " + holds.sweep_summary(sweep)
+                if sweep.finished:
+                    messages.success(request, said)
+                else:
+                    messages.warning(request, said)
                 if sweep.note:
                     messages.warning(request, sweep.note)
                 return redirect("projects:holds", slug=project.slug)
@@ -115,21 +119,11 @@ def hold_release_view(request, project, role, hold_id):
     hold = get_object_or_404(LegalHold, project=project, pk=hold_id)
     form = HoldReleaseForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
-    try:
-        sweep = holds.hold_release(by=request.user, hold=hold, note=note)
-    except errors.StoreError as exc:  # released all the same: say what is left to do
-        messages.error(
-            request,
-            _(
-                "The hold is released in the console, but the storage did not "
-                "answer: %(problem)s Release it again."
-            )
-            % {"problem": exc.message},
-        )
+    sweep = holds.hold_release(by=request.user, hold=hold, note=note, budget=holds.INLINE_VERSIONS)
+    said = _("Released legal hold #%(id)s on %(what)s.") % {"id": hold.pk, "what": hold.describe()}
+    said += " " + holds.sweep_summary(sweep)
+    if sweep.finished:
+        messages.success(request, said)
     else:
-        messages.success(
-            request,
-            _("Released legal hold #%(id)s on %(what)s (%(count)s stored versions).")
-            % {"id": hold.pk, "what": hold.describe(), "count": sweep.versions},
-        )
+        messages.warning(request, said)
     return redirect("projects:holds", slug=project.slug)

@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Q
 
 from projects.governance import holds
 from projects.models import LegalHold, MemoryFile, Project
@@ -10,7 +11,9 @@ class Command(BaseCommand):
     help = (
         "Place, release or list legal holds. While a hold stands, erasure, deletion and "
         "retention refuse what it covers, and the storage holds every version of it (S3 "
-        "Object Lock legal hold)."
+        "Object Lock legal hold). Placing the same hold again (same scope and case) finishes "
+        "one whose storage sweep stopped short; it never makes a second hold. `sweep` puts "
+        "every standing hold's S3 holds back from the first version (after a restore)."
     )
 
     def add_arguments(self, parser):
@@ -28,6 +31,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--by", default="", help="Who acts (a username; default: the project's first admin)."
         )
+        parser.add_argument(
+            "--background",
+            action="store_true",
+            help="Sweep the first 1,000 versions here and leave the rest to the events worker.",
+        )
 
     def handle(
         self,
@@ -41,18 +49,30 @@ class Command(BaseCommand):
         reason="",
         case="",
         by="",
+        background=False,
         **options,
     ):
         project_obj = Project.objects.filter(slug=project).first() if project else None
         if action == "sweep":
             if project and project_obj is None:
                 raise CommandError(f"No project with slug {project!r}.")
+            unfinished = []
             for item, sweep in holds.holds_sweep_again(project=project_obj):
+                what = f"legal hold #{item.pk} on {item.describe()}"
+                if not sweep.finished:
+                    self.stdout.write(self.style.WARNING(f"{what}: {holds.sweep_summary(sweep)}"))
+                    unfinished.append(f"#{item.pk}")
+                    continue
                 self.stdout.write(
-                    f"#{item.pk}\t{item.describe()}: {sweep.versions} version(s) held in storage"
+                    self.style.SUCCESS(f"swept {what}: {sweep.versions} version(s) held in storage")
                 )
                 if sweep.note:
                     self.stdout.write(self.style.WARNING(sweep.note))
+            if unfinished:
+                raise CommandError(
+                    f"legal hold(s) {', '.join(unfinished)} not yet held in storage everywhere; "
+                    "run the same command again."
+                )
             return
         if project_obj is None:
             raise CommandError(f"No project with slug {project!r}." if project else "--project is required.")
@@ -61,10 +81,11 @@ class Command(BaseCommand):
                 state = "released" if item.released_at else "standing"
                 self.stdout.write(
                     f"#{item.pk}\t{state}\t{item.describe()}\t{item.reason}\t"
-                    f"{item.case_reference}\t{item.placed_at:%Y-%m-%d}"
+                    f"{item.case_reference}\t{item.placed_at:%Y-%m-%d}\t{_storage_state(item)}"
                 )
             return
         actor = self._actor(project_obj, by)
+        budget = holds.INLINE_VERSIONS if background else None
         if action == "place":
             person = self._user(user) if user else None
             file_obj = self._file(project_obj, file) if file else None
@@ -77,30 +98,39 @@ class Command(BaseCommand):
                     user=person,
                     file=file_obj,
                     glob=path or "",
+                    budget=budget,
                 )
             except ValidationError as exc:
                 raise CommandError(" ".join(exc.messages)) from exc
+            self._report(f"legal hold #{placed.pk} on {placed.describe()}", sweep, "placed")
+            return
+        for item in self._find(project_obj, hold, user, path, file):
+            sweep = holds.hold_release(by=actor, hold=item, note=reason, budget=budget)
+            self._report(f"legal hold #{item.pk} on {item.describe()}", sweep, "released")
+
+    def _report(self, what: str, sweep, done: str) -> None:
+        if sweep.finished:
+            again = (
+                " (the hold recorded before: no second one)" if sweep.existing and done == "placed" else ""
+            )
+            verb = "held" if done == "placed" else "released"
             self.stdout.write(
-                self.style.SUCCESS(
-                    f"placed legal hold #{placed.pk} on {placed.describe()}: {sweep.versions} "
-                    f"version(s) held in storage"
-                )
+                self.style.SUCCESS(f"{done} {what}{again}: {sweep.versions} version(s) {verb} in storage")
             )
             if sweep.note:
                 self.stdout.write(self.style.WARNING(sweep.note))
             return
-        found = self._find(project_obj, hold, user, path, file)
-        for item in found:
-            sweep = holds.hold_release(by=actor, hold=item, note=reason)
-            self.stdout.write(
-                self.style.SUCCESS(
-                    f"released legal hold #{item.pk} on {item.describe()}: {sweep.versions} "
-                    f"version(s) released in storage"
-                )
-            )
+        self.stdout.write(self.style.WARNING(f"{what}: {holds.sweep_summary(sweep)}"))
+        if not (sweep.busy or sweep.background):
+            # Recorded, refused over by the console, but not yet held by the storage everywhere:
+            # a script must not take that for done.
+            raise CommandError(f"{what} is not yet {done} in storage everywhere; run the same command again.")
 
     def _find(self, project, number, user, path, file):
-        standing = holds.holds_of(project, standing_only=True)
+        # A hold whose release stopped short is found again, so releasing it again finishes it.
+        standing = holds.holds_of(project).filter(
+            Q(released_at__isnull=True) | Q(state=LegalHold.State.RELEASING)
+        )
         if number:
             standing = standing.filter(pk=number)
         elif user:
@@ -142,3 +172,19 @@ class Command(BaseCommand):
         if actor is None:
             raise CommandError("Name who acts with --by.")
         return actor
+
+
+def _storage_state(hold: LegalHold) -> str:
+    """The storage's side, for `list`: placed, being placed (how far), released..."""
+    failed = len((hold.sweep_cursor or {}).get("failed", []))
+    if hold.state == LegalHold.State.PLACING:
+        text = f"being placed: {hold.swept_versions} version(s) held so far"
+        text += f", {failed} not yet" if failed else ""
+        return text + (f" ({hold.sweep_error})" if hold.sweep_error else "")
+    if hold.state == LegalHold.State.RELEASING:
+        return f"being released: {hold.swept_versions} version(s) released so far"
+    if hold.state == LegalHold.State.RELEASED:
+        return "released in storage"
+    if not hold.storage_enforced:
+        return "placed: the console only (the bucket has no Object Lock)"
+    return f"placed: {hold.swept_versions} version(s) held in storage"

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from projects.governance import holds
 from projects.memory.errors import StoreError
 from projects.memory.reconcile import reconcile
 from projects.models import Project
@@ -8,9 +9,10 @@ from projects.runners import idempotency
 
 class Command(BaseCommand):
     help = (
-        "Repair half-done saves, record changes written to S3 directly as 'external' "
-        "revisions, adopt new files found in storage, delete orphan snapshots, and forget "
-        "expired idempotency keys."
+        "Finish legal holds whose storage sweep stopped short and hold what was written to S3 "
+        "directly under a standing hold; repair half-done saves, record changes written to S3 "
+        "directly as 'external' revisions, adopt new files found in storage, delete orphan "
+        "snapshots, and forget expired idempotency keys."
     )
 
     def add_arguments(self, parser):
@@ -19,7 +21,10 @@ class Command(BaseCommand):
             "--orphan-grace",
             type=int,
             default=600,
-            help="Seconds an unreferenced snapshot is left alone (default 600).",
+            help=(
+                "Seconds an unreferenced snapshot is left alone (default 600): a save still "
+                "running writes its snapshot before it commits."
+            ),
         )
 
     def handle(self, *args, project=None, orphan_grace=600, **options):
@@ -28,6 +33,16 @@ class Command(BaseCommand):
             projects = projects.filter(slug=project)
             if not projects.exists():
                 raise CommandError(f"No project with slug {project!r}.")
+        unfinished = 0
+        for hold, sweep in holds.holds_settle(projects.first() if project else None):
+            if sweep.finished and not sweep.changed:
+                continue  # nothing was left to do
+            if sweep.finished and not sweep.releasing:
+                line = f"{sweep.changed} version(s) held in storage now ({sweep.versions} in all)"
+            else:
+                line = holds.sweep_summary(sweep)
+                unfinished += not sweep.finished
+            self.stdout.write(f"{hold.project.slug}\tlegal_hold\t#{hold.pk}\t{line}")
         total = 0
         for item in projects:
             try:
@@ -43,3 +58,5 @@ class Command(BaseCommand):
                 f"reconcile: {total} finding(s); {forgotten} expired idempotency record(s) forgotten"
             )
         )
+        if unfinished:
+            raise CommandError(f"{unfinished} legal hold(s) not yet swept to the end; run reconcile again.")

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0024_pre_hook_request_key'),
+        ('projects', '0027_hold_state'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
