@@ -195,6 +195,47 @@ def test_request_id_is_made_here_unless_a_trusted_proxy_set_it(client, settings)
     assert odd["X-Request-ID"] != "bad id\twith spaces"
 
 
+@pytest.mark.db_independent
+def test_sign_in_refusals_are_counted_by_kind_at_the_door_and_in_the_backends(
+    db, make_user, settings, monkeypatch
+):
+    from django.core.cache import cache
+
+    from projects.governance import checkpool
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.MGC_LOGIN_FAILURE_LIMIT = 2
+    cache.clear()
+    make_user("nina")
+    reasons = ("password", "locked", "busy")
+    before = {reason: _sample("mgc_signin_refusals_total", reason=reason) for reason in reasons}
+
+    def attempt() -> int:
+        answer = Client().post(
+            "/accounts/login/", {"username": "nina", "password": "not hers"}, REMOTE_ADDR="203.0.113.9"
+        )
+        return answer.status_code
+
+    def counted() -> dict:
+        return {r: _sample("mgc_signin_refusals_total", reason=r) - before[r] for r in reasons}
+
+    try:
+        assert [attempt(), attempt()] == [200, 200]  # two wrong passwords: the pair is locked
+        assert counted() == {"password": 2, "locked": 0, "busy": 0}
+        assert attempt() == 429  # refused at the door: the cache knows
+        assert counted() == {"password": 2, "locked": 1, "busy": 0}
+        cache.clear()  # a process whose cache does not know: the guard backend reads the database
+        assert attempt() == 429
+        assert counted() == {"password": 2, "locked": 2, "busy": 0}
+        cache.clear()
+        monkeypatch.setattr(checkpool.pool().lanes[False], "full", lambda: True)  # every check taken
+        settings.MGC_LOGIN_FAILURE_LIMIT = 10
+        assert attempt() == 429
+        assert counted() == {"password": 2, "locked": 2, "busy": 1}
+    finally:
+        cache.clear()
+
+
 def test_refused_sign_ins_and_retention_runs_are_counted(s3, db, client, project, make_user, admin):
     from projects.governance import holds, retention
 

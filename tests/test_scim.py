@@ -267,3 +267,34 @@ def test_a_provisioned_account_is_linked_at_its_first_sign_in(client, sso, provi
     assert answer.status_code == 302 and answer["Location"] == "/", answer.content[:300]
     assert client.session["_auth_user_id"] == str(get_user_model().objects.get(username="bob").pk)
     assert AuditEvent.objects.filter(action="account.link", details__via="provisioned").exists()
+
+
+def test_an_mcp_access_token_links_a_provisioned_account_and_a_deactivated_one_is_refused(
+    client, sso, provider_token, project
+):
+    """The rule lives in sso/identity.py, so the MCP endpoint obeys it as the sign-in does."""
+    from social_django.models import UserSocialAuth
+
+    from tests.test_mcp_console import Mcp, access_token
+
+    directory = scim_client(provider_token)
+    directory.create(User(user_name="vera", active=True))
+    directory.create(User(user_name="yuri", active=False))
+    for name in ("vera", "yuri"):
+        sso.user(name, password=f"pw-{name}")
+    resource = "http://testserver/mcp/"
+
+    vera = Mcp(client, access_token(sso, "vera", resource=resource))
+    assert "instructions" in vera.initialize()
+    link = UserSocialAuth.objects.get(user__username="vera")
+    assert link.user.scim is not None  # the provisioned account, not one made now
+    assert AuditEvent.objects.filter(action="account.link", details__user="vera").exists()
+
+    yuri = Mcp(client, access_token(sso, "yuri", resource=resource))
+    refused = yuri.post(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    )
+    assert refused.status_code == 401 and "deactivated" in refused.content.decode()
+    assert not UserSocialAuth.objects.filter(user__username="yuri").exists()
+    assert get_user_model().objects.filter(username__icontains="yuri").count() == 1  # no second one

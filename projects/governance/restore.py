@@ -77,7 +77,7 @@ def dump_moment() -> dt.datetime:
     """The newest moment the database records (the dump was taken after it): the latest audit
     event, revision or session."""
     moments = [
-        AuditEvent.objects.aggregate(m=Max("at"))["m"],
+        AuditEvent.objects.aggregate(m=Max("created_at"))["m"],
         Revision.objects.aggregate(m=Max("created_at"))["m"],
         AgentSession.objects.aggregate(m=Max("created_at"))["m"],
     ]
