@@ -184,7 +184,9 @@ def test_a_pre_and_a_post_hook_move_their_histograms_and_the_writes(s3, db, agen
 
 
 @pytest.mark.db_independent
-def test_request_id_is_made_here_unless_a_trusted_proxy_set_it(client, settings):
+def test_request_id_is_made_here_unless_a_trusted_proxy_set_it(db, client, settings):
+    # `db`: a request checks the thread's persistent connection when it sat idle (health.py),
+    # and one an earlier test left open is this thread's.
     settings.MGC_TRUSTED_PROXIES = 0
     made = client.get("/accounts/login/", HTTP_X_REQUEST_ID="client-chose-this")
     assert made["X-Request-ID"] != "client-chose-this"
