@@ -198,6 +198,26 @@ def test_request_id_is_made_here_unless_a_trusted_proxy_set_it(db, client, setti
 
 
 @pytest.mark.db_independent
+def test_s3_errors_are_counted_by_operation(s3, db, project):
+    from projects.memory.errors import StorageUnavailable
+    from projects.memory.storage import storage_for
+
+    storage = storage_for(project)
+    key = f"{project.prefix}workspace/probe.md"
+    before = {op: _sample("mgc_s3_errors_total", operation=op) for op in ("GetObject", "PutObject")}
+    s3.proxy.inject("*", r".*", "status", status=503, times=10**6)
+    try:
+        with pytest.raises(StorageUnavailable):
+            storage.read(key)
+        with pytest.raises(StorageUnavailable):
+            storage.write(key, b"x\n")
+    finally:
+        s3.proxy.heal()
+    assert _sample("mgc_s3_errors_total", operation="GetObject") == before["GetObject"] + 1
+    assert _sample("mgc_s3_errors_total", operation="PutObject") == before["PutObject"] + 1
+
+
+@pytest.mark.db_independent
 def test_sign_in_refusals_are_counted_by_kind_at_the_door_and_in_the_backends(
     db, make_user, settings, monkeypatch
 ):

@@ -51,7 +51,7 @@ def etags(storage, prefix: str) -> dict[str, str]:
         try:  # the configured store's answer, parsed as botocore parses it
             root = ET.fromstring(data or b"")  # noqa: S314 - expat, no entities
         except ET.ParseError as exc:
-            raise _failed("ListObjectsV2", exc) from exc
+            raise _failed(exc, operation="ListObjectsV2") from exc
         for item in root.iter(f"{_S3_NS}Contents"):
             found[unquote_str(item.findtext(f"{_S3_NS}Key", ""))] = item.findtext(f"{_S3_NS}ETag", "")
         token = root.findtext(f"{_S3_NS}NextContinuationToken", "")
@@ -107,10 +107,10 @@ def signed_get(storage, key: str, params: dict[str, str]) -> bytes | None:
         error = RuntimeError(f"{response.status} {response.data[:300]!r}")
         if response.status < 500 and response.status != 429:
             break
-    raise _failed("GetObject" if key else "ListObjectsV2", error or RuntimeError("no answer"))
+    raise _failed(error or RuntimeError("no answer"), operation="GetObject" if key else "ListObjectsV2")
 
 
-def _failed(operation: str, exc: Exception) -> StorageUnavailable:
+def _failed(exc: Exception, *, operation: str) -> StorageUnavailable:
     """A read changes nothing: logged and counted as the storage's failures are, "nothing was
     changed"."""
     logger.warning("S3 %s failed: %s", operation, exc)

@@ -79,7 +79,10 @@ def _is_missing(exc: ClientError) -> bool:
     return _status(exc) == 404 or error_code(exc) in {"NoSuchKey", "404", "NotFound"}
 
 
-def _failed(operation: str, exc: Exception, *, outcome: str = "not_applied") -> StorageUnavailable:
+def _failed(exc: Exception, *, outcome: str = "not_applied", operation: str = "") -> StorageUnavailable:
+    """Logged and counted in mgc_s3_errors_total by operation: the one named, else botocore's
+    (a ClientError knows its operation), else "unknown"."""
+    operation = operation or getattr(exc, "operation_name", "") or "unknown"
     logger.warning("S3 %s failed: %s", operation, exc)
     metrics.s3_errors.labels(operation).inc()
     if outcome == "unknown":
@@ -141,9 +144,9 @@ class MemoryStorage(S3Storage):
                 return None
             if max_bytes is not None and _status(exc) == 416:  # an empty object has no byte 0
                 return self.read(key, if_match=if_match)
-            raise _failed("GetObject", exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
         except BotoCoreError as exc:
-            raise _failed("GetObject", exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
 
     def sha256_of(self, key: str, etag: str, max_bytes: int) -> str | None:
         """sha256 of the object at `key` if it still has `etag` and holds at most `max_bytes`,
@@ -159,9 +162,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if _is_missing(exc) or _is_precondition_failed(exc):
                 return None
-            raise _failed("GetObject", exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
         except BotoCoreError as exc:
-            raise _failed("GetObject", exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
         return digest.hexdigest()
 
     def describe(self, key: str) -> StoredObject | None:
@@ -171,9 +174,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if _is_missing(exc):
                 return None
-            raise _failed("HeadObject", exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
         except BotoCoreError as exc:
-            raise _failed("HeadObject", exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
         return StoredObject(
             b"",
             response["ETag"],
@@ -189,9 +192,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if _is_missing(exc):
                 return None
-            raise _failed("HeadObject", exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
         except BotoCoreError as exc:
-            raise _failed("HeadObject", exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
 
     def write(
         self,
@@ -223,10 +226,10 @@ class MemoryStorage(S3Storage):
             if (if_match or if_none_match) and _is_precondition_failed(exc):
                 raise PreconditionFailed(key) from exc
             raise _failed(
-                "PutObject", exc, outcome=ambiguous if _status(exc) >= 500 else "not_applied"
+                exc, outcome=ambiguous if _status(exc) >= 500 else "not_applied", operation="PutObject"
             ) from exc
         except BotoCoreError as exc:
-            raise _failed("PutObject", exc, outcome=ambiguous) from exc
+            raise _failed(exc, outcome=ambiguous, operation="PutObject") from exc
 
     def remove(self, key: str, version_id: str = "") -> None:
         """Delete an object (a delete marker in a versioned bucket), or one version of it.
@@ -239,9 +242,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if version_id and error_code(exc) == "AccessDenied":
                 raise ObjectHeld(key) from exc
-            raise _failed("DeleteObject", exc, outcome="unknown") from exc
+            raise _failed(exc, outcome="unknown", operation="DeleteObject") from exc
         except BotoCoreError as exc:
-            raise _failed("DeleteObject", exc, outcome="unknown") from exc
+            raise _failed(exc, outcome="unknown", operation="DeleteObject") from exc
 
     # --- Object Lock -------------------------------------------------------------------------
 
@@ -264,9 +267,9 @@ class MemoryStorage(S3Storage):
                 raise LegalHoldUnsupported(self.bucket_name) from exc
             if _is_missing(exc):
                 return  # the version is gone: nothing to hold
-            raise _failed("PutObjectLegalHold", exc) from exc
+            raise _failed(exc, operation="PutObjectLegalHold") from exc
         except BotoCoreError as exc:
-            raise _failed("PutObjectLegalHold", exc) from exc
+            raise _failed(exc, operation="PutObjectLegalHold") from exc
 
     def legal_hold(self, key: str, version_id: str) -> bool:
         """Whether the store holds this version (GetObjectLegalHold)."""
@@ -277,9 +280,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if error_code(exc) in {"NoSuchObjectLegalHold", "InvalidRequest"} or _is_missing(exc):
                 return False
-            raise _failed("GetObjectLegalHold", exc) from exc
+            raise _failed(exc, operation="GetObjectLegalHold") from exc
         except BotoCoreError as exc:
-            raise _failed("GetObjectLegalHold", exc) from exc
+            raise _failed(exc, operation="GetObjectLegalHold") from exc
         return response.get("LegalHold", {}).get("Status") == "ON"
 
     def object_lock_enabled(self) -> bool:
@@ -295,9 +298,9 @@ class MemoryStorage(S3Storage):
                 "InvalidRequest",
             }:
                 return False
-            raise _failed("GetObjectLockConfiguration", exc) from exc
+            raise _failed(exc, operation="GetObjectLockConfiguration") from exc
         except BotoCoreError as exc:
-            raise _failed("GetObjectLockConfiguration", exc) from exc
+            raise _failed(exc, operation="GetObjectLockConfiguration") from exc
         return config.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
 
     def listing(self, prefix: str) -> list[dict]:
@@ -309,7 +312,7 @@ class MemoryStorage(S3Storage):
             ):
                 objects.extend(page.get("Contents", []))
         except (ClientError, BotoCoreError) as exc:
-            raise _failed("ListObjectsV2", exc) from exc
+            raise _failed(exc, operation="ListObjectsV2") from exc
         return objects
 
     # --- The pre hook's reads, without botocore's client (memory/lean.py) -------------------
@@ -336,7 +339,7 @@ class MemoryStorage(S3Storage):
             ):
                 found.extend(page.get("Versions", []) + page.get("DeleteMarkers", []))
         except (ClientError, BotoCoreError) as exc:
-            raise _failed("ListObjectVersions", exc) from exc
+            raise _failed(exc, operation="ListObjectVersions") from exc
         return found
 
     def versions_page(
@@ -354,7 +357,7 @@ class MemoryStorage(S3Storage):
         try:
             page = self.client.list_object_versions(**params)
         except (ClientError, BotoCoreError) as exc:
-            raise _failed("ListObjectVersions", exc) from exc
+            raise _failed(exc, operation="ListObjectVersions") from exc
         date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date", "")
         try:
             answered = parsedate_to_datetime(date) if date else None
