@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: demo demo-reset test test-fast test-sqlite test-postgres lint venv lock clean
+.PHONY: demo demo-reset test test-fast test-sqlite test-postgres lint venv lock clean image
 
 venv: $(VENV)/.installed
 
@@ -61,5 +61,10 @@ test-fast: venv
 test: lint
 	TEST_POSTGRES_URL=$(TEST_POSTGRES_URL) PYTHON_BIN=$(BIN)/python scripts/test.sh
 
+# An OCI image from Debian's packages (debootstrap, cached in .image/) and the runtime lock,
+# imported by podman: scripts/image.sh says how. Needs root, debootstrap and podman.
+image:
+	scripts/image.sh
+
 clean:
-	rm -rf $(VENV) .demo staticfiles
+	rm -rf $(VENV) .demo staticfiles .image

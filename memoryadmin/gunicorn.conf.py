@@ -28,6 +28,68 @@ else:
     control_socket_disable = True
 graceful_timeout = int(os.environ.get("MGC_WEB_GRACEFUL_TIMEOUT") or 30)
 
+# --- Metrics from every worker (prometheus-client's multiprocess mode) ----------------------
+# Each worker writes its counts into memory-mapped files in PROMETHEUS_MULTIPROC_DIR and
+# /metrics sums them, whichever worker answers the scrape. Set before any worker imports the
+# console (the workers inherit it). Unset: a fresh folder of this server's own. The events
+# worker and commands run with the same folder in their environment add their counts too.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    import tempfile
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="mgc-metrics-")
+
+
+def on_starting(server):
+    """Files of processes that are gone (an earlier run's) are removed; live processes' files
+    (an events worker started before this server) are kept."""
+    folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        pid = name.rpartition("_")[2].removesuffix(".db")
+        if not (name.endswith(".db") and pid.isdigit()):
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            os.remove(os.path.join(folder, name))
+        except PermissionError:
+            pass  # alive, another user's
+
+
+def child_exit(server, worker):
+    """A worker that ended no longer counts in the live gauges (its counters are kept)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+# --- gunicorn's own lines in the console's log format ------------------------------------------
+# MGC_LOG_FORMAT=json (production's default) makes "Booting worker..." a JSON line like the
+# console's own; no access log: the console logs one line per request itself (mgc.request,
+# with its request id), without query strings.
+_production = os.environ.get("MGC_ENV") == "production"
+if os.environ.get("MGC_LOG_FORMAT", "json" if _production else "text") == "json":
+    logconfig_dict = {  # replaces gunicorn's defaults section by section: all of them here
+        "version": 1,
+        "disable_existing_loggers": False,
+        "root": {"level": "INFO", "handlers": []},
+        "formatters": {"json": {"()": "projects.logs.JsonFormatter"}},
+        "handlers": {
+            "console": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"},
+            "error_console": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "stream": "ext://sys.stderr",
+            },
+        },
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False},
+            # gunicorn writes access lines whenever a logging configuration is given: silenced
+            # (they would carry query strings; the console's mgc.request lines replace them).
+            "gunicorn.access": {"level": "WARNING", "handlers": ["console"], "propagate": False},
+        },
+    }
+
 
 def post_worker_init(worker):
     """Pay the first request's costs before taking one: the tokenizer, URL patterns, the

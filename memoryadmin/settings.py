@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from memoryadmin.env import env_bool, env_float, env_int, env_list, env_str, oidc_origin
+from projects import logs as _logs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -48,9 +49,17 @@ INSTALLED_APPS = [
     "projects",
 ]
 
+# The order, and why: (1) RequestContextMiddleware answers the probes (/healthz, /readyz,
+# /metrics) before anything else runs, and gives every other request its id, its log line and
+# its hook's timing (projects/views/probes.py); (2) SecurityMiddleware (and WhiteNoise in
+# production); (3) SignInDoorMiddleware refuses a sign-in already known to be refused (on the
+# login page and /admin/login/) before sessions, CSRF or a query, so a flood costs next to
+# nothing, while its 429 still carries a request id and is counted; then the runner API's
+# guards, sessions, language, CSRF, authentication, and (4) EndedAccountMiddleware right after
+# authentication: a session of an account ended meanwhile is flushed before any view.
 MIDDLEWARE = [
+    "projects.middleware.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    # First: a sign-in already known to be refused is answered before sessions or a query.
     "projects.middleware.SignInDoorMiddleware",
     "projects.middleware.ApiJsonErrorsMiddleware",
     "projects.middleware.ApiBodyLimitMiddleware",
@@ -61,6 +70,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "projects.middleware.NulCharacterMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A session of an account deactivated or deleted meanwhile (SCIM, an admin) ends here.
+    "projects.middleware.EndedAccountMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # A signed-in person the identity provider no longer vouches for is signed out here.
     "projects.sso.session.ProviderSessionMiddleware",
@@ -75,7 +86,10 @@ MIDDLEWARE = [
 
 if PRODUCTION:
     # Static files from STATIC_ROOT (after collectstatic) when no proxy serves them.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 ROOT_URLCONF = "memoryadmin.urls"
 
@@ -474,13 +488,61 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env_bool("MGC_HSTS_PRELOAD", True)
 
+# --- Logs, probes and metrics (docs/DEPLOY.md, "Probes, metrics and logs") ---------------------
+# One JSON object a line (json, the production default) or text for a terminal (the demo's);
+# every line carries the request's id, person, project, agent and session where known
+# (projects/logs.py). One line per request from `mgc.request` unless MGC_LOG_REQUESTS is off.
+MGC_LOG_FORMAT = env_str("MGC_LOG_FORMAT", "json" if PRODUCTION else "text")
+if MGC_LOG_FORMAT not in {"json", "text"}:
+    raise ImproperlyConfigured("MGC_LOG_FORMAT must be json or text")
+MGC_LOG_REQUESTS = env_bool("MGC_LOG_REQUESTS", True)
+_QUIET = {"level": "WARNING"}  # their DEBUG lines would hold request bodies: memory texts
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"context": {"()": "projects.logs.ContextFilter"}},
+    "formatters": {
+        "json": {"()": "projects.logs.JsonFormatter"},
+        "text": {"()": "projects.logs.TextFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": MGC_LOG_FORMAT, "filters": ["context"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("MGC_LOG_LEVEL", "INFO")},
     # Django's own console handler (in debug mode) would print each line a second time.
     "loggers": {
         "django": {"handlers": [], "propagate": True},
+        # SQL with its parameters (memory texts, prompts) is never logged, whatever the level.
+        "django.db.backends": {"level": "INFO"},
+        "botocore": _QUIET,
+        "boto3": _QUIET,
+        "s3transfer": _QUIET,
+        "urllib3": _QUIET,
     },
 }
+
+# Readiness (/readyz): how long one answer is reused, and how long an event due for delivery
+# may wait for the events worker before the console reports itself not ready (0: not checked).
+MGC_READY_CACHE_SECONDS = env_float("MGC_READY_CACHE_SECONDS", 2.0)
+MGC_READY_OUTBOX_MAX_AGE = env_float("MGC_READY_OUTBOX_MAX_AGE", 600.0)
+# /metrics (Prometheus) is off unless one of these is set: a bearer token the scraper sends,
+# and/or the addresses or networks allowed to scrape without one (e.g. 10.0.0.0/8).
+MGC_METRICS_TOKEN = env_str("MGC_METRICS_TOKEN")
+MGC_METRICS_NETWORKS = env_list("MGC_METRICS_NETWORKS", [])
+if _multiproc := os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # gunicorn.conf.py sets it for the web workers; the events worker and commands that share
+    # it add their counts to the same /metrics.
+    Path(_multiproc).mkdir(parents=True, exist_ok=True)
+
+# Never in a log line, wherever they would appear (projects/logs.py scrubs them by value).
+_logs.known_secrets(
+    [
+        SECRET_KEY,
+        MGC_S3_OPTIONS["secret_key"],
+        MGC_OIDC_CLIENT_SECRET,
+        MGC_METRICS_TOKEN,
+        env_str("MGC_EMAIL_PASSWORD"),
+        DATABASES["default"].get("PASSWORD") or "",
+        _redis_url.rpartition("@")[0].rpartition(":")[2] if "@" in _redis_url else "",
+    ]
+)

@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 
 from projects.mcp import views as mcp_views
 from projects.runners.api import API_V1, api
+from projects.scim import views as scim_views
 from projects.sso import views as sso_views
 from projects.views import signin
 
@@ -34,6 +35,8 @@ urlpatterns = [
     re_path(r"^mcp/?$", mcp_views.endpoint, name="mcp"),
     re_path(r"^mcp/(?P<project>[-\w]+)/(?P<agent>[-\w]+)/?$", mcp_views.endpoint, name="mcp_agent"),
     re_path(r"^\.well-known/oauth-protected-resource(?P<path>/.*)?$", mcp_views.resource_metadata),
+    # SCIM 2.0 provisioning for identity providers (projects/scim/): Users and Groups.
+    re_path(r"^scim/v2/?(?P<rest>.*)$", scim_views.scim, name="scim"),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's switcher
     path("", include("projects.urls")),
 ]

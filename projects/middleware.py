@@ -1,9 +1,17 @@
 """Request guards for the runner API: they act before a view parses anything, and after
-anything (Django's own 404 and 405 pages included) has answered."""
+anything (Django's own 404 and 405 pages included) has answered. First of all, the request's
+context: its id, its log line, its hook's timing, and the probes (`RequestContextMiddleware`)."""
 
+import itertools
+import logging
+import os
+import re
+import secrets
+import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.core.exceptions import BadRequest, DisallowedHost, RequestDataTooBig, TooManyFieldsSent
 from django.http import Http404, JsonResponse
 from django.shortcuts import resolve_url
@@ -11,10 +19,13 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.defaults import bad_request, page_not_found
 
+from projects import health, logs, metrics
+from projects.audit import Actor, audit_record
 from projects.errors import error_body
 from projects.governance import signin
 from projects.runners.api import API_ROOT
 from projects.views import signin as signin_views
+from projects.views.probes import PROBES
 
 _CODES = {
     400: "bad_request",
@@ -171,6 +182,26 @@ class SessionEndedMiddleware:
         return response
 
 
+class EndedAccountMiddleware:
+    """A session whose account can no longer be used (deactivated or deleted by the directory,
+    SCIM, or by an admin) is ended at its next request: flushed, not merely read as anonymous,
+    and the end audited once (session.ended)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api(request) and not request.user.is_authenticated and SESSION_KEY in request.session:
+            user_id = request.session.get(SESSION_KEY)
+            request.session.flush()
+            audit_record(
+                actor=Actor.system("sign-in"),
+                action="session.ended",
+                details={"user_id": user_id, "reason": "account_unusable"},
+            )
+        return self.get_response(request)
+
+
 class NoStoreMiddleware:
     """Nothing a signed-in person sees, and no runner API answer, is kept by a browser or a
     proxy cache: memory, profiles and prompts are personal data. Answers that already say how
@@ -193,8 +224,10 @@ class NoStoreMiddleware:
 class SignInDoorMiddleware:
     """A sign-in the console already knows to refuse (a locked account on this client, a
     paused address, a slowed account's turn taken: projects.governance.signin, from the cache)
-    is answered 429 here, first thing: no session, no CSRF check, no query, no template. A
-    flood then costs next to nothing, and the runner API keeps its CPU."""
+    is answered 429 here, first thing after the request's context (RequestContextMiddleware:
+    its id, its log line): no session, no CSRF check, no query, no template, and counted in
+    mgc_signin_refusals_total by its kind. A flood then costs next to nothing, and the runner
+    API keeps its CPU."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -210,5 +243,82 @@ class SignInDoorMiddleware:
                 except (BadRequest, RequestDataTooBig, TooManyFieldsSent):
                     refusal = None  # the form's own checks answer it
                 if refusal is not None:
+                    metrics.signin_refused(refusal.kind)
                     return signin_views.refusal_response(request, refusal)
         return self.get_response(request)
+
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+# Ids made here: a random prefix per process and a counter, unique without a system call per
+# request (uuid4 reads the kernel's random source each time: about 5 us).
+_ID_PREFIX = secrets.token_hex(6)
+_id_counter = itertools.count(1)
+
+
+def _new_id_prefix() -> None:  # a forked worker (gunicorn --preload) gets its own
+    global _ID_PREFIX
+    _ID_PREFIX = secrets.token_hex(6)
+
+
+os.register_at_fork(after_in_child=_new_id_prefix)
+_requests = logging.getLogger("mgc.request")
+
+
+def _hook_children() -> dict:
+    """Each hook path's histogram and answer counters, resolved once (a child's lookup takes a
+    lock; the hot path should not)."""
+    return {path: (metrics.hook_seconds.labels(hook), {}, hook) for path, hook in metrics.HOOK_PATHS.items()}
+
+
+class RequestContextMiddleware:
+    """First in the stack. Probes (/healthz, /readyz, /metrics: `views.probes`) are answered
+    here and nothing else runs for them. Every other request gets an id: the `X-Request-ID` a
+    trusted proxy set (MGC_TRUSTED_PROXIES above 0: nginx's `proxy_set_header X-Request-ID
+    $request_id` replaces whatever the client sent), else one made here; it is on every log
+    line written while the request runs (projects.logs) and in the answer's `X-Request-ID`.
+    A runner hook's time is observed in its histogram, and one line per request is logged
+    (`mgc.request`: method, path, status, milliseconds; never a query string or a body)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.hooks = _hook_children()
+
+    def __call__(self, request):
+        probe = PROBES.get(request.path_info)
+        if probe is not None:
+            response = probe(request)
+            response._has_been_logged = True  # a 503 every few seconds is the probe's answer, not news
+            return response
+        started = time.perf_counter()
+        health.connection_checked()
+        sent = request.META.get("HTTP_X_REQUEST_ID", "")
+        if sent and settings.MGC_TRUSTED_PROXIES > 0 and _REQUEST_ID.match(sent):
+            request_id = sent
+        else:
+            request_id = f"{_ID_PREFIX}{next(_id_counter):08x}"
+        request.request_id = request_id
+        token = logs.begin(request_id, request)
+        try:
+            response = self.get_response(request)
+            response["X-Request-ID"] = request_id
+            elapsed = time.perf_counter() - started
+            hook = self.hooks.get(request.path_info)
+            if hook is not None:
+                histogram, answers, name = hook
+                status = f"{response.status_code // 100}xx"
+                counter = answers.get(status)
+                if counter is None:
+                    counter = answers[status] = metrics.hook_answers.labels(name, status)
+                histogram.observe(elapsed)
+                counter.inc()
+            if settings.MGC_LOG_REQUESTS and _requests.isEnabledFor(logging.INFO):
+                _requests.info(
+                    "%s %s %s",
+                    request.method,
+                    request.path,
+                    response.status_code,
+                    extra={"fields": {"status": response.status_code, "ms": round(elapsed * 1000, 1)}},
+                )
+            return response
+        finally:
+            logs.end(token)

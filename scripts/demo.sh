@@ -40,6 +40,9 @@ fi
 if ! grep -q "^MGC_DEMO_IDP_SECRET=" "$DEMO/secrets.env"; then  # demos made before SSO
   python -c 'import secrets; print(f"MGC_DEMO_IDP_SECRET={secrets.token_urlsafe(30)}")' >>"$DEMO/secrets.env"
 fi
+if ! grep -q "^MGC_METRICS_TOKEN=" "$DEMO/secrets.env"; then  # demos made before /metrics
+  python -c 'import secrets; print(f"MGC_METRICS_TOKEN={secrets.token_urlsafe(24)}")' >>"$DEMO/secrets.env"
+fi
 set -a
 # shellcheck disable=SC1091
 source "$DEMO/secrets.env"
@@ -148,6 +151,11 @@ fi
 python -m devtools.ports announce "$WEB_PORT" \
   "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" --http &
 ANNOUNCE_PID=$!
+# Metrics: the web workers and the events worker count into one folder, /metrics sums them.
+export PROMETHEUS_MULTIPROC_DIR="$DEMO/metrics"
+mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+echo "Probes and metrics (docs/DEPLOY.md, section 13): curl -s 127.0.0.1:$WEB_PORT/readyz"
+echo "  curl -s -H 'Authorization: Bearer $MGC_METRICS_TOKEN' 127.0.0.1:$WEB_PORT/metrics"
 # The events worker (webhooks, audit streams) beside the console: one is enough here;
 # docs/DEPLOY.md runs several in production.
 python manage.py events_worker >"$DEMO/worker.log" 2>&1 &

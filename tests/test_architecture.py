@@ -22,6 +22,8 @@ FOUNDATION = {
     "projects.jsontext",
     "projects.system_text",
     "projects.outbox",
+    "projects.metrics",
+    "projects.logs",
 }
 PURE = {"projects.memory.layout", "projects.memory.lookalikes"}  # may be imported by anything
 ALLOWED = {

@@ -312,7 +312,7 @@ def test_the_settings_page_says_whether_the_agent_can_rewrite_its_logs_and_when_
     text = client.get(url).content.decode()
     assert "This policy lets the agent rewrite its own log workspace/logs/tools.md (replace)" in text
     assert 'id="stale-credentials"' not in text
-    agent.hook_policy = default_hook_policy()  # what migration 0032 does to an untouched agent
+    agent.hook_policy = default_hook_policy()  # what migration 0033 does to an untouched agent
     agent.save()
     text = client.get(url).content.decode()
     assert "workspace/logs/tools.md is append-only for the agent" in text

@@ -15,6 +15,7 @@ from django.tasks import TaskContext
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
+from prometheus_client import REGISTRY
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from projects import outbox
@@ -310,11 +311,14 @@ def test_a_target_refused_at_delivery_is_never_connected_to(
     may resolve elsewhere by then): the allowlist no longer names it, so nothing connects."""
     _hook(admin, project, receiver.url)
     settings.MGC_WEBHOOK_ALLOWED_NETWORKS = []
+    retries = REGISTRY.get_sample_value("mgc_webhook_deliveries_total", {"outcome": "retry"})
     _save(workspace_file, "second\n", actor)
     drain(until=lambda: DeliveryAttempt.objects.exists())
     [attempt] = DeliveryAttempt.objects.all()
     assert attempt.status_code is None and attempt.error.startswith("refused: 127.0.0.1 is at")
     assert receiver.requests == []
+    # Counted for /metrics: a failed attempt that will be tried again.
+    assert REGISTRY.get_sample_value("mgc_webhook_deliveries_total", {"outcome": "retry"}) == retries + 1
 
 
 def test_extra_headers_are_checked(project, admin, receiver):

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from django.test import override_settings
+from prometheus_client import REGISTRY
 
 from devtools.seaweed import SeaweedMini
 from projects.audit import Actor
@@ -176,19 +177,25 @@ def test_the_feed_survives_a_seaweedfs_restart_and_resumes_where_it_stopped(tmp_
             aws_secret_access_key="feed-secret",
         )
         client.create_bucket(Bucket="fed")
+        reconnects = REGISTRY.get_sample_value("mgc_change_feed_reconnects_total") or 0.0
         follower = feed.Feed(feed._weed(), server.filer_address, "fed")
         try:
             deadline = time.monotonic() + 10
             while not follower.following and time.monotonic() < deadline:
                 time.sleep(0.01)
             before = follower.mark("p/workspace/")
+            lagged = REGISTRY.get_sample_value("mgc_change_feed_lag_seconds_count") or 0.0
             client.put_object(Bucket="fed", Key="p/workspace/one.md", Body=b"1")
             assert follower.wait_past("p/workspace/", before.count)
+            # The write's delay to this process is measured (seconds, from the event's time).
+            assert (REGISTRY.get_sample_value("mgc_change_feed_lag_seconds_count") or 0.0) > lagged
+            assert REGISTRY.get_sample_value("mgc_change_feed_following") == 1.0
             server.stop()
             deadline = time.monotonic() + 10
             while follower.following and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert not follower.following  # down: hooks list again
+            assert REGISTRY.get_sample_value("mgc_change_feed_following") == 0.0
             server.start()
             # Written after the restart, before the feed is back: replayed when it is.
             _put_when_ready(client, "p/workspace/two.md")
@@ -200,6 +207,7 @@ def test_the_feed_survives_a_seaweedfs_restart_and_resumes_where_it_stopped(tmp_
             after = follower.mark("p/workspace/")
             assert after is not None and after.epoch > before.epoch  # a new connection
             assert after.count >= before.count + 2  # one.md, and two.md replayed
+            assert REGISTRY.get_sample_value("mgc_change_feed_reconnects_total") > reconnects
         finally:
             follower.stop()
     finally:

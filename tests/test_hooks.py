@@ -108,11 +108,11 @@ def test_the_default_policy_refuses_an_agents_replace_of_its_own_log(session, ag
 
 
 def test_agents_on_the_old_default_policy_move_to_append_only_logs(project, agent):
-    """Migration 0032, as 0020 did for the manifest: the untouched old default moves, an
+    """Migration 0033, as 0020 did for the manifest: the untouched old default moves, an
     edited policy stays as its admin made it, and the migration runs backwards too."""
     from django.apps import apps
 
-    migration = __import__("projects.migrations.0032_default_policy_logs_append_only", fromlist=["forwards"])
+    migration = __import__("projects.migrations.0033_default_policy_logs_append_only", fromlist=["forwards"])
     edited = Agent.objects.create(project=project, slug="edited", name="Edited")
     for one in (agent, edited):
         one.hook_policy = migration.OLD_DEFAULT

@@ -149,6 +149,7 @@ def test_a_run_stopped_partway_is_finished_by_the_next_and_nothing_reads_as_exte
         "sessions": 0,
         "prompts": 0,
         "answers": 0,
+        "profiles": 0,
         "held": 0,
         "finished": 0,
     }
@@ -187,6 +188,7 @@ def test_a_deleted_file_expires_after_its_delete_and_a_stopped_expiry_of_it_is_f
         "sessions": 0,
         "prompts": 0,
         "answers": 0,
+        "profiles": 0,
         "held": 0,
         "finished": 0,
     }

@@ -31,7 +31,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from projects import outbox
+from projects import metrics, outbox
 from projects.audit import Actor, audit_record
 from projects.events import signing, targets
 from projects.models import DeliveryAttempt, Membership, OutboxEvent, WebhookSubscription
@@ -113,9 +113,12 @@ def deliver(outbox_id: int, *, worker: str | None = None) -> str:
     except targets.TransportError as exc:
         error = str(exc)
     duration = int((time.monotonic() - started) * 1000)
-    return _finish(
+    outcome = _finish(
         event.pk, attempt.pk, worker, status=status, excerpt=excerpt, error=error, duration=duration
     )
+    if outcome in ("delivered", "retry", "failed"):
+        metrics.deliveries.labels(outcome).inc()
+    return outcome
 
 
 def _finish(

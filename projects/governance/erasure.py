@@ -38,10 +38,12 @@ class Erasure:
     projects: list[str]
 
 
-def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
+def profile_erase(*, by, user, reason: str, projects: list[Project], actor: Actor | None = None) -> Erasure:
     """Erase an employee's profile memory in the given projects: the USER.md object, every
     history snapshot (and every stored version of them), the revisions, proposals and flags
-    that quote it. What stays is one audit tombstone per project: who, when, why, counts."""
+    that quote it. What stays is one audit tombstone per project: who, when, why, counts.
+    `actor` names who acts when no person does (retention's leaver rule; `by` None)."""
+    actor = actor or Actor.person(by)
     reason = reason.strip()
     if not reason:
         raise ValidationError(
@@ -81,7 +83,7 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
                 prompt_removed={
                     "how": "erased",
                     "at": timezone.now().isoformat(),
-                    "by": by.get_username(),
+                    "by": actor.label,
                     "reason": reason[:500],
                 },
             )
@@ -98,7 +100,7 @@ def profile_erase(*, by, user, reason: str, projects: list[Project]) -> Erasure:
             Revision.objects.filter(file__in=files).delete()
             MemoryFile.objects.filter(pk__in=[f.pk for f in files]).delete()
             audit_record(
-                actor=Actor.person(by),
+                actor=actor,
                 action="profile.erase",
                 project=project,
                 details={

@@ -91,9 +91,10 @@ def mappings_for(groups: list[str]) -> dict:
     return best
 
 
-def memberships_follow_groups(*, user, groups: list[str]) -> list[dict]:
+def memberships_follow_groups(*, user, groups: list[str], actor: Actor = SIGN_IN) -> list[dict]:
     """Bring the person's group memberships in line with `groups`; returns the changes made
-    (and the ones skipped to keep a project's last admin), each naming its mapping."""
+    (and the ones skipped to keep a project's last admin), each naming its mapping. `actor`:
+    the sign-in (the groups claim) or provisioning (the directory's groups, SCIM)."""
     wanted = mappings_for(groups)
     changes = []
     for membership in Membership.objects.filter(user=user).select_related("project", "mapping"):
@@ -102,7 +103,7 @@ def memberships_follow_groups(*, user, groups: list[str]) -> list[dict]:
             continue  # granted by hand: the admin's decision stands
         try:
             if mapping is None:
-                members.member_remove(by=None, membership=membership, actor=SIGN_IN)
+                members.member_remove(by=None, membership=membership, actor=actor)
                 changes.append({"project": membership.project.slug, "removed": membership.role})
             elif mapping.role != membership.role or mapping.pk != membership.mapping_id:
                 members.member_set(
@@ -111,7 +112,7 @@ def memberships_follow_groups(*, user, groups: list[str]) -> list[dict]:
                     user=user,
                     role=mapping.role,
                     mapping=mapping,
-                    actor=SIGN_IN,
+                    actor=actor,
                 )
                 changes.append(
                     {"project": membership.project.slug, "role": mapping.role, "mapping": str(mapping)}
@@ -126,7 +127,7 @@ def memberships_follow_groups(*, user, groups: list[str]) -> list[dict]:
             changes.append({"project": membership.project.slug, "kept": exc.code})
     for mapping in wanted.values():
         members.member_set(
-            by=None, project=mapping.project, user=user, role=mapping.role, mapping=mapping, actor=SIGN_IN
+            by=None, project=mapping.project, user=user, role=mapping.role, mapping=mapping, actor=actor
         )
         changes.append({"project": mapping.project.slug, "role": mapping.role, "mapping": str(mapping)})
     return changes

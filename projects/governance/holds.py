@@ -210,6 +210,32 @@ def hold_release(*, by, hold: LegalHold, note: str = "", budget: int | None = No
     return sweep
 
 
+def holds_sweep_again(*, project: Project | None = None) -> list[tuple[LegalHold, Sweep]]:
+    """Put the S3 legal holds of every standing hold (of `project` and the person holds that
+    reach into it, or everywhere) on again: after the bucket was restored from a copy that did
+    not carry them (docs/DEPLOY.md, the restore drill), or Object Lock was turned on later.
+
+    A placed hold's periodic sweep looks only at versions written since its last one, so each
+    hold is set back to *being placed* (its sweep starts over from the first version; the
+    console refuses what it covers all along) and swept here, as a placement is
+    (memory.holding). One that stops short is finished by running this again, `reconcile`, or
+    the periodic sweep. Safe to repeat."""
+    found = holds.standing()
+    if project is not None:
+        found = found.filter(Q(project=project) | Q(kind=LegalHold.Kind.PERSON))
+    chosen = list(found.order_by("placed_at").values_list("pk", flat=True))
+    # A sweep running now sees the state change at its next page and starts the place pass.
+    LegalHold.objects.filter(pk__in=chosen, released_at__isnull=True).update(
+        state=State.PLACING, sweep_cursor={}, swept_versions=0, sweep_error="", swept_through=None
+    )
+    done = []
+    for hold in LegalHold.objects.filter(pk__in=chosen).order_by("placed_at"):
+        sweep = _sweep(hold, budget=None)
+        hold.refresh_from_db()
+        done.append((hold, sweep))
+    return done
+
+
 def hold_finish(hold: LegalHold, *, budget: int | None = None) -> Sweep:
     """Take the hold's sweep on from where it stopped (a placed hold: look for versions
     written past the console since its last sweep)."""

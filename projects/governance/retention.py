@@ -8,7 +8,11 @@ A project's rules (RetentionRule, edited by its admins) name what they cover and
 - history (a glob, keep the newest `keep_revisions` and/or `days`): older revisions' stored
   texts go, their records stay;
 - sessions, prompts, idempotency (`days`): session receipts with their events, kept prompts,
-  and stored runner answers.
+  and stored runner answers;
+- leavers (`days`): the profile (USER.md) of each person the directory deprovisioned (SCIM
+  deactivated or deleted them: a Departure) is erased `days` after they left, as
+  governance.erasure erases it, unless a legal hold stands. Without such a rule a leaver's
+  profile is kept.
 
 `plan` says what is due by a moment; the preview page and `manage.py retention --dry-run` show
 it for today and the next 30 days, and `apply` does exactly what `plan` says for now (what a
@@ -27,11 +31,14 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects import metrics
 from projects.audit import Actor, audit_record
+from projects.governance import erasure
 from projects.memory import globs, holds, layout, lifecycle
 from projects.memory.errors import Held
 from projects.models import (
     AgentSession,
+    Departure,
     IdempotencyRecord,
     MemoryFile,
     Project,
@@ -175,6 +182,7 @@ def plan(project: Project, *, until: dt.datetime) -> list[RulePlan]:
             Kind.SESSIONS: _sessions_due,
             Kind.PROMPTS: _prompts_due,
             Kind.IDEMPOTENCY: _answers_due,
+            Kind.LEAVERS: _leavers_due,
         }[rule.kind]
         out.append(planner(rule, project, files, held_files, until))
     return out
@@ -328,6 +336,32 @@ def _answers_due(rule, project, files, held_files, until) -> RulePlan:
     return result
 
 
+def _leavers_due(rule, project, files, held_files, until) -> RulePlan:
+    """The profiles here of people who left `days` or more before `until`."""
+    result = RulePlan(rule, [])
+    left = dict(
+        Departure.objects.filter(left_at__lte=until - dt.timedelta(days=rule.days)).values_list(
+            "user_id", "left_at"
+        )
+    )
+    for file in files:
+        if file.scope != MemoryFile.Scope.USER or file.user_id not in left or file.head is None:
+            continue
+        if erasure.holds_over(file.user, [project]):
+            result.held += 1
+            continue
+        result.due.append(
+            Due(
+                rule,
+                _("profile of %(user)s") % {"user": file.user.get_username()},
+                left[file.user_id] + dt.timedelta(days=rule.days),
+                file=file,
+            )
+        )
+    result.due.sort(key=lambda item: item.due)
+    return result
+
+
 def preview(project: Project, *, now: dt.datetime | None = None, days: int = PREVIEW_DAYS) -> list[dict]:
     """Per rule: what expires today (exactly what `apply` would do now), and what else will in
     the next `days` days."""
@@ -364,6 +398,7 @@ class Run:
     sessions: int = 0
     prompts: int = 0
     answers: int = 0
+    profiles: int = 0
     held: int = 0
     finished: int = 0  # left by a stopped run and finished now
     refused: list[str] = field(default_factory=list)
@@ -371,13 +406,35 @@ class Run:
     def as_dict(self) -> dict:
         return {
             name: getattr(self, name)
-            for name in ("files", "revisions", "sessions", "prompts", "answers", "held", "finished")
+            for name in (
+                "files",
+                "revisions",
+                "sessions",
+                "prompts",
+                "answers",
+                "profiles",
+                "held",
+                "finished",
+            )
         }
 
 
 def apply(project: Project, *, now: dt.datetime | None = None, by=None, ran_by: str = "retention") -> Run:
     """Do what `plan(project, until=now)` lists, after finishing what a stopped run left. One
-    audit event with the counts."""
+    audit event with the counts (and the mgc_sweeps_total / mgc_swept_total metrics)."""
+    try:
+        run = _apply(project, now=now, by=by, ran_by=ran_by)
+    except Exception:
+        metrics.sweeps.labels("retention", "failed").inc()
+        raise
+    metrics.sweeps.labels("retention", "held" if run.held or run.refused else "done").inc()
+    for name, count in run.as_dict().items():
+        if count and name != "held":
+            metrics.swept.labels(name).inc(count)
+    return run
+
+
+def _apply(project: Project, *, now: dt.datetime | None, by, ran_by: str) -> Run:
     now = now or timezone.now()
     run = Run()
     for file in lifecycle.expiry_unfinished(project):
@@ -432,3 +489,12 @@ def _apply_one(project: Project, item: Due, now: dt.datetime, run: Run) -> None:
         run.held += len(item.ids) - len(purged)
     elif kind == Kind.IDEMPOTENCY:
         run.answers += IdempotencyRecord.objects.filter(pk__in=item.ids).delete()[0]
+    elif kind == Kind.LEAVERS:
+        erasure.profile_erase(
+            by=None,
+            actor=Actor.system("retention"),
+            user=item.file.user,
+            reason=f"left the organisation (directory deprovisioning); leaver rule: {rule}",
+            projects=[project],
+        )
+        run.profiles += 1

@@ -11,7 +11,7 @@
 - the password checks themselves are bounded (projects.governance.checkpool), trusted ones
   first.
 
-Each refusal is known twice: in the shared cache, read by the first middleware before
+Each refusal is known twice: in the shared cache, read by the door middleware before
 sessions, CSRF or a query (`door_refusal`), and in the database (`SignInFailure`), read by the
 authentication backend when the cache does not know yet (`check_refusal`).
 """
@@ -38,6 +38,7 @@ from django.db.models import Max, Sum
 from django.dispatch import receiver
 from django.utils import timezone
 
+from projects import metrics
 from projects.audit import Actor, audit_record
 from projects.governance import checkpool, devices, rates
 from projects.memory import lookalikes
@@ -311,8 +312,10 @@ class SignInGuardBackend:
 
 def refuse(request, refusal: Refusal):
     """Stop this sign-in without checking its password: the login view answers 429 with
-    Retry-After (projects.views.signin), and it is not counted as a failure."""
+    Retry-After (projects.views.signin), and it is not counted as a failure. Counted by its
+    kind in mgc_signin_refusals_total (as the door counts those it refuses)."""
     request.mgc_signin_refusal = refusal
+    metrics.signin_refused(refusal.kind)
     raise PermissionDenied(refusal.kind)
 
 
@@ -322,9 +325,13 @@ def refuse(request, refusal: Refusal):
 @receiver(user_login_failed)
 def _failure(sender, credentials, request=None, **kwargs):
     """A password checked and found wrong (or an account that does not exist): one more
-    failure for the pair. Refused sign-ins were not checked and do not count."""
+    failure for the pair (and for the metric, a refusal of reason `password`). Refused
+    sign-ins were not checked and do not count (`refuse` counted them by their kind)."""
+    if getattr(request, "mgc_signin_refusal", None) is not None:
+        return
+    metrics.signin_refused("password")
     client = getattr(request, "mgc_signin_client", None)
-    if client is None or getattr(request, "mgc_signin_refusal", None) is not None:
+    if client is None:
         return
     failure_record(client)
 

@@ -34,6 +34,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from projects import metrics
+
 logger = logging.getLogger(__name__)
 
 RETRY_SECONDS = 1.0
@@ -58,6 +60,7 @@ class Feed:
         self._lock = threading.Lock()
         self._epoch = 0
         self._last_ns = 0
+        self._started_ns = 0
         self._process: subprocess.Popen | None = None
         self._stopping = threading.Event()
         self.following = False
@@ -126,8 +129,10 @@ class Feed:
                 logger.exception("change feed of %s failed", self.bucket)
             with self._lock:
                 self.following = False
+            metrics.feed_following.set(0)
             if not self._stopping.wait(RETRY_SECONDS):
                 logger.info("change feed of %s: reconnecting", self.bucket)
+                metrics.feed_reconnects.inc()
 
     def _follow(self) -> None:
         # The first time, from a margin before now: weed may take a while to start on a busy
@@ -139,6 +144,7 @@ class Feed:
         if self._last_ns:
             ago = max(0, time.time_ns() - self._last_ns + RESUME_MARGIN_NS)
             since = f"{ago // 1_000_000}ms"
+        self._started_ns = time.time_ns()
         self._process = subprocess.Popen(  # noqa: S603 - our own binary, our own arguments
             [
                 self.binary,
@@ -181,6 +187,7 @@ class Feed:
             self._epoch += 1  # whatever this process listed before may have missed something
             self._listed.clear()
             self.following = True
+        metrics.feed_following.set(1)
 
     def _event(self, text: str) -> None:
         try:
@@ -211,9 +218,12 @@ class Feed:
             self.events += 1
             self.last_event_at = time.monotonic()
             try:
-                self._last_ns = max(self._last_ns, int(event.get("tsNs", 0)))
+                stamp = int(event.get("tsNs", 0))
             except ValueError:
-                pass
+                stamp = 0
+            self._last_ns = max(self._last_ns, stamp)
+        if stamp >= self._started_ns:  # events replayed from before the stream began are not lag
+            metrics.feed_lag.observe(max(0, time.time_ns() - stamp) / 1e9)
 
 
 def _new_version(path: str, entry: dict) -> tuple[str, str] | None:
@@ -255,6 +265,17 @@ def feed_for(bucket: str) -> Feed | None:
             if found is None:
                 found = _feeds[key] = Feed(_weed(), settings.MGC_S3_FILER_ADDRESS, bucket)
     return found
+
+
+def following() -> bool | None:
+    """Whether every feed this process started follows its stream; None when it started none."""
+    found = list(_feeds.values())
+    return all(f.following for f in found) if found else None
+
+
+def filer_answers() -> bool:
+    """Whether the configured filer takes connections (readiness; True without a feed)."""
+    return not settings.MGC_S3_FILER_ADDRESS or _answers(settings.MGC_S3_FILER_ADDRESS)
 
 
 def stop_all() -> None:

@@ -35,6 +35,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects import metrics
 from projects.memory import holds
 from projects.memory.errors import StorageUnavailable
 from projects.memory.feed import feed_for
@@ -84,17 +85,43 @@ def sweep(hold: LegalHold, *, budget: int | None = None) -> Progress:
     current = _fresh(hold.pk)
     if not claimed:
         return _progress(current, done=False, busy=True)
+    kind = _PASSES.get(current.state)
     try:
         while True:
             progress = _run(current, owner, budget)
             if progress is not _RESTART:
+                _counted(kind, progress)
                 return progress
             current = _fresh(hold.pk)  # released while it was being placed: the other pass
+            kind = _PASSES.get(current.state)
+    except Exception:
+        if kind is not None:
+            metrics.sweeps.labels(f"hold_{kind}", "failed").inc()
+        raise
     finally:
         LegalHold.objects.filter(pk=hold.pk, sweep_owner=owner).update(sweep_owner="", sweep_lease_until=None)
 
 
 _RESTART = Progress(state="", done=False)
+
+
+def _counted(kind: str | None, progress: Progress) -> None:
+    """One sweep call in mgc_sweeps_total (kind hold_place, hold_refresh or hold_release; outcome
+    done, unenforced: no Object Lock, stopped: its budget used, the rest to come, failed: the
+    storage stopped it short) and the versions it changed in mgc_swept_total. A released hold's
+    call, or one left to another sweep, did nothing and is not counted."""
+    if kind is None or progress.busy:
+        return
+    if progress.error:
+        outcome = "failed"
+    elif not progress.done:
+        outcome = "stopped"
+    else:
+        outcome = "done" if progress.enforced else "unenforced"
+    metrics.sweeps.labels(f"hold_{kind}", outcome).inc()
+    if progress.changed:
+        what = "versions_released" if kind == "release" else "versions_held"
+        metrics.swept.labels(what).inc(progress.changed)
 
 
 def _fresh(pk) -> LegalHold:

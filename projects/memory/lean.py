@@ -25,6 +25,7 @@ from botocore.httpsession import get_cert_path
 from botocore.utils import check_dns_name, is_valid_ipv4_endpoint_url, is_valid_ipv6_endpoint_url
 from django.conf import settings
 
+from projects import metrics
 from projects.memory.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def etags(storage, prefix: str) -> dict[str, str]:
         try:  # the configured store's answer, parsed as botocore parses it
             root = ET.fromstring(data or b"")  # noqa: S314 - expat, no entities
         except ET.ParseError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="ListObjectsV2") from exc
         for item in root.iter(f"{_S3_NS}Contents"):
             found[unquote_str(item.findtext(f"{_S3_NS}Key", ""))] = item.findtext(f"{_S3_NS}ETag", "")
         token = root.findtext(f"{_S3_NS}NextContinuationToken", "")
@@ -106,12 +107,14 @@ def signed_get(storage, key: str, params: dict[str, str]) -> bytes | None:
         error = RuntimeError(f"{response.status} {response.data[:300]!r}")
         if response.status < 500 and response.status != 429:
             break
-    raise _failed(error or RuntimeError("no answer"))
+    raise _failed(error or RuntimeError("no answer"), operation="GetObject" if key else "ListObjectsV2")
 
 
-def _failed(exc: Exception) -> StorageUnavailable:
-    """A read changes nothing: logged as the storage's failures are, "nothing was changed"."""
-    logger.warning("S3 request failed: %s", exc)
+def _failed(exc: Exception, *, operation: str) -> StorageUnavailable:
+    """A read changes nothing: logged and counted as the storage's failures are, "nothing was
+    changed"."""
+    logger.warning("S3 %s failed: %s", operation, exc)
+    metrics.s3_errors.labels(operation).inc()
     return StorageUnavailable.nothing_changed()
 
 

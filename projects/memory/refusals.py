@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
+from projects import metrics
 from projects.audit import Actor, audit_record
 from projects.memory import layout, provenance
 from projects.memory.storage import MemoryStorage, StoredObject
@@ -80,6 +81,7 @@ def record(
                 },
             )
             if created:
+                transaction.on_commit(lambda: metrics.write_counted("refused"))
                 _others_replaced(project, key, found.etag)
                 audit_record(
                     actor=actor,

@@ -16,7 +16,7 @@ from email.utils import parsedate_to_datetime
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
 from botocore.loaders import create_loader
 from django.conf import settings
 from django.core.files.storage import storages
@@ -24,6 +24,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from storages.backends.s3 import S3Storage
 
+from projects import metrics
 from projects.memory import lean
 from projects.memory.errors import StorageUnavailable
 
@@ -79,8 +80,12 @@ def _is_missing(exc: ClientError) -> bool:
     return _status(exc) == 404 or error_code(exc) in {"NoSuchKey", "404", "NotFound"}
 
 
-def _failed(exc: Exception, *, outcome: str = "not_applied") -> StorageUnavailable:
-    logger.warning("S3 request failed: %s", exc)
+def _failed(exc: Exception, *, outcome: str = "not_applied", operation: str = "") -> StorageUnavailable:
+    """Logged and counted in mgc_s3_errors_total by operation: the one named, else botocore's
+    (a ClientError knows its operation), else "unknown"."""
+    operation = operation or getattr(exc, "operation_name", "") or "unknown"
+    logger.warning("S3 %s failed: %s", operation, exc)
+    metrics.s3_errors.labels(operation).inc()
     if outcome == "unknown":
         return StorageUnavailable.outcome_unknown()
     return StorageUnavailable.nothing_changed()
@@ -152,9 +157,9 @@ class MemoryStorage(S3Storage):
                 return None
             if max_bytes is not None and _status(exc) == 416:  # an empty object has no byte 0
                 return self.read(key, if_match=if_match)
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
         except BotoCoreError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
 
     def sha256_of(self, key: str, etag: str, max_bytes: int) -> str | None:
         """sha256 of the object at `key` if it still has `etag` and holds at most `max_bytes`,
@@ -170,9 +175,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if _is_missing(exc) or _is_precondition_failed(exc):
                 return None
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
         except BotoCoreError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObject") from exc
         return digest.hexdigest()
 
     def describe(self, key: str) -> StoredObject | None:
@@ -182,9 +187,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if _is_missing(exc):
                 return None
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
         except BotoCoreError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
         return StoredObject(
             b"",
             response["ETag"],
@@ -200,9 +205,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if _is_missing(exc):
                 return None
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
         except BotoCoreError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="HeadObject") from exc
 
     def write(
         self,
@@ -233,9 +238,11 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if (if_match or if_none_match) and _is_precondition_failed(exc):
                 raise PreconditionFailed(key) from exc
-            raise _failed(exc, outcome=ambiguous if _status(exc) >= 500 else "not_applied") from exc
+            raise _failed(
+                exc, outcome=ambiguous if _status(exc) >= 500 else "not_applied", operation="PutObject"
+            ) from exc
         except BotoCoreError as exc:
-            raise _failed(exc, outcome=ambiguous) from exc
+            raise _failed(exc, outcome=ambiguous, operation="PutObject") from exc
 
     def remove(self, key: str, version_id: str = "") -> None:
         """Delete an object (a delete marker in a versioned bucket), or one version of it.
@@ -248,9 +255,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if version_id and error_code(exc) == "AccessDenied":
                 raise ObjectHeld(key) from exc
-            raise _failed(exc, outcome="unknown") from exc
+            raise _failed(exc, outcome="unknown", operation="DeleteObject") from exc
         except BotoCoreError as exc:
-            raise _failed(exc, outcome="unknown") from exc
+            raise _failed(exc, outcome="unknown", operation="DeleteObject") from exc
 
     def write_retained(
         self, key: str, data: bytes, *, content_type: str, mode: str, retain_until, metadata: dict
@@ -318,9 +325,9 @@ class MemoryStorage(S3Storage):
                 raise LegalHoldUnsupported(self.bucket_name) from exc
             if _is_missing(exc):
                 return  # the version is gone: nothing to hold
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="PutObjectLegalHold") from exc
         except BotoCoreError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="PutObjectLegalHold") from exc
 
     def legal_hold(self, key: str, version_id: str) -> bool:
         """Whether the store holds this version (GetObjectLegalHold)."""
@@ -331,9 +338,9 @@ class MemoryStorage(S3Storage):
         except ClientError as exc:
             if error_code(exc) in {"NoSuchObjectLegalHold", "InvalidRequest"} or _is_missing(exc):
                 return False
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObjectLegalHold") from exc
         except BotoCoreError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObjectLegalHold") from exc
         return response.get("LegalHold", {}).get("Status") == "ON"
 
     def object_lock_enabled(self) -> bool:
@@ -349,9 +356,9 @@ class MemoryStorage(S3Storage):
                 "InvalidRequest",
             }:
                 return False
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObjectLockConfiguration") from exc
         except BotoCoreError as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="GetObjectLockConfiguration") from exc
         return config.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
 
     def listing(self, prefix: str) -> list[dict]:
@@ -363,7 +370,7 @@ class MemoryStorage(S3Storage):
             ):
                 objects.extend(page.get("Contents", []))
         except (ClientError, BotoCoreError) as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="ListObjectsV2") from exc
         return objects
 
     # --- The pre hook's reads, without botocore's client (memory/lean.py) -------------------
@@ -390,7 +397,7 @@ class MemoryStorage(S3Storage):
             ):
                 found.extend(page.get("Versions", []) + page.get("DeleteMarkers", []))
         except (ClientError, BotoCoreError) as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="ListObjectVersions") from exc
         return found
 
     def versions_page(
@@ -408,7 +415,7 @@ class MemoryStorage(S3Storage):
         try:
             page = self.client.list_object_versions(**params)
         except (ClientError, BotoCoreError) as exc:
-            raise _failed(exc) from exc
+            raise _failed(exc, operation="ListObjectVersions") from exc
         date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date", "")
         try:
             answered = parsedate_to_datetime(date) if date else None
@@ -436,12 +443,14 @@ class VersionsPage:
 
 
 _bucket_storages: dict[str, MemoryStorage] = {}
+_probe_clients: dict[tuple, object] = {}
 
 
 @receiver(setting_changed)
 def _forget_storages(*, setting, **kwargs):
     if setting in {"STORAGES", "MGC_S3_OPTIONS"}:
         _bucket_storages.clear()
+        _probe_clients.clear()
 
 
 def storage_for(project) -> MemoryStorage:
@@ -459,6 +468,40 @@ def bucket_storage(bucket: str = "") -> MemoryStorage:
         options = dict(settings.STORAGES["memory"].get("OPTIONS", {}), bucket_name=bucket)
         storage = _bucket_storages[bucket] = MemoryStorage(**options)
     return storage
+
+
+def bucket_answers() -> str:
+    """Whether the console's bucket answers a signed HEAD now: '' if it does, else what went
+    wrong, named without its message (`unreachable`, `timeout`, or S3's error code). For the
+    readiness probe: a client of its own with short timeouts and one attempt, so a store that
+    is down answers the probe in about a second, not after the save path's retries."""
+    options = settings.STORAGES["memory"]["OPTIONS"]
+    key = (options.get("endpoint_url"), options.get("access_key"), options.get("region_name"))
+    client = _probe_clients.get(key)
+    if client is None:
+        client = _probe_clients[key] = boto3.client(
+            "s3",
+            endpoint_url=options.get("endpoint_url") or None,
+            region_name=options.get("region_name") or "us-east-1",
+            aws_access_key_id=options.get("access_key"),
+            aws_secret_access_key=options.get("secret_key"),
+            config=Config(
+                s3={"addressing_style": options.get("addressing_style", "path")},
+                signature_version="s3v4",
+                connect_timeout=1,
+                read_timeout=2,
+                retries={"total_max_attempts": 1},
+            ),
+        )
+    try:
+        client.head_bucket(Bucket=storages["memory"].bucket_name)
+    except ClientError as exc:
+        return error_code(exc) or str(_status(exc))
+    except (ConnectTimeoutError, ReadTimeoutError):
+        return "timeout"
+    except BotoCoreError:
+        return "unreachable"
+    return ""
 
 
 def iam_client():

@@ -16,6 +16,7 @@ from projects.models.projects import (
     default_hook_policy,
     default_manifest,
 )
+from projects.models.provisioning import Departure, ScimGroup, ScimToken, ScimUser
 from projects.models.review import Flag, FlagReply, IsolationCheck, Proposal, ReviewMark
 from projects.models.runners import (
     AgentSession,
@@ -38,6 +39,7 @@ __all__ = [
     "AuditEvent",
     "ConsentWithdrawal",
     "DeliveryAttempt",
+    "Departure",
     "Flag",
     "FlagReply",
     "GroupMapping",
@@ -57,6 +59,9 @@ __all__ = [
     "ReviewMark",
     "Revision",
     "RunnerCredential",
+    "ScimGroup",
+    "ScimToken",
+    "ScimUser",
     "SearchText",
     "SessionEvent",
     "SessionFile",

@@ -20,6 +20,7 @@ class RetentionRule(models.Model):
         SESSIONS = "sessions", _("Session receipts and events")
         PROMPTS = "prompts", _("Stored prompts")
         IDEMPOTENCY = "idempotency", _("Idempotency records")
+        LEAVERS = "leavers", _("Profiles of people who left")
 
     project = models.ForeignKey(
         Project,
@@ -36,7 +37,8 @@ class RetentionRule(models.Model):
     days = models.PositiveIntegerField(
         null=True,
         blank=True,
-        help_text="Kept this many days (files: since their last change; the rest: since made).",
+        help_text="Kept this many days (files: since their last change; leavers' profiles: since "
+        "the directory deprovisioned them; the rest: since made).",
     )
     keep_revisions = models.PositiveIntegerField(
         null=True, blank=True, help_text="History: the newest this many revisions are kept."

@@ -22,7 +22,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 
-from projects import jsontext
+from projects import jsontext, logs
 from projects.errors import Refusal, error_body
 from projects.memory import errors, layout, receipts
 from projects.models import AgentSession
@@ -246,6 +246,7 @@ def _session(request, session_id: uuid.UUID) -> AgentSession:
     )
     if session is None:  # another agent's or another project's session: not there for you
         raise Http404("No such session for this agent.")
+    logs.bind(session=session.pk)
     return session
 
 
@@ -267,6 +268,7 @@ def pre(request, body: PreIn):
     session, assembly = prehook.hook_pre(
         agent=agent, user=user, external_ref=body.session or "", request_key=key
     )
+    logs.bind(session=session.pk)
     if assembly is None:  # a retry of a pre hook whose answer was lost: the same session
         return _recorded_answer(request, session)
     return _pre_answer(session, assembly.prompt)

@@ -48,22 +48,24 @@ def token_create(
     return token, raw
 
 
-def token_revoke(*, token: AgentToken, by) -> None:
+def token_revoke(*, token: AgentToken, by, actor: Actor | None = None, reason: str = "") -> None:
     """Refuse the token at once, then delete its S3 credentials. If the object store does not
     answer, the token stays revoked and CredentialsUnavailable says the credentials are still
-    live (revoking again finishes the job)."""
+    live (revoking again finishes the job). `actor` when no person revokes it (provisioning:
+    the person who made it left); `reason` goes into the audit event."""
+    actor = actor or Actor.person(by)
     with transaction.atomic():
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
             audit_record(
-                actor=Actor.person(by),
+                actor=actor,
                 action="token.revoke",
                 project=token.agent.project,
                 obj=token,
-                details={"agent": token.agent.slug},
+                details={"agent": token.agent.slug, **({"reason": reason} if reason else {})},
             )
-    credentials.credentials_revoke(token=token, by=by)
+    credentials.credentials_revoke(token=token, by=by, actor=actor)
 
 
 def token_authenticate(raw: str) -> AgentToken | None:

@@ -108,7 +108,7 @@ def credentials_issue(*, token: AgentToken, by) -> tuple[RunnerCredential, str]:
     return credential, key["SecretAccessKey"]
 
 
-def credentials_revoke(*, token: AgentToken, by) -> int:
+def credentials_revoke(*, token: AgentToken, by, actor: Actor | None = None) -> int:
     """Delete the token's IAM user with its keys and policy; how many live records it ended.
     Raises CredentialsUnavailable when the store did not answer (they stay live: retry)."""
     live = list(RunnerCredential.objects.filter(token=token, revoked_at__isnull=True))
@@ -127,7 +127,7 @@ def credentials_revoke(*, token: AgentToken, by) -> int:
             credential.revoked_at = now
             credential.save(update_fields=["revoked_at"])
             audit_record(
-                actor=Actor.person(by),
+                actor=actor or Actor.person(by),
                 action="credentials.revoke",
                 project=credential.agent.project,
                 obj=credential,

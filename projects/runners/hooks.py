@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from projects import outbox
+from projects import metrics, outbox
 from projects.audit import VIA_MCP, Actor, audit_record
 from projects.errors import Refusal
 from projects.memory import carried, consent, errors, layout, removal, store
@@ -83,6 +83,7 @@ def hook_post(
                 request = f"{record.pk}:{index}" if record is not None else ""
                 done = _post_one(session, write, actor, seen, message, request)
                 idempotency.note(record, index, done)
+            metrics.write_counted(done["status"])
         results.append(done)
     with transaction.atomic():
         if end and not writes and _ended_already(session):

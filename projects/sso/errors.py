@@ -15,6 +15,8 @@ from django.utils.translation import gettext as _
 from social_core.exceptions import AuthConfigurationError, AuthProviderError
 from social_django.middleware import SocialAuthExceptionMiddleware
 
+from projects import metrics
+
 _UNREACHABLE = {"connection_failed", "timeout", "unavailable", "rate_limited", "tls_error"}
 
 
@@ -101,6 +103,15 @@ def explain(exc) -> tuple[str, str]:
     ) % {"provider": provider, "code": code}
 
 
+def refusal_reason(exc) -> str:
+    """How the metric of refused sign-ins names this one."""
+    if isinstance(exc, AuthProviderError) and exc.code in _UNREACHABLE:
+        return "provider_unavailable"
+    if exc.code == "authentication_disallowed":
+        return "inactive"
+    return "provider"
+
+
 class SignInErrorMiddleware(SocialAuthExceptionMiddleware):
     def get_error_status(self, request, exception) -> int:
         if isinstance(exception, AuthConfigurationError):
@@ -109,6 +120,7 @@ class SignInErrorMiddleware(SocialAuthExceptionMiddleware):
 
     def render_error(self, request, exception):
         status = self.get_error_status(request, exception)
+        metrics.signin_refused(refusal_reason(exception))
         self._log_error(exception, status)
         title, message = explain(exception)
         response = render(

@@ -6,7 +6,10 @@ An identity is linked to an account by the provider's subject (`sub`), once (a
 as the link came through the same issuer and the account is active. An unknown subject gets
 a new account named after the username claim, made under the accounts lock; a name taken in
 the console (or reading like one) refuses it: an identity never takes over an account it is
-not linked to."""
+not linked to. The one exception is an account the directory provisioned for that name
+(SCIM, projects.scim) that no identity is linked to yet: it is this person's, and their first
+sign-in (or first MCP access token) links it; while the directory has it deactivated, the
+identity is refused."""
 
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from social_django.models import UserSocialAuth
 
+from projects.audit import Actor, audit_record
 from projects.governance import identities
 from projects.models import Lock
+from projects.scim import provisioning
 
 PROVIDER = "oidc"  # the backend's name (backend.ConsoleOpenIdConnect.name)
 CONTEXT = "_oidc_id_token_context"  # where social-auth keeps the first ID token's iss/sub/aud
@@ -54,7 +59,8 @@ def account_for_identity(
     first_name: str = "",
     last_name: str = "",
 ) -> tuple:
-    """(user, link, is_new) for the identity: its linked account, or one made now."""
+    """(user, link, is_new) for the identity: its linked account, the account provisioned for
+    its name (linked now; not new), or one made now."""
     social = linked(subject)
     if social is not None:
         return account_checked(social, issuer=issuer), social, False
@@ -69,6 +75,21 @@ def account_for_identity(
         social = linked(subject)
         if social is not None:
             return account_checked(social, issuer=issuer), social, False
+        extra = {CONTEXT: {"iss": issuer, "sub": str(subject)}}
+        provisioned = provisioning.account_for_sign_in(username)
+        if provisioned is not None:
+            if not provisioned.is_active:
+                raise IdentityRefused("authentication_disallowed", username=username)
+            social = UserSocialAuth.objects.create(
+                user=provisioned, uid=str(subject), provider=PROVIDER, extra_data=extra
+            )
+            audit_record(
+                actor=Actor.system("sign-in"),
+                action="account.link",
+                obj=provisioned,
+                details={"user": username, "via": "provisioned", "issuer": issuer, "subject": str(subject)},
+            )
+            return provisioned, social, False
         try:
             user = identities.account_create_for_identity(
                 username=username,
@@ -80,7 +101,6 @@ def account_for_identity(
             )
         except ValidationError as exc:
             raise IdentityRefused("username_in_use", username=username, reason=exc.code) from None
-        extra = {CONTEXT: {"iss": issuer, "sub": str(subject)}}
         social = UserSocialAuth.objects.create(
             user=user, uid=str(subject), provider=PROVIDER, extra_data=extra
         )

@@ -28,6 +28,7 @@ from django.utils.translation import gettext as _
 from social_core.exceptions import AuthConfigurationError, AuthProviderError, SocialAuthBaseException
 from social_django.utils import load_backend, load_strategy
 
+from projects import metrics
 from projects.audit import Actor, audit_record
 from projects.governance import groups as group_service
 from projects.middleware import is_api
@@ -125,6 +126,7 @@ class ProviderSessionMiddleware:
             details={"user": user.get_username(), "reason": reason},
         )
         log.info("identity provider no longer vouches for %s (%s): signed out", user.get_username(), reason)
+        metrics.sessions_ended.labels("recheck").inc()
         path = request.get_full_path()
         logout(request)
         messages.error(

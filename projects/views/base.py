@@ -40,6 +40,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
 
+from projects import logs
 from projects.errors import Refusal, explain
 from projects.governance import permissions
 from projects.models import MemoryFile, Project, Revision
@@ -62,6 +63,7 @@ def project_view(
         @functools.wraps(view)
         def page(request, slug, **kwargs):
             project, role = permissions.project_or_404(request.user, slug)
+            logs.bind(project=project.slug)
             if capability is not None:
                 permissions.require(capability(role))
             try:

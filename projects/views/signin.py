@@ -106,7 +106,7 @@ def _page(language: str, refusal: signin.Refusal) -> bytes:
 
 def refusal_response(request, refusal: signin.Refusal) -> HttpResponse:
     """A refused sign-in: 429, Retry-After, a short page that says why and for how long. Made
-    without templates, sessions or queries: the first middleware answers a flood with it."""
+    without templates, sessions or queries: the door middleware answers a flood with it."""
     body = _page(translation.get_language_from_request(request), refusal)
     response = HttpResponse(
         body, status=429, headers={"Retry-After": str(refusal.retry_after), "Content-Length": str(len(body))}

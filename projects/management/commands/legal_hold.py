@@ -12,12 +12,15 @@ class Command(BaseCommand):
         "Place, release or list legal holds. While a hold stands, erasure, deletion and "
         "retention refuse what it covers, and the storage holds every version of it (S3 "
         "Object Lock legal hold). Placing the same hold again (same scope and case) finishes "
-        "one whose storage sweep stopped short; it never makes a second hold."
+        "one whose storage sweep stopped short; it never makes a second hold. `sweep` puts "
+        "every standing hold's S3 holds back from the first version (after a restore)."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["place", "release", "list"])
-        parser.add_argument("--project", required=True, help="Project slug.")
+        parser.add_argument("action", choices=["place", "release", "list", "sweep"])
+        parser.add_argument(
+            "--project", help="Project slug (required, except for sweep: every project's holds without it)."
+        )
         target = parser.add_mutually_exclusive_group()
         target.add_argument("--user", help="A person: their profile in every project.")
         target.add_argument("--path", help="Workspace files: workspace/<glob>.md.")
@@ -49,9 +52,30 @@ class Command(BaseCommand):
         background=False,
         **options,
     ):
-        project_obj = Project.objects.filter(slug=project).first()
+        project_obj = Project.objects.filter(slug=project).first() if project else None
+        if action == "sweep":
+            if project and project_obj is None:
+                raise CommandError(f"No project with slug {project!r}.")
+            unfinished = []
+            for item, sweep in holds.holds_sweep_again(project=project_obj):
+                what = f"legal hold #{item.pk} on {item.describe()}"
+                if not sweep.finished:
+                    self.stdout.write(self.style.WARNING(f"{what}: {holds.sweep_summary(sweep)}"))
+                    unfinished.append(f"#{item.pk}")
+                    continue
+                self.stdout.write(
+                    self.style.SUCCESS(f"swept {what}: {sweep.versions} version(s) held in storage")
+                )
+                if sweep.note:
+                    self.stdout.write(self.style.WARNING(sweep.note))
+            if unfinished:
+                raise CommandError(
+                    f"legal hold(s) {', '.join(unfinished)} not yet held in storage everywhere; "
+                    "run the same command again."
+                )
+            return
         if project_obj is None:
-            raise CommandError(f"No project with slug {project!r}.")
+            raise CommandError(f"No project with slug {project!r}." if project else "--project is required.")
         if action == "list":
             for item in holds.holds_of(project_obj):
                 state = "released" if item.released_at else "standing"

@@ -51,7 +51,7 @@ def backwards(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("projects", "0031_idempotency_owner"),
+        ("projects", "0032_scim_provisioning"),
     ]
 
     operations = [
