@@ -6,6 +6,7 @@ session storage, which outlives the navigation); the action then completes as us
 import pytest
 from playwright.sync_api import expect
 
+from projects.governance import subjects
 from projects.models import LegalHold, Membership, RunnerCredential
 from projects.runners import bearer
 
@@ -59,3 +60,18 @@ def test_slow_actions_say_they_are_working(page, live_server, olga, person, proj
     page.locator("#member-add select[name=role]").select_option("compliance")
     _busy(page, "Add member", "Working…")
     expect(page.locator("#member-confirm")).to_be_visible()
+
+    # A subject's request answered, and a hold released (after its confirmation).
+    restriction = subjects.request_open(
+        by=olga, user=person, kind="restriction", law="gdpr", project=project, details="stop using my profile"
+    )
+    page.goto(f"{base}/requests/{restriction.pk}/")
+    page.locator("#answer-text").fill("Agents no longer read the profile.")
+    _busy(page, "Answered", "Recording the answer…")
+    expect(page.locator("#request-facts")).to_contain_text("Agents no longer read the profile.")
+
+    page.goto(f"{base}/p/{project.slug}/holds/")
+    page.once("dialog", lambda dialog: dialog.accept())
+    _busy(page, "Release", "Releasing…")
+    expect(page.get_by_role("button", name="Release")).to_have_count(0)
+    assert not LegalHold.objects.filter(user=person, released_at__isnull=True).exists()
