@@ -262,7 +262,8 @@ def bench_hold_gap(table: Table, world: dict, rounds: int) -> None:
 
     feed_on, feed_off = _feed_switch(settings)
     feed_on()
-    project, _agent, _token, row = project_with_memory(world, "held")
+    project, agent, _token, row = project_with_memory(world, "held")
+    workspace_replaceable_in_place(agent)
     credential, secret = credentials.credentials_issue(token=row, by=world["admin"])
     file = store.file_create(
         project=project, scope="workspace", path="notes/held.md", content="# Held\n", actor=world["actor"]
