@@ -74,6 +74,44 @@ def under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool, l
         _bench_large_texts(table, world, port, gunicorn, rounds=5 if quick else 400)
     finally:
         _stop(gunicorn)
+    if not quick:
+        _bench_first_request(table, world, env, log)
+
+
+def _bench_first_request(table: Table, world: dict, env: dict, log: Path) -> None:
+    """The first pre hook a freshly started console answers, once it answers HTTP at all
+    (what the demo waits for before it prints its URL), with each worker's warm-up
+    (projects/warmup.py, gunicorn's post_worker_init) and without it (MGC_WEB_WARM_UP=0)."""
+    first = {}
+    for warm in ("1", "0"):
+        gunicorn, port = _start_gunicorn({**env, "MGC_WEB_WARM_UP": warm}, log)
+        try:
+            deadline = time.monotonic() + 120
+            while True:  # any answer: the worker that gives it has started
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                    conn.request("HEAD", "/")
+                    conn.getresponse().read()
+                    conn.close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            result = _load(port, "/api/v1/hooks/pre", world["token"], count=1, clients=1)
+            assert result["ok"] == 1, result["statuses"]
+            first[warm] = result["latencies"][0]
+        finally:
+            _stop(gunicorn)
+    ratio = first["1"] / first["0"]
+    table.add(
+        "first pre hook after a start, with each worker's warm-up",
+        f"{first['1']:.0f} ms",
+        f"without the warm-up: {first['0']:.0f} ms",
+        ratio,
+        "<= 0.3x",
+        ratio <= 0.3,
+    )
 
 
 def _stop(process) -> None:

@@ -4,6 +4,7 @@ where it really serves.
     python -m devtools.ports 8000 --name console           # 8000, or the next free one
     python -m devtools.ports 8000 --name console --exact   # 8000, or exit 1 saying why
     python -m devtools.ports announce 8000 "Console: ..."  # print it once we serve there
+    python -m devtools.ports announce 8000 "Console: ..." --http  # ... and answer HTTP
 
 The port goes to stdout; what happened (another port chosen, or why none) to stderr.
 """
@@ -15,6 +16,8 @@ import os
 import socket
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 HOST = "127.0.0.1"
@@ -98,12 +101,35 @@ def serving(port: int, parent: int) -> bool:
     return any(_descends_from(pid, parent) for pid in pids)
 
 
-def announce(port: int, message: str, timeout: float = 300.0) -> int:
-    """Print message once the demo's own server listens on port; nothing if it never does."""
+def answers_http(port: int, timeout: float = 30.0) -> bool:
+    """Whether an HTTP request to the port gets an answer (any status). A server that listens
+    but is still starting its workers holds the request until one is ready."""
+    request = urllib.request.Request(f"http://{HOST}:{port}/", method="HEAD")  # noqa: S310 - loopback
+    try:
+        with _NO_REDIRECTS.open(request, timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True  # an answer all the same (a redirect to the login page, a 404)
+    except (OSError, ValueError):
+        return False
+
+
+class _Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # the redirect is the answer
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_Stay)
+
+
+def announce(port: int, message: str, timeout: float = 300.0, http: bool = False) -> int:
+    """Print message once the demo's own server listens on port (with `http`: and answers a
+    request, so the first page a person opens is served by a started worker); nothing if it
+    never does."""
     parent = os.getppid()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if serving(port, parent):
+        if serving(port, parent) and (not http or answers_http(port)):
             print(message, flush=True)
             return 0
         if os.getppid() != parent:
@@ -115,7 +141,7 @@ def announce(port: int, message: str, timeout: float = 300.0) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["announce"]:
-        return announce(int(argv[1]), argv[2])
+        return announce(int(argv[1]), argv[2], http="--http" in argv[3:])
     parser = argparse.ArgumentParser(prog="python -m devtools.ports")
     parser.add_argument("port", type=int)
     parser.add_argument(

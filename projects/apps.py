@@ -7,6 +7,13 @@ class ProjectsConfig(AppConfig):
     verbose_name = "Agent memory"
 
     def ready(self):
+        # Django 6.1's blank choice of a select ("- Select an option -") has no Russian in
+        # Django's own catalogue yet: the console's words, in its catalogue.
+        from django.db.models import fields
+        from django.utils.translation import gettext_lazy
+
+        fields.BLANK_CHOICE_LABEL = gettext_lazy("- choose -")
+
         # Receivers: failed password sign-ins counted (Django's user_login_failed signal).
         from projects.governance import signin  # noqa: F401
 

@@ -19,7 +19,9 @@ def key(kind: str, *parts: object) -> str:
 
 
 def saved(request, kind: str, *parts: object) -> None:
-    """The form's text is stored: the next page tells the browser to drop its draft."""
+    """The form's text is stored, or the person settled it another way (chose to keep things
+    as they are): the next page tells the browser to drop its draft, so no banner calls the
+    text lost."""
     waiting = list(request.session.get(SESSION_KEY, []))
     name = key(kind, *parts)
     if name not in waiting:

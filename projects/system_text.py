@@ -8,6 +8,7 @@ Foundation: models and audit use it; it imports no model."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from django.utils import translation
@@ -33,6 +34,8 @@ LABELS = {
     "session": _("session %(id)s of %(agent)s"),
     "credential": _("S3 credentials %(key)s of %(token)s"),
     "webhook": _("%(kind)s to %(url)s"),
+    "legal_hold": _("legal hold #%(id)s (%(covers)s %(what)s)"),
+    "group_mapping": _("group %(group)s → %(project)s as %(role)s"),
     "subject_request": _("subject request #%(id)s (%(kind)s)"),
     "subject_document": _("%(kind)s of subject request #%(id)s"),
 }
@@ -53,6 +56,17 @@ _WORDS = {
         "package": _("answer package"),
         "act": _("destruction act"),
     },
+    "covers": {"person": _("person"), "file": _("file"), "glob": _("files"), "project": _("project")},
+}
+
+# What a system actor was doing ("system:sign-in"), by the note the console records.
+SYSTEM_NOTES = {
+    "sign-in": _("sign-in"),
+    "retention": _("retention"),
+    "retention command": _("the retention command"),
+    "events": _("event delivery"),
+    "webhooks command": _("the webhooks command"),
+    "reminders": _("subject request reminders"),
 }
 
 
@@ -113,10 +127,57 @@ def actor_shown(label: str) -> str:
     if label.startswith("external (agent:") and label.endswith(")"):
         return str(_("external (agent:%(slug)s)") % {"slug": label[len("external (agent:") : -1]})
     if label.startswith("system:"):
-        return str(_("system: %(note)s") % {"note": label[len("system:") :]})
+        note = label[len("system:") :]
+        return str(_("system: %(note)s") % {"note": SYSTEM_NOTES.get(note, note)})
     if label.startswith("agent:") and label.endswith(" via MCP"):  # audit.Actor.label
         agent, _sep, person = label[len("agent:") : -len(" via MCP")].partition(" for ")
         if person:
             return str(_("agent:%(slug)s for %(person)s via MCP") % {"slug": agent, "person": person})
         return str(_("agent:%(slug)s via MCP") % {"slug": agent})
     return label
+
+
+def actor_stored(typed: str) -> str:
+    """What a person typed into an actor filter, as actors are stored: the words the pages
+    show for the console's own actors ("извне", "система: вход") find them too."""
+    typed = typed.strip()
+    if typed.casefold() == str(_("external")).casefold():
+        return "external"
+    prefix = str(_("system: %(note)s") % {"note": ""}).strip()
+    if prefix and typed.casefold().startswith(prefix.casefold()):
+        note = typed[len(prefix) :].strip()
+        found = next(
+            (code for code, shown in SYSTEM_NOTES.items() if str(shown).casefold() == note.casefold()), note
+        )
+        return f"system:{found}"
+    return typed
+
+
+def word(kind: str, value: str) -> str:
+    """A console word stored as its code (a role, a write mode, what a hold covers) in the
+    reader's language; any other value as it is."""
+    return str(_WORDS.get(kind, {}).get(value, value))
+
+
+# How the console wrote a hold's target and a group mapping before either had a code (still
+# the stored English of every row: LegalHold.target, audit details "covers" and "mapping").
+_HOLD_TARGET = re.compile(r"\A(person|file|files|project) (.+)\Z", re.S)
+_MAPPING = re.compile(r"\Agroup (.+) -> (\S+) as (admin|compliance|employee)\Z", re.S)
+
+
+def hold_covers(target: str) -> str:
+    """'person maria' (a hold's stored target) as the reader reads it."""
+    found = _HOLD_TARGET.match(target or "")
+    if found is None:
+        return target
+    kind = "glob" if found[1] == "files" else found[1]
+    return f"{word('covers', kind)} {found[2]}"
+
+
+def mapping_shown(text: str) -> str:
+    """'group sre -> incidents as employee' (a mapping as audit details name it) as the
+    reader reads it."""
+    found = _MAPPING.match(text or "")
+    if found is None:
+        return text
+    return render(LABELS, "group_mapping", {"group": found[1], "project": found[2], "role": found[3]}, text)

@@ -2,9 +2,9 @@
 
 `mgc-hook --settings > .claude/settings.json` writes the settings for the events below, with
 this install's absolute command (a hook command missing from Claude Code's PATH only logs
-"not found") and an allow rule for edits under .mgc-memory/ (`claude -p` refuses them
-otherwise; `--permission-mode acceptEdits` is the other way). Claude Code runs it with one
-JSON event on stdin; it answers on stdout:
+"not found") and an allow rule for edits under .mgc-memory/ (Claude Code applies it once the
+folder is trusted; `claude -p --permission-mode acceptEdits` is the other way: docs/RUNNERS.md).
+Claude Code runs it with one JSON event on stdin; it answers on stdout:
 
 - SessionStart, UserPromptSubmit: the pre hook, once per session (again after /clear or a
   compaction); the prompt goes back as `hookSpecificOutput.additionalContext` and the memory
@@ -14,9 +14,13 @@ JSON event on stdin; it answers on stdout:
   as an error event, and told to the model (stderr, exit 2);
 - PostToolUseFailure, StopFailure: the error hook (StopFailure with its error_details);
 - Stop, SessionEnd: the post hook with every memory file the agent changed in that folder,
-  sent even when nothing changed so that the session shows ended; a file the console did not
-  write is an error event and a line on stderr. SessionEnd removes the folder (it holds a
-  copy of USER.md) and the session's state, unless a file in it was not sent.
+  sent even when nothing changed so that the session shows ended (the console ends a session
+  once: SessionEnd after Stop changes nothing); a file the console did not write is an error
+  event and a line on stderr. SessionEnd removes the folder (it holds a copy of USER.md) and
+  the session's state whatever the console answered, except what it did not take: a post it
+  never answered stays as .mgc-unsent.json (its writes only), sent first by the next session
+  in the same memory folder; a file that met a newer revision (a conflict) stays as the agent
+  wrote it, to merge. stderr says what stayed and where.
 
 Claude's session id maps to one console session (kept in MGC_STATE_DIR). Each call's
 Idempotency-Key comes from the event (tool_use_id, the changes sent), so an event delivered
@@ -42,6 +46,7 @@ from runnerkit.client import ApiError, Client
 from runnerkit.run import MemoryRun
 
 START_EVENTS = {"SessionStart", "UserPromptSubmit"}
+UNSENT = ".mgc-unsent.json"  # a post the console never answered, kept to send again
 NOT_BLOCKING = 1  # Claude Code: exit 2 blocks the agent, any other non-zero code does not
 
 
@@ -84,12 +89,14 @@ class ClaudeHook:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self._state_path(claude_session).write_text(json.dumps(state), encoding="utf-8")
 
+    def _memory_dir(self, event: dict) -> Path:
+        return Path(self.env.get("MGC_MEMORY_DIR") or Path(event.get("cwd") or ".") / ".mgc-memory")
+
     def _run(self, event: dict, state: dict | None) -> MemoryRun:
         folder = (
             Path(state["folder"])
             if state
-            else Path(self.env.get("MGC_MEMORY_DIR") or Path(event.get("cwd") or ".") / ".mgc-memory")
-            / hashlib.sha256(event["session_id"].encode()).hexdigest()[:16]
+            else self._memory_dir(event) / hashlib.sha256(event["session_id"].encode()).hexdigest()[:16]
         )
         return MemoryRun(
             self.client,
@@ -107,6 +114,7 @@ class ClaudeHook:
         state = self._load(claude_session)
         run = self._run(event, state)
         if state is None:
+            self._send_unsent(self._memory_dir(event))  # an earlier session's last changes first
             run.start()
             state = {
                 "session": run.session,
@@ -139,6 +147,8 @@ class ClaudeHook:
             state["injected"] = True
             self._save(claude_session, state)
             return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": run.instructions()}}
+        if name == "SessionEnd" and self._load(claude_session) is None:
+            return None  # ended and cleaned up already (a replayed SessionEnd): nothing to open
         run, _state = self._started(event)
         if name == "PostToolUse":
             use = event.get("tool_use_id") or _key(json.dumps(event, sort_keys=True))
@@ -171,12 +181,29 @@ class ClaudeHook:
                 details={k: v for k, v in details.items() if v},
                 key=_key(claude_session, name, use, message),
             )
-        elif name in ("Stop", "SessionEnd"):
-            results = run.finish(summary=f"Claude Code {name.lower()} ({event.get('reason') or 'turn'})")
+        elif name == "Stop":
+            results = run.finish(summary=f"Claude Code stop ({event.get('reason') or 'turn'})")
             self._report(run, results, claude_session, name)
-            if name == "SessionEnd":
-                self._forget(run, claude_session, results)
+        elif name == "SessionEnd":
+            self._end(run, claude_session, f"Claude Code sessionend ({event.get('reason') or 'other'})")
         return None
+
+    def _end(self, run: MemoryRun, claude_session: str, summary: str) -> None:
+        """The last post, then the folder goes whatever the console answered: only what it
+        did not take stays (_forget)."""
+        results, unsent = [], None
+        try:
+            results = run.finish(summary=summary)
+        except ApiError as exc:
+            unsent = run.sandbox.sending
+            self.problems.append(f"mgc-hook: the memory console did not take the session's end ({exc}).")
+            self.exit_code = NOT_BLOCKING
+        else:
+            try:
+                self._report(run, results, claude_session, "SessionEnd")
+            except ApiError as exc:  # the error events themselves: stderr has said it all
+                self.problems.append(f"mgc-hook: the console did not record what it refused ({exc}).")
+        self._forget(run, claude_session, results, unsent)
 
     def _check_edit(self, run: MemoryRun, event: dict, use: str) -> None:
         """An Edit or Write of a memory file the policy does not let the agent change succeeds
@@ -223,23 +250,95 @@ class ClaudeHook:
             self.problems.append(f"mgc-hook: {message}")
             self.exit_code = NOT_BLOCKING
 
-    def _forget(self, run: MemoryRun, claude_session: str, results: list[dict]) -> None:
+    def _forget(self, run: MemoryRun, claude_session: str, results: list[dict], unsent: dict | None) -> None:
         """At SessionEnd: remove the memory folder (it holds a copy of the person's USER.md)
-        and the session's state (it holds the prompt), unless a file in it was not sent (a
-        conflict keeps the agent's text there to merge)."""
-        kept = [
-            r
-            for r in results
-            if r.get("status") in ("conflict", "kept_locally") and r.get("code") != "read_only"
-        ]
-        if kept:
-            self.problems.append(
-                f"mgc-hook: {len(kept)} file(s) were not sent and stay in "
-                f"{run.folder}; merge them and remove the folder."
-            )
-            return
-        shutil.rmtree(run.folder, ignore_errors=True)
+        and the session's state (it holds the prompt), whatever the console answered. What it
+        did not take stays, and only that: a post it never answered, as .mgc-unsent.json (the
+        writes, sent first by the next session), and a file that met a newer revision, as the
+        agent wrote it (to merge; sending it again would only meet that revision again)."""
         self._state_path(claude_session).unlink(missing_ok=True)
+        folder = run.folder
+        if unsent is not None and unsent.get("writes"):
+            _write_private(folder / UNSENT, json.dumps(unsent, ensure_ascii=False))
+        else:
+            unsent = None
+        conflicts = sorted({r["path"] for r in results if r.get("status") == "conflict" and r.get("path")})
+        kept = {UNSENT} if unsent else set()
+        kept |= set(conflicts)
+        _remove_all_but(folder, kept)
+        if unsent:
+            paths = ", ".join(w["path"] for w in unsent["writes"])
+            self.problems.append(
+                f"mgc-hook: {len(unsent['writes'])} change(s) ({paths}) were not sent; they are kept "
+                f"in {folder / UNSENT} and the next session in this folder sends them first. "
+                f"Everything else of this session was removed."
+            )
+        for path in conflicts:
+            self.problems.append(
+                f"mgc-hook: {path} met a newer revision and was not written; your text stays in "
+                f"{folder / path} to merge (remove it when done). Everything else was removed."
+            )
+
+    def _send_unsent(self, memory_dir: Path) -> None:
+        """Posts earlier sessions could not send (the console did not answer), sent again with
+        their own Idempotency-Key, so a post that did land the first time is answered, not
+        applied twice. Before this session's pre hook: its prompt has them."""
+        for path in sorted(memory_dir.glob(f"*/{UNSENT}")):
+            try:
+                post = json.loads(path.read_text(encoding="utf-8"))
+                session, writes, key = post["session"], post["writes"], post["key"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            try:
+                answer = self.client.post(
+                    session, writes, post.get("summary"), key=key, end=post.get("end", True)
+                )
+            except ApiError as exc:
+                if exc.status in (0, 409) or exc.status >= 500:
+                    self.problems.append(
+                        f"mgc-hook: {path} is still not sent ({exc}); the next session tries again."
+                    )
+                else:
+                    self.problems.append(
+                        f"mgc-hook: the console refuses the changes kept in {path} ({exc}); "
+                        f"copy what you need from it and remove it."
+                    )
+                continue
+            path.unlink(missing_ok=True)
+            for result in answer.get("results", []):
+                what = result.get("status")
+                if result.get("revision"):
+                    what = f"{what}, revision {result['revision']}"
+                elif result.get("message"):
+                    what = f"{what}: {result['message']}"
+                where = result.get("path")
+                self.problems.append(f"mgc-hook: sent what an earlier session left: {where}: {what}")
+            if not any(path.parent.iterdir()):  # nothing else stayed (no conflict to merge)
+                path.parent.rmdir()
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def _remove_all_but(folder: Path, kept: set[str]) -> None:
+    """Remove everything in `folder` but the files named (relative paths), and the folder
+    itself when nothing is kept."""
+    if not kept:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for item in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        relative = item.relative_to(folder).as_posix()
+        if item.is_dir():
+            if not any(item.iterdir()):
+                item.rmdir()
+        elif relative not in kept:
+            item.unlink(missing_ok=True)
+    if folder.exists() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}

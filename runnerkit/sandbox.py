@@ -43,6 +43,7 @@ class Sandbox:
         self.folder = Path(folder)
         self.session = session
         self.direct = direct  # a runnerkit.direct.DirectStorage, or None: the hook API only
+        self.sending: dict | None = None  # the post push() sent and has no answer to yet
 
     # -- pull ------------------------------------------------------------------------------------
     def pull(self) -> dict:
@@ -223,7 +224,17 @@ class Sandbox:
                 or "push-"
                 + _sha(json.dumps([self.session, writes, end], sort_keys=True).encode("utf-8"))[:40]
             )
+            # What is on its way, until the console answers: a caller whose post raised can
+            # keep it and send it again, byte for byte under the same key (runnerkit.claude).
+            self.sending = {
+                "session": self.session,
+                "writes": writes,
+                "summary": summary,
+                "key": key,
+                "end": end,
+            }
             results = self.client.post(self.session, writes, summary, key=key, end=end)["results"]
+            self.sending = None
         self._advance(written + results)
         return written + results + notes
 

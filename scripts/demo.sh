@@ -145,10 +145,11 @@ if [ "$DEMO_SSO" = "1" ]; then
 else
   echo "  provider named by MGC_OIDC_ISSUER, or sends the runner token as a bearer token"
 fi
-# The URL is printed once the console answers there, not before; if the server cannot listen
-# on the port after all, the script stops and this watcher with it, printing nothing.
+# The URL is printed once the console answers there (its workers started and warmed up:
+# memoryadmin/gunicorn.conf.py), not before; if the server cannot listen on the port after
+# all, the script stops and this watcher with it, printing nothing.
 python -m devtools.ports announce "$WEB_PORT" \
-  "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" &
+  "Console: http://127.0.0.1:$WEB_PORT  (Ctrl+C stops it and SeaweedFS; the data stays in $DEMO/)" --http &
 ANNOUNCE_PID=$!
 # Metrics: the web workers and the events worker count into one folder, /metrics sums them.
 export PROMETHEUS_MULTIPROC_DIR="$DEMO/metrics"

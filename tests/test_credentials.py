@@ -14,15 +14,17 @@ from django.urls import reverse
 
 from projects.audit import Actor
 from projects.memory import layout, store
-from projects.models import Agent, AuditEvent, Membership, RunnerCredential
+from projects.models import Agent, AuditEvent, Membership, RunnerCredential, default_hook_policy
 from projects.runners import bearer, credentials
 from projects.runners.agent_settings import agent_settings_update
+from tests.conftest import workspace_replaceable_in_place
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def runner_token(agent, admin):
+    workspace_replaceable_in_place(agent)
     token, _raw = bearer.token_create(agent=agent, name="prod runner", created_by=admin)
     return token
 
@@ -299,3 +301,23 @@ def test_settings_and_isolation_pages_say_exactly_what_the_credentials_reach(
         for note in notes
     ), notes
     assert any("Updated the S3 policy of 1 runner" in note for note in notes)
+
+
+def test_the_settings_page_says_whether_the_agent_can_rewrite_its_logs_and_when_s3_lags(
+    client, s3, project, agent, admin, runner_token
+):
+    credentials.credentials_issue(token=runner_token, by=admin)  # under a policy without the log rule
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[project.slug, agent.slug])
+    text = client.get(url).content.decode()
+    assert "This policy lets the agent rewrite its own log workspace/logs/tools.md (replace)" in text
+    assert 'id="stale-credentials"' not in text
+    agent.hook_policy = default_hook_policy()  # what migration 0033 does to an untouched agent
+    agent.save()
+    text = client.get(url).content.decode()
+    assert "workspace/logs/tools.md is append-only for the agent" in text
+    assert "workspace/logs/errors.md is append-only for the agent" in text
+    assert "rewrite its own log" not in text
+    assert 'id="stale-credentials"' in text  # S3 still lets the runner replace the logs
+    client.post(url, {"which": "policy_json", "policy-json-value": json.dumps(agent.hook_policy)})
+    assert 'id="stale-credentials"' not in client.get(url).content.decode()

@@ -76,6 +76,36 @@ wait
     assert time.monotonic() - started >= 1.5
 
 
+SLOW_START = """import socket, sys, time
+server = socket.create_server(("127.0.0.1", {port}))
+time.sleep(1.5)  # listening, its workers still starting: a request waits
+print("answering", flush=True)
+while True:
+    client, _ = server.accept()
+    client.recv(1024)
+    client.sendall(b"HTTP/1.0 302 Found\\r\\nLocation: /accounts/login/\\r\\nContent-Length: 0\\r\\n\\r\\n")
+    client.close()
+"""
+
+
+def test_with_http_the_url_is_announced_once_the_server_answers(tmp_path):
+    """demo.sh's announcer: a console that listens but is still warming up its workers holds
+    the first request; the URL appears once a request is answered (a redirect counts)."""
+    [port] = free_ports(1)
+    (tmp_path / "server.py").write_text(SLOW_START.format(port=port))
+    script = tmp_path / "serve.sh"
+    script.write_text(f"""cd {ROOT}
+{sys.executable} -m devtools.ports announce {port} "Console: http://127.0.0.1:{port}" --http &
+ANNOUNCE=$!
+{sys.executable} {tmp_path / "server.py"} &
+SERVER=$!
+wait $ANNOUNCE
+kill $SERVER
+""")
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60).stdout
+    assert out.splitlines() == ["answering", f"Console: http://127.0.0.1:{port}"]
+
+
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="ownership is read from /proc")
 def test_someone_elses_server_on_the_port_is_not_announced(tmp_path):
     [port] = free_ports(1)

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 
 from projects.audit import Actor
 from projects.memory import adoption, reading, store
-from projects.models import AgentSession, MemoryFile, Proposal, SessionEvent
+from projects.models import Agent, AgentSession, MemoryFile, Proposal, SessionEvent, default_hook_policy
 from projects.runners import context as prompt_context
 from projects.runners import hooks, policy, prehook, proposals, schemas
 
@@ -74,6 +74,60 @@ def test_tool_and_error_append_to_the_policys_logs_without_file_contents(session
     assert "error: timeout after 30 s\n" in error_line and "secret" not in error_line
     # The whole summary stays in the session's event, where a person looks it up.
     assert SessionEvent.objects.get(session=session, kind="tool").payload["summary"] == summary
+
+
+def test_the_default_policy_refuses_an_agents_replace_of_its_own_log(session, agent, s3):
+    """The agent adds to its tool and error logs and never rewrites them: the default policy's
+    rule for workspace/logs/**.md (append only) is stricter than workspace/**.md's."""
+    hooks.hook_event(session=session, kind="tool", payload={"name": "grep", "summary": "3 hits"})
+    log = MemoryFile.objects.get(path="logs/tools.md")
+    before = reading.revision_read(log.head)
+    results = hooks.hook_post(
+        session=session,
+        writes=[
+            hooks.WriteRequest("workspace/logs/tools.md", "replace", "nothing happened\n", base_revision=1),
+            hooks.WriteRequest("workspace/logs/tools.md", "delete", base_revision=1),
+            hooks.WriteRequest("workspace/logs/errors.md", "replace", "no errors\n"),
+            hooks.WriteRequest("workspace/logs/tools.md", "append", "- a line the agent adds\n"),
+            hooks.WriteRequest("workspace/notes/a.md", "replace", "# A, rewritten\n", base_revision=1),
+        ],
+        end=False,
+    )
+    assert [(r["status"], r.get("code")) for r in results] == [
+        ("rejected", "policy_denied"),
+        ("rejected", "policy_denied"),
+        ("rejected", "policy_denied"),
+        ("written", None),
+        ("written", None),
+    ]
+    assert "allows only append writes to workspace/logs/tools.md" in results[0]["message"]
+    log = MemoryFile.objects.select_related("head", "project").get(pk=log.pk)
+    assert reading.file_read(log).text == before + "- a line the agent adds\n"
+    assert not MemoryFile.objects.filter(path="logs/errors.md").exists()
+    assert policy.log_rewrites(agent) == [("workspace/logs/tools.md", []), ("workspace/logs/errors.md", [])]
+
+
+def test_agents_on_the_old_default_policy_move_to_append_only_logs(project, agent):
+    """Migration 0033, as 0020 did for the manifest: the untouched old default moves, an
+    edited policy stays as its admin made it, and the migration runs backwards too."""
+    from django.apps import apps
+
+    migration = __import__("projects.migrations.0033_default_policy_logs_append_only", fromlist=["forwards"])
+    edited = Agent.objects.create(project=project, slug="edited", name="Edited")
+    for one in (agent, edited):
+        one.hook_policy = migration.OLD_DEFAULT
+        one.save()
+    edited.hook_policy = {**migration.OLD_DEFAULT, "tool": {"log": "workspace/runs/tools.md"}}
+    edited.save()
+    migration.forwards(apps, None)
+    agent.refresh_from_db()
+    edited.refresh_from_db()
+    assert agent.hook_policy == default_hook_policy() == migration.NEW_DEFAULT
+    assert policy.policy_rule(agent, "workspace/logs/errors.md")["modes"] == ["append"]
+    assert "workspace/logs/**.md" not in edited.hook_policy["post"]
+    migration.backwards(apps, None)
+    agent.refresh_from_db()
+    assert agent.hook_policy == migration.OLD_DEFAULT
 
 
 def test_a_rejected_proposal_stays_rejected_and_writes_nothing(session, agent, admin):

@@ -12,6 +12,7 @@ from pathlib import Path
 import polib
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.template.base import Lexer, TokenType
 from django.test import Client
 from django.urls import reverse
@@ -290,3 +291,120 @@ def test_error_pages_speak_the_language(russian, admin, settings):
     response = guarded.post(reverse("logout"))
     assert response.status_code == 403
     assert "Форма устарела" in response.content.decode()
+
+
+# --- What the console itself writes, walked in Russian --------------------------------------
+
+LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z’'-]*[A-Za-z]")
+# Shown as they are in every language: identifiers in <code> or written like one (action
+# codes, keys, paths, URLs), placeholders of the scripts' words ({when}), the names of
+# products, and language names in the switcher (each in its own language).
+CODE = re.compile(r"<(code|kbd|samp)\b[^>]*>.*?</\1>", re.S)
+IDENTIFIER = re.compile(r"\S*[./_:<>=\d]\S*|\{\w+\}")
+OWN_NAMES = ("S3 Object Lock", "Object Lock", "Django", "UTC", "English", "e-mail")
+
+
+def _english_on(html: str, data: list[str]) -> list[str]:
+    """Latin words a person reads on the page (text and human-facing attributes) that are not
+    the data it shows (names, paths, what people typed): the console's own words left in
+    English."""
+    parser = _Words()
+    parser.feed(CODE.sub(" ", html))
+    text = " ".join(parser.words)
+    for value in sorted([*data, *OWN_NAMES], key=len, reverse=True):
+        text = text.replace(value, " ")
+    text = IDENTIFIER.sub(" ", text)
+    return sorted({w for w in LATIN_WORD.findall(text) if w not in UNTRANSLATED})
+
+
+@pytest.mark.django_db
+def test_holds_audit_and_sign_in_pages_have_no_english_console_text(russian, s3, project, agent, settings):
+    """The holds page, the audit trail (object labels, details, system actors) and the sign-in
+    pages, after what happens around them: holds placed and released, a group mapping and the
+    memberships that follow it at a sign-in, an account made by single sign-on, a lockout and
+    its lifting. Whatever Latin text remains is data the test made, or the check fails."""
+    from django.contrib.auth import get_user_model
+
+    from projects.governance import groups, holds, identities, lockouts
+
+    User = get_user_model()
+    boss = User.objects.create_user("boss", password="pw-boss", is_superuser=True, is_staff=True)
+    worker = User.objects.create_user("worker", password="pw-worker")
+    file = store.file_create(
+        project=project, scope="workspace", path="incidents/a.md", content="x\n", actor=Actor.system("t")
+    ).file
+    hold, _sweep = holds.hold_place(by=boss, project=project, reason="Дело 42", user=worker)
+    holds.hold_place(by=boss, project=project, reason="Дело 43", file=file)
+    holds.hold_place(by=boss, project=project, reason="Дело 44", glob="workspace/incidents/**.md")
+    holds.hold_release(by=boss, hold=hold, note="закрыто")
+    mapping = groups.mapping_save(by=boss, project=project, group="sre", role="employee")
+    groups.mapping_save(by=boss, project=project, group="sre", role="compliance", mapping=mapping)
+    joined = identities.account_create_for_identity(
+        username="alice", issuer="http://127.0.0.1:9/o", subject="sub-1", email="alice@example.com"
+    )
+    groups.memberships_follow_groups(user=joined, groups=["sre"])
+    groups.memberships_follow_groups(user=joined, groups=[])
+    settings.MGC_LOGIN_FAILURE_LIMIT = 3
+    cache.clear()  # refusals flagged by earlier tests
+    # Two lockouts: worker's from one address lifted below, boss's from another standing.
+    for username, address in (("worker", "203.0.113.7"), ("boss", "203.0.113.8")):
+        stranger = Client()
+        for n in range(3):
+            stranger.post(
+                reverse("login"), {"username": username, "password": f"wrong-{n}"}, REMOTE_ADDR=address
+            )
+    lifted = next(lock for lock in lockouts.lockouts() if lock.address == "203.0.113.7")
+    lockouts.lockout_lift(by=boss, kind=lifted.kind, account=lifted.account, client=lifted.client)
+
+    russian.force_login(boss)
+    data = [
+        project.name,
+        project.slug,
+        "boss",
+        "worker",
+        "alice",
+        "alice@example.com",
+        "sre",
+        "incidents/a.md",
+        "workspace/incidents/**.md",
+        "http://127.0.0.1:9/o",
+        "sub-1",
+        "203.0.113.7",
+        "203.0.113.8",
+        "Дело 42",
+        "Дело 43",
+        "Дело 44",
+        "закрыто",
+    ]
+    found, pages = {}, {}
+    for url in (
+        reverse("projects:holds", args=[project.slug]),
+        reverse("projects:audit_log"),
+        reverse("lockouts"),
+        reverse("login") + "?next=/",
+    ):
+        if url.startswith(reverse("login")):
+            russian.logout()
+            russian.cookies[settings.LANGUAGE_COOKIE_NAME] = "ru"
+        html = russian.get(url).content.decode()
+        pages[url] = html
+        english = _english_on(html, data)
+        if english:
+            found[url] = english
+    assert found == {}, "\n".join(f"{url}: {' '.join(words)}" for url, words in found.items())
+    # ... and the pages do show it, in Russian: not an empty walk.
+    holds_page, audit_page = (
+        pages[reverse("projects:holds", args=[project.slug])],
+        pages[reverse("projects:audit_log")],
+    )
+    assert "человек worker" in holds_page and "файлы workspace/incidents/**.md" in holds_page
+    assert "— выберите —" in holds_page
+    assert "203.0.113.8" in pages[reverse("lockouts")]  # the standing lockout, in Russian
+    assert "юридическое удержание №1 (человек worker)" in audit_page
+    assert "группа sre → incidents, роль: Комплаенс" in audit_page and "система: вход" in audit_page
+    assert "способ</dt><dd>единый вход" in audit_page
+    # What the page shows a system actor as finds it in the filter.
+    russian.force_login(boss)
+    filtered = russian.get(reverse("projects:audit_log"), {"actor": "система: вход"}).content.decode()
+    rows = filtered[filtered.index("<tbody>") :]
+    assert "вход заблокирован" in rows and "наложил(а) юридическое удержание" not in rows

@@ -206,3 +206,74 @@ def test_a_write_that_landed_and_was_recorded_by_another_save_is_not_made_again(
     text = s3.get(log.key).decode()
     assert text == "# Log\n- the agent's line\n- a person's line\n"
     assert (result["status"], result["revision"]) == ("written", 2)
+
+
+class _WorkerDied(BaseException):
+    """The worker's process ends here: nothing after it runs, not even a finally's release."""
+
+
+def test_an_end_retried_with_another_summary_after_a_crash_is_taken_over_and_written_once(
+    client, s3, project, agent, token, admin, settings, monkeypatch
+):
+    """Claude Code's Stop dies after its write committed and before its answer; its SessionEnd
+    comes under the same key with another summary. While the Stop's worker lives, that is a
+    409 (not a 422: the summary is a label); once it is gone, the SessionEnd takes the key
+    over and goes on from the committed write: the line once, the session ended once, and
+    the answer the same for any later summary."""
+    from projects.events import subscriptions
+    from projects.models import OutboxEvent, SessionEvent
+
+    # Recorded for a subscriber (the outbox row is written with the change; nothing is sent).
+    settings.MGC_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1"]
+    subscriptions.webhook_create(
+        by=admin, project=project, url="http://127.0.0.1:9/h", events=["session.ended"]
+    )
+    store.file_create(
+        project=project, scope="workspace", path="notes/log.md", content="# Log\n", actor=_system()
+    )
+
+    def post(payload: dict):
+        return client.post(
+            "/api/v1/hooks/post",
+            data=json.dumps(payload),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+            HTTP_IDEMPOTENCY_KEY="push-end",
+        )
+
+    session_id = client.post(
+        "/api/v1/hooks/pre", data="{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    ).json()["session"]
+    writes = [{"path": "workspace/notes/log.md", "mode": "append", "content": "- once\n"}]
+
+    def died(*args, **kwargs):
+        raise _WorkerDied
+
+    with monkeypatch.context() as dying:
+        dying.setattr(idempotency, "finish", died)  # after the write's commit, before the answer
+        dying.setattr(idempotency, "let_go", lambda *args, **kwargs: None)
+        with pytest.raises(_WorkerDied):
+            post({"session": session_id, "writes": writes, "summary": "Claude Code stop"})
+    record = IdempotencyRecord.objects.get(agent=agent, key="push-end")
+    assert record.state == IdempotencyRecord.State.RUNNING and record.partial["0"]["status"] == "written"
+
+    # Its worker (this process) still runs: wait, do not take over, and never a 422.
+    busy = post({"session": session_id, "writes": writes, "summary": "Claude Code sessionend"})
+    assert busy.status_code == 409 and int(busy["Retry-After"]) >= 1
+
+    IdempotencyRecord.objects.filter(pk=record.pk).update(owner=_dead_owner())
+    taken = post({"session": session_id, "writes": writes, "summary": "Claude Code sessionend"})
+    assert taken.status_code == 200, taken.content
+    [result] = taken.json()["results"]
+    assert (result["status"], result["revision"]) == ("written", 2)
+    log = MemoryFile.objects.select_related("head").get(path="notes/log.md")
+    assert log.head.number == 2 and s3.get(log.key).decode().count("- once\n") == 1
+    assert SessionEvent.objects.filter(session_id=session_id, kind="post").count() == 1
+    assert AgentSession.objects.get(pk=session_id).ended_at is not None
+    assert OutboxEvent.objects.filter(type="session.ended").count() == 1
+
+    again = post({"session": session_id, "writes": writes, "summary": "a third label"})
+    assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
+    assert again.json() == taken.json()
+    other = post({"session": session_id, "writes": [{**writes[0], "content": "- other\n"}]})
+    assert other.status_code == 422  # other writes under the key: another request

@@ -17,9 +17,18 @@ from django.test import override_settings
 from django.urls import reverse
 
 from projects.audit import Actor
+from projects.events import subscriptions
 from projects.governance import isolation
 from projects.memory import adoption, errors, layout, reading, removal, store
-from projects.models import AuditEvent, IdempotencyRecord, MemoryFile, Proposal, Revision
+from projects.models import (
+    AuditEvent,
+    IdempotencyRecord,
+    MemoryFile,
+    OutboxEvent,
+    Proposal,
+    Revision,
+    SessionEvent,
+)
 from projects.runners import proposals
 from tests.conftest import DatabaseRefusal
 
@@ -223,6 +232,35 @@ def test_the_same_key_twice_is_one_revision_and_the_same_answer(client, s3, log,
         assert answers[0] == answers[1]
     logs = MemoryFile.objects.filter(path__startswith="logs/")
     assert sorted(f.head.number for f in logs) == [1, 1]  # one line each, not two
+
+
+def test_a_post_that_ends_a_session_again_ends_it_once_whatever_its_summary(
+    client, s3, log, token, project, admin, settings
+):
+    """Idempotent by what a post does: the same writes under one key with another summary get
+    the first answer (Claude Code's Stop, then SessionEnd); an empty end of an ended session,
+    under any key, records nothing more. A post with other writes under the key is still a 422."""
+    # Recorded for a subscriber (the outbox row is written with the change; nothing is sent).
+    settings.MGC_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1"]
+    subscriptions.webhook_create(
+        by=admin, project=project, url="http://127.0.0.1:9/h", events=["session.ended"]
+    )
+    session = _api(client, "hooks/pre", {}, token).json()["session"]
+    ends = [
+        _api(client, "hooks/post", {"session": session, "writes": [], "summary": summary}, token, key="end")
+        for summary in ("Claude Code stop (turn)", "Claude Code sessionend (other)")
+    ]
+    assert [r.status_code for r in ends] == [200, 200]
+    assert ends[0].json() == ends[1].json() and ends[1]["Idempotent-Replayed"] == "true"
+    other = _api(client, "hooks/post", {"session": session, "writes": [], "end": True}, token, key="other")
+    assert other.status_code == 200 and other.json()["results"] == []
+    posts = SessionEvent.objects.filter(session_id=session, kind="post")
+    assert [e.payload["summary"] for e in posts] == ["Claude Code stop (turn)"]
+    assert OutboxEvent.objects.filter(type="session.ended").count() == 1
+    reused = _append(client, token, session, key="end")
+    assert reused.status_code == 422 and reused.json()["error"]["code"] == "idempotency_key_reused"
+    # A write after the end still lands (a later turn of the same Claude session).
+    assert _append(client, token, session, key="later").json()["results"][0]["status"] == "written"
 
 
 def test_a_key_in_progress_is_a_409_and_a_bad_key_a_400(client, s3, log, token, agent):

@@ -6,6 +6,7 @@ says, as an is_error tool result the model reads; no real network."""
 
 import json
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -75,31 +76,66 @@ SCRIPT = [  # one model turn per item: the memory tool calls it asks for
 
 
 class StandIn:
-    """A Messages API that plays SCRIPT, then ends the turn; it keeps every request."""
+    """A Messages API that plays SCRIPT, then ends the turn, and speaks server-side message
+    threads as the SDK's tool runner uses them (anthropic 2.10 and up, 2.17 the newest its
+    extra allows): a `thread: {"type": "create"}` request starts a conversation the server
+    keeps; each later turn is a `continue` from the previous reply's id that sends only the new
+    messages (the tool results) and none of the create-only fields. The turn is read from the
+    conversation the thread holds, not from how many requests came, so a run that repeats or
+    interleaves requests gets the right answers; a `continue` from an id it never gave is
+    refused as the API refuses it (`thread_not_found`), and the SDK sends the whole history
+    again under a new thread. It keeps every request with the conversation it continued."""
 
-    def __init__(self):
+    def __init__(self, lose_threads_at: int | None = None):
         self.requests: list[dict] = []
+        self.threads: dict[str, list[dict]] = {}  # reply id -> the conversation up to it
+        self.lose_threads_at = lose_threads_at  # forget every thread when this request comes
+        self._lock = threading.Lock()
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
 
+            def _answer(self, status: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self):  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stand_in.requests.append({"path": self.path, "body": body})
-                turn = len(stand_in.requests) - 1
-                if turn < len(SCRIPT):
-                    content = [
-                        {"type": "tool_use", "id": f"toolu_{turn}_{n}", "name": "memory", "input": call}
-                        for n, call in enumerate(SCRIPT[turn])
-                    ]
-                    stop = "tool_use"
-                else:
-                    content, stop = [{"type": "text", "text": "Noted."}], "end_turn"
-                answer = json.dumps(
+                thread = body.get("thread") or {}
+                with stand_in._lock:
+                    if len(stand_in.requests) == stand_in.lose_threads_at:
+                        stand_in.threads.clear()  # the server lost them (once)
+                        stand_in.lose_threads_at = None
+                    if thread.get("type") == "continue":
+                        history = stand_in.threads.get(thread.get("previous_message_id"))
+                        if history is None:
+                            return self._answer(404, THREAD_NOT_FOUND)
+                    else:
+                        history = []
+                    history = [*history, *body["messages"]]
+                    turn = sum(1 for message in history if message["role"] == "assistant")
+                    stand_in.requests.append({"path": self.path, "body": body, "history": history})
+                    if turn < len(SCRIPT):
+                        content = [
+                            {"type": "tool_use", "id": f"toolu_{turn}_{n}", "name": "memory", "input": call}
+                            for n, call in enumerate(SCRIPT[turn])
+                        ]
+                        stop = "tool_use"
+                    else:
+                        content, stop = [{"type": "text", "text": "Noted."}], "end_turn"
+                    reply_id = f"msg_{uuid.uuid4().hex[:12]}"
+                    if thread:
+                        stand_in.threads[reply_id] = [*history, {"role": "assistant", "content": content}]
+                self._answer(
+                    200,
                     {
-                        "id": f"msg_{turn}",
+                        "id": reply_id,
                         "type": "message",
                         "role": "assistant",
                         "model": "stand-in",
@@ -107,23 +143,18 @@ class StandIn:
                         "stop_reason": stop,
                         "stop_sequence": None,
                         "usage": {"input_tokens": 1, "output_tokens": 1},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                    },
+                )
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"http://{self.server.server_address[0]}:{self.server.server_address[1]}"
 
     def results(self) -> list[tuple[dict, str, bool]]:
         """(the command, what the tool answered, is_error) for every tool_use, in order."""
         out = []
         for turn, request in enumerate(self.requests[1:]):
-            blocks = [b for b in request["body"]["messages"][-1]["content"] if b.get("type") == "tool_result"]
+            blocks = [b for b in request["history"][-1]["content"] if b.get("type") == "tool_result"]
             for call, block in zip(SCRIPT[turn], blocks, strict=True):
                 content = block["content"]
                 text = (
@@ -131,6 +162,16 @@ class StandIn:
                 )
                 out.append((call, text, bool(block.get("is_error"))))
         return out
+
+
+THREAD_NOT_FOUND = {
+    "type": "error",
+    "error": {
+        "type": "not_found_error",
+        "message": "The thread to continue was not found.",
+        "details": {"error_code": "thread_not_found"},
+    },
+}
 
 
 @pytest.fixture
@@ -180,7 +221,7 @@ def test_claudes_memory_tool_writes_governed_memory_through_the_tool_runner(cons
 
     from runnerkit.anthropic import GovernedMemoryTool
 
-    stand_in = StandIn()
+    stand_in = StandIn(lose_threads_at=3)
     try:
 
         def run():
@@ -202,6 +243,20 @@ def test_claudes_memory_tool_writes_governed_memory_through_the_tool_runner(cons
     assert final.content[0].text == "Noted."
     assert stand_in.requests[0]["body"]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
     assert "Maria prefers UTC." in stand_in.requests[0]["body"]["system"]
+    # The runner kept the conversation on the server: one thread, each later turn a continue
+    # with only its tool results.
+    assert stand_in.requests[0]["body"]["thread"] == {"type": "create"}
+    threads = [r["body"]["thread"]["type"] for r in stand_in.requests]
+    assert threads == ["create", "continue", "continue", "create"] + ["continue"] * (len(SCRIPT) - 3)
+    assert all(
+        len(r["body"]["messages"]) == 1
+        for r in stand_in.requests[1:]
+        if r["body"]["thread"]["type"] == "continue"
+    )
+    # The server lost the thread once: the runner sent the whole conversation again under a new
+    # one, and no command ran twice (the results below are one per command).
+    assert len(stand_in.requests[3]["body"]["messages"]) == 2 * 3 + 1
+    assert len(stand_in.requests[-1]["history"]) == 2 * len(SCRIPT) + 1
     results = stand_in.results()
     for call, text, error in results:
         print(f"> {json.dumps(call)}\n< {'ERROR ' if error else ''}{text}\n")

@@ -92,7 +92,8 @@ def switches(request, body):
 def client(request, body):
     from oauth2_provider.models import Application
 
-    app = Application.objects.get()
+    # The console's own client (confidential), not the public one MCP hosts sign in with.
+    app = Application.objects.get(client_type=Application.CLIENT_CONFIDENTIAL)
     for field, uri in (
         ("redirect_uris", body["redirect_uri"]),
         ("post_logout_redirect_uris", body["post_logout_uri"]),

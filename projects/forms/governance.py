@@ -8,6 +8,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from projects import system_text
 from projects.governance import members
 from projects.models import Membership
 from projects.runners import context as prompt_context
@@ -60,6 +61,9 @@ class AuditFilterForm(forms.Form):
             + [(g, _("%(group)s* (any)") % {"group": g}) for g in groups]
             + [(a, f"{a}: {label}") for a, label in sorted(actions.items())]
         )
+
+    def clean_actor(self):
+        return system_text.actor_stored(self.cleaned_data["actor"])
 
     def clean_project(self):
         slug = self.cleaned_data["project"].strip()

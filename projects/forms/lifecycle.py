@@ -1,11 +1,14 @@
 """Forms of memory's whole life: retention rules and legal holds."""
 
+import uuid
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from projects.governance.retention import rule_clean
-from projects.models import RetentionRule
+from projects.memory import records
+from projects.models import MemoryFile, RetentionRule
 
 
 class RetentionRuleForm(forms.Form):
@@ -42,7 +45,8 @@ class RetentionRuleForm(forms.Form):
 
 
 class HoldForm(forms.Form):
-    """A legal hold: on the whole project, or one person, one file (its id) or a workspace glob."""
+    """A legal hold: on the whole project, or one person, one file (by its path, with the
+    project's files as suggestions) or a workspace glob."""
 
     reason = forms.CharField(label=_("Reason"), max_length=500)
     case_reference = forms.CharField(label=_("Case reference"), max_length=200, required=False)
@@ -59,11 +63,38 @@ class HoldForm(forms.Form):
         required=False,
         help_text=_("workspace/<glob>.md, e.g. workspace/incidents/**.md"),
     )
-    file = forms.UUIDField(label=_("File id"), required=False)
+    file = forms.CharField(
+        label=_("File"),
+        max_length=400,
+        required=False,
+        help_text=_(
+            "Its path, as the pages show it: workspace/incidents/a.md, agents/<agent>/SOUL.md, "
+            "users/<name>/USER.md"
+        ),
+        widget=forms.TextInput(attrs={"list": "hold-files", "autocomplete": "off", "spellcheck": "false"}),
+    )
 
-    def __init__(self, *args, people, **kwargs):
+    def __init__(self, *args, people, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["person"].queryset = people
+        self.project = project
+
+    def clean_file(self):
+        """The file the path names (or, as before, its id), or None."""
+        named = (self.cleaned_data.get("file") or "").strip()
+        if not named:
+            return None
+        try:
+            found = MemoryFile.objects.filter(project=self.project, pk=uuid.UUID(named)).first()
+        except ValueError:
+            found = records.file_by_display_path(project=self.project, path=named)
+        if found is None:
+            raise ValidationError(
+                _("No file %(path)s in this project: pick one of the suggestions."),
+                code="hold_file",
+                params={"path": named},
+            )
+        return found
 
     def clean(self):
         data = super().clean()

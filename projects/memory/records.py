@@ -28,6 +28,24 @@ def file_lookup(
     )
 
 
+def file_by_display_path(*, project: Project, path: str) -> MemoryFile | None:
+    """The project's file a person names by the path pages show (MemoryFile.display_path):
+    workspace/<path>, agents/<agent>/<SOUL.md|AGENTS.md|TOOLS.md>, users/<username>/USER.md.
+    None for anything else."""
+    path = layout.nfc(path.strip().strip("/"))
+    files = MemoryFile.objects.select_related("head", "project", "agent", "user").filter(project=project)
+    prefix = f"{layout.SCOPE_WORKSPACE}/"
+    if path.startswith(prefix):
+        return files.filter(scope=MemoryFile.Scope.WORKSPACE, path=path[len(prefix) :]).first()
+    owner, _, name = path.partition("/")
+    whose, _, name = name.partition("/")
+    if owner == "agents" and whose and name:
+        return files.filter(scope=MemoryFile.Scope.AGENT, agent__slug=whose, path=name).first()
+    if owner == "users" and whose and name:
+        return files.filter(scope=MemoryFile.Scope.USER, user__username=whose, path=name).first()
+    return None
+
+
 def file_ensure(
     *, project: Project, scope: str, agent: Agent | None = None, user=None, path: str
 ) -> MemoryFile:

@@ -17,6 +17,7 @@ from email.utils import parsedate_to_datetime
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.loaders import create_loader
 from django.conf import settings
 from django.core.files.storage import storages
 from django.core.signals import setting_changed
@@ -90,6 +91,9 @@ def _failed(exc: Exception, *, outcome: str = "not_applied", operation: str = ""
     return StorageUnavailable.nothing_changed()
 
 
+_LOADER = create_loader()
+
+
 class MemoryStorage(S3Storage):
     """Memory files: Markdown objects, readable as they stand in the bucket."""
 
@@ -103,6 +107,15 @@ class MemoryStorage(S3Storage):
                 retries={"total_max_attempts": settings.MGC_S3_MAX_ATTEMPTS, "mode": "standard"},
             )
         super().__init__(**options)
+
+    def _create_session(self):
+        # django-storages gives each thread's connection a session of its own, and each
+        # session would parse botocore's S3 model files again (about 0.2 s, the first S3 call
+        # of every request thread). One loader per process parses them once; it only caches
+        # what it read, so threads may share it.
+        session = super()._create_session()
+        session._session.register_component("data_loader", _LOADER)
+        return session
 
     def get_object_parameters(self, name):
         params = super().get_object_parameters(name)

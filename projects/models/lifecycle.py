@@ -5,6 +5,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from projects import system_text
 from projects.models.memory import MemoryFile
 from projects.models.projects import Project
 
@@ -182,10 +183,15 @@ class LegalHold(models.Model):
         ordering = ["-placed_at"]
 
     def __str__(self) -> str:
-        return f"legal hold #{self.pk} ({self.describe()})"
+        return f"legal hold #{self.pk} ({self.target})"
 
     def describe(self) -> str:
-        return self.target
+        """What it covers, in the reader's language ('person maria' is stored as placed)."""
+        return system_text.hold_covers(self.target)
+
+    def audit_label(self) -> tuple[str, dict]:
+        kind, _, what = self.target.partition(" ")
+        return "legal_hold", {"id": self.pk, "covers": "glob" if kind == "files" else kind, "what": what}
 
     @property
     def sweep_failed_count(self) -> int:

@@ -34,12 +34,15 @@ def default_manifest() -> dict:
 
 
 def default_hook_policy() -> dict:
-    """What an agent's post/tool/error hooks may write, and how."""
+    """What an agent's post/tool/error hooks may write, and how. Its own tool and error logs
+    are append-only: the most specific rule wins (runners.policy), so an agent adds to the
+    record of what it did and never rewrites it."""
     return {
         "post": {
             "AGENTS.md": {"modes": ["append"], "approval": True},
             "USER.md": {"modes": ["append"], "approval": True},
             "workspace/**.md": {"modes": ["append", "replace"], "approval": False},
+            "workspace/logs/**.md": {"modes": ["append"], "approval": False},
         },
         "tool": {"log": "workspace/logs/tools.md"},
         "error": {"log": "workspace/logs/errors.md"},
@@ -235,6 +238,9 @@ class GroupMapping(models.Model):
 
     def __str__(self) -> str:
         return f"group {self.group} -> {self.project.slug} as {self.role}"
+
+    def audit_label(self) -> tuple[str, dict]:
+        return "group_mapping", {"group": self.group, "project": self.project.slug, "role": self.role}
 
 
 @receiver([post_save, post_delete], sender=Membership)

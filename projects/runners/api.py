@@ -10,6 +10,7 @@ mistakes; storage trouble is a 503, never a 500.
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 
 from django.contrib.auth import get_user_model
@@ -211,16 +212,20 @@ def _attempt(view):
     return wrapper
 
 
-def _idempotent(request, endpoint: str):
+def _idempotent(request, endpoint: str, fingerprint: bytes | None = None):
     """The request's idempotency record, or the stored answer to replay (None, None without
-    the header)."""
+    the header). `fingerprint`: what identifies the request, when not its bytes."""
     key = request.headers.get("Idempotency-Key")
     if key is None:
         return None, None
     if not idempotency.valid_key(key):
         raise HttpError(400, "Idempotency-Key must be 1 to 200 visible ASCII characters.")
     record, replay = idempotency.begin(
-        agent=request.auth.agent, key=key, endpoint=endpoint, body=request.body
+        agent=request.auth.agent,
+        key=key,
+        endpoint=endpoint,
+        body=request.body if fingerprint is None else fingerprint,
+        also=() if fingerprint is None else (request.body,),
     )
     if replay:  # the stored answer, serialized by the same schema as the first time
         body = _ANSWERS[endpoint].model_validate(record.response).model_dump(mode="json")
@@ -349,7 +354,7 @@ def _member(project, username: str):
 @_attempt
 def post(request, body: PostIn):
     session = _session(request, body.session)
-    record, replay = _idempotent(request, "hooks/post")
+    record, replay = _idempotent(request, "hooks/post", _post_fingerprint(body))
     if replay is not None:
         return replay
     writes = [
@@ -362,6 +367,15 @@ def post(request, body: PostIn):
         session=session, writes=writes, summary=body.summary or "", record=record, end=body.end
     )
     return Status(200, {"session": session.pk, "results": results})
+
+
+def _post_fingerprint(body: PostIn) -> bytes:
+    """A post as what it does: its session, writes and whether it ends the session. The
+    summary is a label (a revision's message); the same writes under the same key with another
+    summary are the same request, answered with the first answer (Claude Code's Stop, then
+    SessionEnd, end one session with two summaries and, when nothing changed, one key)."""
+    what = body.model_dump(mode="json", exclude={"summary"}, exclude_unset=False)
+    return json.dumps(what, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 @api.post(

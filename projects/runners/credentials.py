@@ -302,6 +302,16 @@ def _note_writable(project) -> None:
         project.runner_writable = value
 
 
+def stale_credentials(agent: Agent) -> int:
+    """How many of the agent's live runner credentials carry an S3 policy other than the one
+    its hook policy makes now (a migration changed the hook policy; the next save of the hook
+    policy writes theirs)."""
+    live = RunnerCredential.objects.filter(agent=agent, revoked_at__isnull=True).values_list(
+        "policy", flat=True
+    )
+    return sum(1 for stored in live if stored != runner_policy(agent, deny=has_deny(stored or {})))
+
+
 def has_deny(policy: dict) -> bool:
     return any(statement.get("Effect") == "Deny" for statement in policy.get("Statement", []))
 

@@ -86,6 +86,12 @@ def hook_post(
             metrics.write_counted(done["status"])
         results.append(done)
     with transaction.atomic():
+        if end and not writes and _ended_already(session):
+            # Ending an ended session does nothing (Claude Code's SessionEnd after its Stop,
+            # another adapter's finally path): no second post event, no second
+            # session.ended. The session ends once, whichever hook ends it.
+            idempotency.finish(record, 200, {"session": str(session.id), "results": results})
+            return results
         SessionEvent.objects.create(
             session=session,
             kind=SessionEvent.Kind.POST,
@@ -119,6 +125,12 @@ def hook_post(
                 },
             )
     return results
+
+
+def _ended_already(session: AgentSession) -> bool:
+    """Under the session's row lock, so two ends sent at once record one."""
+    ended = AgentSession.objects.select_for_update().filter(pk=session.pk).values_list("ended_at", flat=True)
+    return next(iter(ended), None) is not None
 
 
 def _post_one(

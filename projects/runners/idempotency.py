@@ -9,6 +9,10 @@ call and may repeat the call with the same key after a timeout, a 503 or a lost 
   is known to be gone, the retry takes over and goes on from the first write that had not
   committed;
 - same key, another body: 422.
+"The same body" is the same request by what it does: an endpoint may name a fingerprint of
+its body that leaves out what changes nothing (a post's summary, a label), so a runtime that
+ends one session twice with another summary under one key (Claude Code's Stop, then
+SessionEnd) gets the first answer, not a 422.
 Records are forgotten after MGC_IDEMPOTENCY_TTL_HOURS.
 
 Two rules keep a write from happening twice (docs/ARCHITECTURE.md argues them):
@@ -134,10 +138,22 @@ def _worker_alive(owner: str) -> bool | None:
 # --- The record's life ----------------------------------------------------------------------------
 
 
-def begin(*, agent: Agent, key: str, endpoint: str, body: bytes) -> tuple[IdempotencyRecord, bool]:
+def _digest(endpoint: str, body: bytes) -> str:
+    return hashlib.sha256(endpoint.encode() + b"\n" + body).hexdigest()
+
+
+def begin(
+    *, agent: Agent, key: str, endpoint: str, body: bytes, also: tuple[bytes, ...] = ()
+) -> tuple[IdempotencyRecord, bool]:
     """(record, replay): replay is True when the record holds the answer to send back.
-    Otherwise this attempt owns the record (its `owner`) until it answers."""
-    digest = hashlib.sha256(endpoint.encode() + b"\n" + body).hexdigest()
+    Otherwise this attempt owns the record (its `owner`) until it answers.
+    `body` is what identifies the request (its bytes, or a fingerprint of what it does);
+    `also`: other spellings of the same request a record may hold (the raw bytes, as records
+    made before the endpoint had a fingerprint were keyed). A retry that differs only in what
+    the fingerprint leaves out is the same request in every state: answered, it gets the first
+    answer; running, it waits; its first attempt gone, it takes over (fenced as any retry)."""
+    digest = _digest(endpoint, body)
+    same = {digest, *(_digest(endpoint, other) for other in also)}
     now = timezone.now()
     ttl = dt.timedelta(hours=settings.MGC_IDEMPOTENCY_TTL_HOURS)
     owner = _owner_token()
@@ -163,7 +179,7 @@ def begin(*, agent: Agent, key: str, endpoint: str, body: bytes) -> tuple[Idempo
             record.lease_until, record.expires_at = now + lease(), now + ttl
             record.save()
             return record, False
-        if record.request_sha256 != digest:
+        if record.request_sha256 not in same:
             raise KeyReused(key)
         if record.state == IdempotencyRecord.State.DONE:
             return record, True

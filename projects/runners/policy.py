@@ -80,3 +80,18 @@ def policy_summary(rule: dict | None) -> dict:
         "delete": rule_how(rule, "delete") or "never",
         "rename": rule_how(rule, "rename") or "never",
     }
+
+
+def log_rewrites(agent: Agent) -> list[tuple[str, list[str]]]:
+    """The agent's own tool and error logs, each with what the hook policy lets the agent do
+    to it besides appending (replace, delete, rename; empty: append-only, as the default
+    policy has it). A log the agent can rewrite is no record of what it did."""
+    found = []
+    policy = agent.hook_policy or {}
+    for kind in ("tool", "error"):
+        path = (policy.get(kind) or {}).get("log")
+        if not path:
+            continue
+        rule = policy_rule(agent, path)
+        found.append((path, [mode for mode in ("replace", "delete", "rename") if rule_how(rule, mode)]))
+    return found

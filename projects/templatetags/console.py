@@ -101,6 +101,7 @@ def can(role: str | None, capability: str) -> bool:
         "review": permissions.can_review,
         "see_everyone": permissions.sees_everyone,
         "see_workspace": permissions.can_see_workspace,
+        "hold": permissions.can_hold,
     }
     return checks[capability](role)
 
@@ -160,7 +161,73 @@ _DETAIL_NAMES = {
     "file": _("file"),
     "email_given": _("e-mail given"),
     "since": _("since"),
+    "username": _("username"),
+    "ip_address": _("address"),
+    "failures": _("failed attempts"),
+    "minutes": _("minutes"),
+    "records": _("records"),
+    "mapping": _("group mapping"),
+    "mapping_id": _("mapping"),
+    "group": _("group"),
+    "via": _("via"),
+    "issuer": _("provider"),
+    "subject": _("subject"),
+    "covers": _("covers"),
+    "case": _("case"),
+    "kept": _("kept"),
+    "removed": _("removed"),
+    "over": _("over the limit"),
+    "project": _("project"),
+    "client": _("client"),
+    "scope": _("scope"),
+    "kind": _("kind"),
+    "attempts": _("attempts"),
+    "rate": _("rate limit"),
 }
+
+# Detail values that are the console's own words, stored as codes or in English (the record
+# stays as written; the page reads it in the reader's language).
+_ROLE_KEYS = {"role", "from", "to", "removed"}
+_DETAIL_WORDS = {
+    "via": {"single sign-on": _("single sign-on")},
+    "reason": {
+        "sso_turned_off": _("single sign-on was turned off"),
+        "id_token_expired": _("the provider's sign-in expired"),
+    },
+    "kept": {"last_admin": _("the project's last admin")},
+    "mapping": {"(deleted mapping)": _("(deleted mapping)")},
+    "over": {"client": _("attempts from this address"), "path": _("attempts on this link")},
+    # A sign-in lockout's client and scope, and what an unlock lifted (governance.signin, lockouts).
+    "client": {"device": _("a browser that signed in before"), "address": _("address")},
+}
+_LOCKOUT_SCOPES = {
+    "pair": _("one account from one client"),
+    "address": _("every account from one address"),
+    "account": _("one account from many places"),
+}
+_DETAIL_WORDS["scope"] = _LOCKOUT_SCOPES
+
+
+def _detail_value(key: str, value) -> str:
+    if isinstance(value, str):
+        if key in _ROLE_KEYS:
+            return system_text.word("role", value)
+        if key == "covers":
+            return system_text.hold_covers(value)
+        if key == "mapping" and value not in _DETAIL_WORDS["mapping"]:
+            return system_text.mapping_shown(value)
+        if key == "kind":  # an unlock's scope, a subject request's or a webhook's kind
+            return str(_LOCKOUT_SCOPES.get(value) or system_text.word("kind", value))
+        return str(_DETAIL_WORDS.get(key, {}).get(value, value))
+    if isinstance(value, bool):
+        return str(_("yes") if value else _("no"))
+    if isinstance(value, list):
+        return ", ".join(_detail_value(key, v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{_DETAIL_NAMES.get(k, k)}={_detail_value(k, v)}" for k, v in value.items())
+    if value is None:
+        return "–"
+    return str(value)
 
 
 @register.filter
@@ -171,16 +238,7 @@ def readable_details(details) -> list[tuple[str, str]]:
         return [("", str(details))] if details else []
     pairs = []
     for key, value in details.items():
-        if isinstance(value, bool):
-            shown = str(_("yes") if value else _("no"))
-        elif isinstance(value, list):
-            shown = ", ".join(str(v) for v in value)
-        elif isinstance(value, dict):
-            shown = ", ".join(f"{k}={v}" for k, v in value.items())
-        elif value is None:
-            shown = "–"
-        else:
-            shown = str(value)
+        shown = _detail_value(key, value)
         if key in ("sha256", "prompt_sha256") and len(shown) > 12:
             shown = shown[:12] + "…"
         pairs.append((str(_DETAIL_NAMES.get(key, key)), shown[:200]))

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 
 from projects import agent_forms, drafts
 from projects.forms.setup import JsonSettingForm, TokenForm
@@ -15,7 +15,7 @@ from projects.governance import permissions, setup
 from projects.memory import errors
 from projects.memory.diffing import diff_texts
 from projects.models import Agent, AgentToken, Membership, RunnerCredential
-from projects.runners import agent_settings, credentials
+from projects.runners import agent_settings, credentials, policy
 from projects.runners import context as prompt_context
 from projects.views.base import project_view
 
@@ -116,9 +116,21 @@ def agent_settings_view(request, project, role, agent_slug):
             "new_token": request.session.pop("new_token", None),
             "new_credentials": request.session.pop("new_credentials", None),
             "access": credentials.runner_access(agent),
+            "log_rewrites": [
+                (path, [str(_WAYS[way]) for way in ways]) for path, ways in policy.log_rewrites(agent)
+            ],
+            "stale_credentials": credentials.stale_credentials(agent),
         },
         status=status,
     )
+
+
+# What a rule may let an agent do to its log besides appending, in the reader's language.
+_WAYS = {
+    "replace": gettext_lazy("replace"),
+    "delete": gettext_lazy("delete"),
+    "rename": gettext_lazy("rename"),
+}
 
 
 def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> dict:

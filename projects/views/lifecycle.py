@@ -58,17 +58,14 @@ def retention_view(request, project, role):
 def holds_view(request, project, role):
     """Standing and released holds; place one on the project, a person, a file or a glob."""
     people = get_user_model().objects.filter(memberships__project=project).order_by("username")
-    form = HoldForm(request.POST or None, people=people)
+    form = HoldForm(
+        request.POST or None, people=people, project=project, initial={"file": request.GET.get("file", "")}
+    )
     status = 200
     if request.method == "POST":
         if form.is_valid():
             data = form.cleaned_data
-            file = None
-            if data["file"]:
-                file = MemoryFile.objects.filter(project=project, pk=data["file"]).first()
             try:
-                if data["file"] and file is None:
-                    raise ValidationError(_("No such file in this project."), code="hold_file")
                 # One page of versions here; a larger hold goes on in the events worker, its
                 # progress on this page. A sweep the storage cut short is taken on again by the
                 # same placement, reconcile or the periodic sweep: the hold stands meanwhile.
@@ -78,7 +75,7 @@ def holds_view(request, project, role):
                     reason=data["reason"],
                     case_reference=data["case_reference"],
                     user=data["person"],
-                    file=file,
+                    file=data["file"],
                     glob=data["glob"],
                     budget=holds.INLINE_VERSIONS,
                 )
@@ -109,6 +106,7 @@ def holds_view(request, project, role):
             "form": form,
             "release_form": HoldReleaseForm(),
             "holds": holds.holds_of(project),
+            "hold_files": _hold_files(project),
         },
         status=status,
     )
@@ -127,3 +125,16 @@ def hold_release_view(request, project, role, hold_id):
     else:
         messages.warning(request, said)
     return redirect("projects:holds", slug=project.slug)
+
+
+HOLD_SUGGESTIONS = 500  # paths offered as the file is typed; any other is still typed in full
+
+
+def _hold_files(project) -> list[str]:
+    """The paths a hold on one file is chosen from, as the pages show them."""
+    files = (
+        MemoryFile.objects.filter(project=project, head__isnull=False)
+        .select_related("agent", "user")
+        .order_by("scope", "path")[:HOLD_SUGGESTIONS]
+    )
+    return sorted(f.display_path for f in files)

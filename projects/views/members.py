@@ -21,6 +21,12 @@ def members_view(request, project, role):
     form = MemberForm(request.POST or None)
     status = 200
     confirm = None
+    if request.method == "POST" and request.POST.get("keep"):
+        # "Keep it as it is": the person decided; what they typed is settled, not lost, so
+        # the next page offers no draft back as "not saved".
+        drafts.saved(request, "member-add", project.pk)
+        messages.info(request, _("Nothing changed."))
+        return redirect("projects:members", slug=project.slug)
     if request.method == "POST":
         if form.is_valid():
             user, wanted = form.cleaned_data["user"], form.cleaned_data["role"]

@@ -16,6 +16,10 @@
           var found = new DOMParser().parseFromString(html, "text/html").getElementById(element.id);
           if (!found) { return; }
           var fresh = document.importNode(found, true);
+          // A stacked table's cell keeps the column name static/js/tables.js gave it.
+          if (element.hasAttribute("data-label") && !fresh.hasAttribute("data-label")) {
+            fresh.setAttribute("data-label", element.getAttribute("data-label"));
+          }
           element.replaceWith(fresh);
           if (fresh.dataset.refresh) { watch(fresh); }
         })

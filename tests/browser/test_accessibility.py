@@ -11,6 +11,8 @@ from playwright.sync_api import expect
 
 from projects.audit import Actor, audit_record
 from projects.demo.seed import demo_seed
+from projects.events import subscriptions
+from projects.governance import groups, holds
 from projects.models import Agent, MemoryFile, Project
 from projects.runners import hooks, prehook
 
@@ -30,9 +32,12 @@ SERIOUS = {"serious", "critical"}
 
 
 @pytest.fixture
-def demo(s3):
+def demo(s3, settings):
     """The demo data, plus a session with a tool call, a written file and a pending proposal
-    that all carry a long unbroken token (as runners' payloads and paths do)."""
+    that all carry a long unbroken token (as runners' payloads and paths do); a standing legal
+    hold, a group mapping and a webhook with events in its log, so every table with row actions
+    has rows."""
+    settings.MGC_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1"]  # recorded, never sent: no worker runs
     demo_seed(password=PASSWORD)
     User = get_user_model()
     employee = User.objects.get(username="employee")
@@ -59,6 +64,20 @@ def demo(s3):
         obj=None,
         details={"path": LONG, "note": LONG},
     )
+    admin = User.objects.get(username="admin")
+    # On another person: a save under a hold is not what these pages are about (the employee's
+    # consent flow below approves a write to their own profile).
+    holds.hold_place(
+        by=admin,
+        project=project,
+        reason="Дело о сбое авторизации, 3 декабря",
+        user=User.objects.get(username="compliance"),
+    )
+    groups.mapping_save(by=admin, project=project, group="sre-on-call-engineers", role="employee")
+    webhook, _secret = subscriptions.webhook_create(
+        by=admin, project=project, url="http://127.0.0.1:9/hooks/memory", events=["session.ended"]
+    )
+    subscriptions.webhook_test(by=admin, subscription=webhook)  # an event in its delivery log
     profile = MemoryFile.objects.get(project=project, scope="user", user=employee)
     workspace = (
         MemoryFile.objects.filter(project=project, scope="workspace", head__number__gt=1)
@@ -81,6 +100,7 @@ def demo(s3):
         "agent": agent,
         "employee": employee,
         "session": session,
+        "webhook": webhook,
         "profile": profile,
         "workspace": workspace,
     }
@@ -120,6 +140,12 @@ def _pages(demo) -> list[str]:
         f"{p}/settings/",
         f"{p}/new-agent/",
         "/new-project/",
+        f"{p}/holds/",
+        f"{p}/retention/",
+        f"{p}/groups/",
+        f"{p}/webhooks/",
+        f"{p}/webhooks/{demo['webhook'].pk}/",
+        "/accounts/lockouts/",
         "/requests/",
         f"/requests/{demo['subject_request'].pk}/",
     ]
@@ -302,7 +328,12 @@ FITS = """() => {
     const r = e.getBoundingClientRect();
     if (!r.width || !r.height || e.closest(".visually-hidden, .skip-link")) continue;
     if (r.left >= -1 && r.right <= width + 1) continue;
-    if (!scrollsInBox(e)) problems.push(`${name(e)} at ${Math.round(r.left)}..${Math.round(r.right)} px`);
+    // A row's action (a button of a table row) is never left to a sideways scroll of the table.
+    if (e.closest("td, th") && e.matches("button, select, input")) {
+      problems.push(`row action ${name(e)} at ${Math.round(r.left)}..${Math.round(r.right)} px`);
+    } else if (!scrollsInBox(e)) {
+      problems.push(`${name(e)} at ${Math.round(r.left)}..${Math.round(r.right)} px`);
+    }
   }
   const brand = document.querySelector(".topbar .brand").getBoundingClientRect();
   const account = document.querySelector(".topbar .user").getBoundingClientRect();
@@ -339,8 +370,11 @@ def _compliance_pages(demo) -> list[str]:
 
 
 def test_every_main_page_of_each_role_fits_a_phone_and_a_laptop(browser, live_server, demo):
-    """Each role's main pages at 360 px (the narrowest common phone) and 1280 px: no sideways
-    scroll of the page, every control reachable. Each page is loaded once and measured at both widths."""
+    """Each role's main pages at 360 px (the narrowest common phone) and 1280 px, in English
+    and in Russian (longer words): no sideways scroll of the page, every control in reach, and
+    the actions of a table's rows (Release a hold, Remove a member, Redeliver an event...)
+    inside the window without scrolling the table. Each page is loaded once per language, and
+    measured at both widths in English, at the phone's in Russian."""
     base = live_server.url
     problems = {}
     for username, pages in (
@@ -351,15 +385,18 @@ def test_every_main_page_of_each_role_fits_a_phone_and_a_laptop(browser, live_se
         context = browser.new_context(viewport={"width": PHONE, "height": 800})
         page = context.new_page()
         _login(page, base, username)
-        for url in ["/accounts/login/?next=/"] + pages:
-            response = page.goto(base + url)
-            assert response.status == 200, f"{username} {url}: {response.status}"
-            for width in (PHONE, LAPTOP):
-                page.set_viewport_size({"width": width, "height": 800})
-                found = page.evaluate(FITS)
-                if found:
-                    problems[f"{username} {width} px {url}"] = found
-            page.set_viewport_size({"width": PHONE, "height": 800})
+        for language in LANGUAGES:
+            context.add_cookies([{"name": "django_language", "value": language, "url": base}])
+            for url in ["/accounts/login/?next=/"] + pages:
+                response = page.goto(base + url)
+                assert response.status == 200, f"{username} {url}: {response.status}"
+                # The laptop width once: Russian's longer words are what a phone feels.
+                for width in (PHONE, LAPTOP) if language == LANGUAGES[0] else (PHONE,):
+                    page.set_viewport_size({"width": width, "height": 800})
+                    found = page.evaluate(FITS)
+                    if found:
+                        problems[f"{username} {language} {width} px {url}"] = found
+                page.set_viewport_size({"width": PHONE, "height": 800})
         context.close()
     report = "\n".join(f"{where}:\n  " + "\n  ".join(found[:8]) for where, found in problems.items())
     assert not problems, f"pages wider than the window or controls out of reach:\n{report}"

@@ -15,8 +15,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.db_independent, pytest.mark.djang
 
 PASSWORD = "holds are held"
 WORDS = {
-    "en": ("being placed", "held in storage"),
-    "ru": ("накладывается", "удерживается в хранилище"),
+    "en": ("being placed", "held in storage", "State"),
+    "ru": ("накладывается", "удерживается в хранилище", "Состояние"),
 }
 
 
@@ -39,7 +39,7 @@ def test_a_hold_being_placed_shows_its_progress_and_then_that_it_is_held(
     hold, sweep = holds.hold_place(by=olga, project=project, reason="inquiry", case_reference="Q-9")
     assert not sweep.finished
     s3.proxy.heal()
-    placing, placed = WORDS[language]
+    placing, placed, column = WORDS[language]
 
     context = browser.new_context(viewport={"width": PHONE, "height": 800}, locale=language)
     page = context.new_page()
@@ -58,5 +58,6 @@ def test_a_hold_being_placed_shows_its_progress_and_then_that_it_is_held(
     assert holding.sweep(LegalHold.objects.get(pk=hold.pk)).done
     expect(state).to_contain_text(placed, timeout=15_000)  # no reload: refresh.js
     expect(state).not_to_have_attribute("data-refresh", "3")
+    expect(state).to_have_attribute("data-label", column)  # stacked at 360 px: still named
     expect(note).to_have_value("typed while it sweeps")
     context.close()

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# runnerkit's MCP server and Claude memory tool against the newest `mcp`, `mcp-types` and
+# `anthropic` its extras allow (runnerkit/pyproject.toml), not only the locked ones: what
+# `pip install './runnerkit[mcp,anthropic]'` gives a newcomer today. The newest wheels go
+# into a temporary folder put first on the path (no second venv); their own requirements must
+# be met by the locked environment, or this says which to lock anew. Then only the adapter
+# tests run against them (tests/test_mcp_server.py, tests/test_memory_tool.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON_BIN:-.venv/bin/python}"
+NEWEST="$(mktemp -d -t mgc-newest-adapters.XXXXXX)"
+trap 'rm -rf "$NEWEST"' EXIT
+
+mapfile -t WANTED < <("$PY" - <<'PY'
+import tomllib
+extras = tomllib.load(open("runnerkit/pyproject.toml", "rb"))["project"]["optional-dependencies"]
+for name in ("mcp", "anthropic"):
+    print(*extras[name], sep="\n")
+PY
+)
+"$PY" -m pip install --quiet --disable-pip-version-check --no-deps --upgrade --target "$NEWEST" "${WANTED[@]}"
+
+# Their requirements, met by what is locked (or by each other)?
+PYTHONPATH="$NEWEST" "$PY" - "$NEWEST" <<'PY'
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+newest = Path(sys.argv[1])
+problems = []
+for dist_info in sorted(newest.glob("*.dist-info")):
+    dist = metadata.Distribution.at(dist_info)
+    print(f"newest allowed: {dist.metadata['Name']} {dist.version}")
+    for line in dist.requires or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            found = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            problems.append(f"{dist.metadata['Name']} needs {requirement}, which is not installed")
+            continue
+        if not requirement.specifier.contains(found, prereleases=True):
+            problems.append(f"{dist.metadata['Name']} needs {requirement}; the lock has {found}")
+if problems:
+    sys.exit("The newest allowed versions need more than the lock holds (make lock LOCK_FLAGS=--upgrade):\n"
+             + "\n".join(problems))
+PY
+
+PYTHONPATH="$NEWEST" "$PY" -m pytest tests/test_mcp_server.py tests/test_memory_tool.py -q -p no:cacheprovider
