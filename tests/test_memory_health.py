@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 from django.utils import timezone
 
 from projects.audit import Actor
@@ -57,7 +58,9 @@ def _aged(revision, days):
 
 
 @pytest.mark.django_db
-def test_memory_health_json_reports_each_finding_with_its_origins(s3, project, agent, person, admin):
+def test_memory_health_json_reports_each_finding_with_its_origins(
+    s3, client, project, agent, person, admin, reviewer
+):
     maria, olga = Actor.person(person), Actor.person(admin)
     first = store.file_create(
         project=project,
@@ -103,3 +106,12 @@ def test_memory_health_json_reports_each_finding_with_its_origins(s3, project, a
     text = io.StringIO()
     call_command("memory_health", "--project", project.slug, stdout=text)
     assert "duplicates 1 exact, 0 near\tcontradictions 2\tstale notes 2" in text.getvalue()
+    # The page shows the same, to compliance and admins only.
+    client.force_login(reviewer)
+    page = client.get(reverse("projects:memory_health", args=[project.slug]))
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "db-2 pool size" in body and "r2 of workspace/notes/auth.md by olga" in body
+    assert body.count('class="prompt-chart"') == 4  # size and stability, over 30 and 90 days
+    client.force_login(person)
+    assert client.get(reverse("projects:memory_health", args=[project.slug])).status_code in (403, 404)
