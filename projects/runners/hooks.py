@@ -211,9 +211,21 @@ def _default_base(file: MemoryFile, path: str, seen: dict) -> int | None:
 
 
 def _propose(
-    session: AgentSession, file: MemoryFile, actor: Actor, write: WriteRequest, base: int | None, result: dict
+    session: AgentSession | None,
+    file: MemoryFile,
+    actor: Actor,
+    write: WriteRequest,
+    base: int | None,
+    result: dict,
+    *,
+    agent=None,
+    consolidation: str = "",
+    found: dict | None = None,
 ) -> None:
-    agent = session.agent
+    """Every proposal is made here: a session's (the post hook's) and consolidation's
+    (runners.consolidation: no session, `agent` named, `consolidation` its job, `found` what
+    it found), so what must hold for a proposal holds for both."""
+    agent = agent or session.agent
     proposal = Proposal.objects.create(
         project=agent.project,
         file=file,
@@ -223,10 +235,14 @@ def _propose(
         content=write.content,
         base_revision=base,
         new_path=write.new_path or "",
+        consolidation=consolidation,
+        consolidation_details=found or {},
     )
     details = {"path": write.path, "mode": write.mode}
     if write.new_path:
         details["new_path"] = write.new_path
+    if consolidation:
+        details["consolidation"] = consolidation
     audit_record(actor=actor, action="proposal.create", project=agent.project, obj=proposal, details=details)
     result.update(status="proposed", proposal=proposal.pk)
 

@@ -45,6 +45,7 @@ def proposal_list_view(request, project, role):
         proposal.session_visible = proposal.session_id is not None and (
             permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk
         )
+        proposal.found_groups = _found_groups(proposal)
         items.append((proposal, diff_texts(current, after)))
     # One read per proposal shown (its diff quotes the file), not one per visit.
     audit_reads(
@@ -59,6 +60,17 @@ def proposal_list_view(request, project, role):
         "projects/proposal_list.html",
         {"project": project, "role": role, "page": page, "items": items, "status": status},
     )
+
+
+def _found_groups(proposal: Proposal) -> list[list[dict]]:
+    """What consolidation found, as groups of lines with their origins: each duplicate with
+    the copy kept, each contradiction's two lines, the notes folded."""
+    found = proposal.consolidation_details or {}
+    groups = [[item["kept"], item["line"]] for item in found.get("removed", [])]
+    groups += [[item["older"], item["newer"]] for item in found.get("contradictions", [])]
+    if found.get("lines"):
+        groups.append(found["lines"])
+    return groups
 
 
 @project_view(methods=("POST",), refused_to="projects:proposal_list")

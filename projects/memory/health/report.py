@@ -110,7 +110,7 @@ def origin_json(origin: blame.Origin) -> dict:
     }
 
 
-def _line_json(line: Line, origins: dict) -> dict:
+def line_json(line: Line, origins: dict) -> dict:
     origin = origins.get(line.origin_pk)
     return {
         "file": line.file.display_path,
@@ -121,46 +121,68 @@ def _line_json(line: Line, origins: dict) -> dict:
     }
 
 
-def findings(scan: Scan, *, project: Project, now: dt.datetime) -> dict:
-    """Duplicates, contradictions and stale lines (each with its lines' origins)."""
-    near = settings.MGC_HEALTH_NEAR_DUPLICATE
-    days = stale_days(project)
-    cutoff = now - dt.timedelta(days=days)
-    pairs: list[tuple[str, line_health.Pair, list[Line]]] = []
+@dataclass(frozen=True)
+class Found:
+    """A pair of lines the measures matched, as the lines themselves."""
+
+    pool: str
+    pair: line_health.Pair
+    first: Line
+    second: Line
+
+
+def pairs(scan: Scan) -> list[Found]:
+    """Duplicates and contradiction candidates in each pool, in reading order."""
+    found = []
     for pool, pool_lines in scan.pools.items():
-        for pair in line_health.compare([line.text for line in pool_lines], near=near):
-            pairs.append((pool, pair, pool_lines))
+        for pair in line_health.compare(
+            [line.text for line in pool_lines], near=settings.MGC_HEALTH_NEAR_DUPLICATE
+        ):
+            found.append(Found(pool, pair, pool_lines[pair.first], pool_lines[pair.second]))
+    return found
+
+
+def stale_lines(scan: Scan, *, project: Project, now: dt.datetime) -> list[tuple[Line, dt.datetime]]:
+    """Episodic notes (MGC_HEALTH_EPISODIC) whose origin is older than the stale age, with when
+    they were written."""
+    cutoff = now - dt.timedelta(days=stale_days(project))
     episodic = [
         line
         for pool_lines in scan.pools.values()
         for line in pool_lines
-        if line.text.strip()
+        if line_health.normal(line.text)
         and globs.source_matches(settings.MGC_HEALTH_EPISODIC, line.file.source_path)
-        and line_health.normal(line.text)
     ]
     created = dict(
         Revision.objects.filter(pk__in={line.origin_pk for line in episodic}).values_list("pk", "created_at")
     )
-    stale = [line for line in episodic if created.get(line.origin_pk) and created[line.origin_pk] < cutoff]
-    wanted = {line.origin_pk for line in stale[:SHOWN]}
-    for _pool, pair, pool_lines in pairs[: SHOWN * 3]:
-        wanted |= {pool_lines[pair.first].origin_pk, pool_lines[pair.second].origin_pk}
+    return [(line, created[line.origin_pk]) for line in episodic if created.get(line.origin_pk, now) < cutoff]
+
+
+def findings(scan: Scan, *, project: Project, now: dt.datetime) -> dict:
+    """Duplicates, contradictions and stale lines (each with its lines' origins)."""
+    matched = pairs(scan)
+    stale = stale_lines(scan, project=project, now=now)
+    wanted = {line.origin_pk for line, _at in stale[:SHOWN]}
+    for item in matched[: SHOWN * 3]:
+        wanted |= {item.first.origin_pk, item.second.origin_pk}
     origins = blame.origins_of(project, wanted, tool_calls=0) if wanted else {}
     duplicates, contradictions = [], []
-    for pool, pair, pool_lines in pairs:
-        both = [_line_json(pool_lines[pair.first], origins), _line_json(pool_lines[pair.second], origins)]
+    for item in matched:
+        pair = item.pair
+        both = [line_json(item.first, origins), line_json(item.second, origins)]
         if pair.kind == "contradiction":
             contradictions.append(
-                {"pool": pool, "subject": pair.subject, "values": list(pair.values), "lines": both}
+                {"pool": item.pool, "subject": pair.subject, "values": list(pair.values), "lines": both}
             )
         else:
-            duplicates.append({"pool": pool, "kind": pair.kind, "similarity": pair.similarity, "lines": both})
+            duplicates.append(
+                {"pool": item.pool, "kind": pair.kind, "similarity": pair.similarity, "lines": both}
+            )
     return {
         "duplicates": duplicates,
         "contradictions": contradictions,
-        "stale": [
-            dict(_line_json(line, origins), age_days=(now - created[line.origin_pk]).days) for line in stale
-        ],
+        "stale": [dict(line_json(line, origins), age_days=(now - at).days) for line, at in stale],
     }
 
 
