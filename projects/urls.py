@@ -3,6 +3,7 @@ from django.urls import path
 from projects.views import (
     agents,
     browse,
+    bulk_review,
     compliance,
     dashboard,
     editor,
@@ -72,6 +73,7 @@ urlpatterns = [
     path("p/<slug:slug>/sessions/", sessions.session_list_view, name="session_list"),
     path("p/<slug:slug>/sessions/<uuid:session_id>/", sessions.session_detail_view, name="session_detail"),
     path("p/<slug:slug>/proposals/", proposals.proposal_list_view, name="proposal_list"),
+    path("p/<slug:slug>/proposals/bulk/", bulk_review.proposal_bulk_view, name="proposal_bulk"),
     path(
         "p/<slug:slug>/proposals/<int:proposal_id>/decide/",
         proposals.proposal_decide_view,
