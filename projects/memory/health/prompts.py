@@ -6,6 +6,7 @@ kept prompts, `memory.receipts`)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter, defaultdict
 
 from django.conf import settings
@@ -156,3 +157,56 @@ def daily(agents: list[Agent], *, now: dt.datetime, days: int) -> list[dict]:
         }
         for day, row in rows.items()
     ]
+
+
+def section_histories(agent: Agent, *, since: dt.datetime, limit: int | None = None) -> list[list]:
+    """Per person, their recent sessions' sections as (tag, the files and revisions it held,
+    its tokens), from the receipts: no prompt is read."""
+    limit = limit or settings.MGC_HEALTH_STABILITY_SESSIONS
+    by_person: dict = defaultdict(list)
+    for person, receipt in (
+        AgentSession.objects.filter(agent=agent, created_at__gte=since)
+        .order_by("user_id", "created_at")
+        .values_list("user_id", "receipt")
+    ):
+        sections = []
+        for section in receipt or []:
+            if not isinstance(section, dict):
+                continue
+            held = json.dumps(
+                [
+                    [f.get("path"), f.get("revision")]
+                    for f in section.get("files") or []
+                    if isinstance(f, dict)
+                ]
+                + [bool(section.get("truncated"))]
+            )
+            sections.append((str(section.get("tag", "?")), held, int(section.get("tokens") or 0)))
+        by_person[person].append(sections)
+    return [history[-(limit + 1) :] for history in by_person.values()]
+
+
+def cache_figures(agent: Agent, *, now: dt.datetime, days: int = 30, order: list[str] | None = None) -> dict:
+    """For the settings page: each section's recent change rate, the measured stable prefix,
+    and the share expected to stay identical in the manifest's order (or `order`) and in the
+    suggested one (rarely-changing sections first)."""
+    since = now - dt.timedelta(days=days)
+    rates = stability.change_rates(section_histories(agent, since=since))
+    tags = [r.tag for r in rates]
+    if order is None:
+        order = [s.get("tag") for s in (agent.manifest or {}).get("sections", []) if isinstance(s, dict)]
+    order = [t for t in order if t in tags] + [t for t in tags if t not in order]
+    suggested = stability.suggested_order([next(r for r in rates if r.tag == t) for t in order])
+    measured = [share for _s, _p, share in stability_pairs(agent, since=since)]
+    return {
+        "rates": [
+            {"tag": r.tag, "rate": r.rate, "changes": r.changes, "pairs": r.pairs, "tokens": r.size}
+            for r in rates
+        ],
+        "order": order,
+        "expected": stability.expected_share(rates, order),
+        "suggested_order": suggested,
+        "suggested": stability.expected_share(rates, suggested),
+        "measured": sum(measured) / len(measured) if measured else None,
+        "sessions": sum(r.pairs for r in rates[:1]),
+    }

@@ -39,17 +39,17 @@ class SectionRate:
     tag: str
     changes: int  # sessions whose section differed from the previous session's
     pairs: int  # consecutive session pairs compared
-    size: int  # average bytes of the section
+    size: int  # its average size (bytes of text, or tokens)
 
     @property
     def rate(self) -> float:
         return self.changes / self.pairs if self.pairs else 0.0
 
 
-def change_rates(histories: list[list[tuple[str, str]]]) -> list[SectionRate]:
-    """Per section, in the order of the latest prompt: how often it changed from one session to
-    the next. `histories`: per agent and person, their sessions' sections in time order, each
-    session a list of (tag, text)."""
+def change_rates(histories: list[list[list[tuple[str, str, int]]]]) -> list[SectionRate]:
+    """Per section, in the order first seen: how often it changed from one session to the
+    next. `histories`: per agent and person, their sessions in time order, each session a
+    list of (tag, what the section held: its text or its files' revisions, its size)."""
     changes: dict[str, int] = {}
     pairs: dict[str, int] = {}
     sizes: dict[str, list[int]] = {}
@@ -57,14 +57,14 @@ def change_rates(histories: list[list[tuple[str, str]]]) -> list[SectionRate]:
     for history in histories:
         previous: dict[str, str] | None = None
         for sections in history:
-            current = dict(sections)
-            for tag, text in sections:
+            current = {tag: held for tag, held, _size in sections}
+            for tag, held, size in sections:
                 if tag not in order:
                     order.append(tag)
-                sizes.setdefault(tag, []).append(len(text.encode()))
+                sizes.setdefault(tag, []).append(size)
                 if previous is not None:
                     pairs[tag] = pairs.get(tag, 0) + 1
-                    changes[tag] = changes.get(tag, 0) + (previous.get(tag) != text)
+                    changes[tag] = changes.get(tag, 0) + (previous.get(tag) != held)
             previous = current
     return [
         SectionRate(tag, changes.get(tag, 0), pairs.get(tag, 0), sum(sizes[tag]) // len(sizes[tag]))
