@@ -71,7 +71,7 @@ def test_consolidate_proposes_and_changes_nothing_and_a_merge_keeps_first_author
     assert AuditEvent.objects.filter(action="proposal.create", details__consolidation="merge").count() == 1
     notes.refresh_from_db()
     assert notes.head.number == 2 and reading.revision_read(notes.head) == before  # no file changed
-    assert not MemoryFile.objects.get(path__startswith="summaries/").head_id  # the summary: only proposed
+    assert not MemoryFile.objects.get(path__startswith="digests/").head_id  # the summary: only proposed
     merge = made.get(consolidation="merge")
     removed = merge.consolidation_details["removed"][0]
     assert (removed["line"]["line"], removed["line"]["origin"]["author"]) == (3, "olga")
@@ -120,7 +120,8 @@ def test_the_model_sends_its_summary_as_a_proposal_and_when_down_or_slow_the_res
     assert slow.model["elapsed_ms"] < 2000
     assert sorted(p["job"] for p in slow.proposals) == ["fold", "merge"]  # deterministic jobs ran
     Proposal.objects.filter(consolidation="fold").update(status="rejected")  # fold them again
-    settings.MGC_LLM_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens
+    settings.MGC_LLM_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens: refused at once
+    settings.MGC_LLM_TIMEOUT = 3
     down = consolidate(project=project)
     assert down.model["status"] == "unavailable" and down.model["reason"] == "connection failed"
     assert [p["job"] for p in down.proposals] == ["fold"]

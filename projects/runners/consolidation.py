@@ -29,8 +29,11 @@ from projects.models import Agent, MemoryFile, Project, Proposal
 from projects.runners.hooks import WriteRequest, _propose
 from projects.runners.policy import HookError
 
-MERGE, FOLD, CONTRADICTION, SUMMARY = "merge", "fold", "contradiction", "summary"
-SUMMARY_FOLDER = "summaries"
+MERGE, CONTRADICTION = "merge", "contradiction"
+FOLD, SUMMARY = report.FOLD_JOBS
+# "digests/" sorts before "notes/": in the workspace section the stable digest comes before the
+# notes that grow every session, so it stays in the prompt's cacheable prefix.
+SUMMARY_FOLDER = "digests"
 ACTOR_NOTE = "consolidation"
 
 
@@ -158,19 +161,8 @@ def _contradictions(scan, matched, origins, waiting, propose, run) -> None:
         propose(file, CONTRADICTION, write, {"contradictions": [lines[n] for n in sorted(lines)]})
 
 
-def _folded_idents(project: Project) -> set[int]:
-    found = set()
-    for details in (
-        Proposal.objects.filter(project=project, consolidation__in=[FOLD, SUMMARY])
-        .exclude(status=Proposal.Status.REJECTED)
-        .values_list("consolidation_details", flat=True)
-    ):
-        found.update((details or {}).get("idents", []))
-    return found
-
-
 def _fold(project, stale, origins, now, propose, run) -> None:
-    folded = _folded_idents(project)
+    folded = report.folded_idents(project, approved_only=False)
     todo = [(line, at) for line, at in stale if line.ident not in folded]
     if not todo:
         return

@@ -28,8 +28,8 @@ PROMPT = (
     "points only."
 )
 
-_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="consolidation-model")
-_http = urllib3.PoolManager(num_pools=2, maxsize=2, retries=False)
+_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="consolidation-model")
+_http = urllib3.PoolManager(num_pools=4, maxsize=4, retries=False)
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,13 @@ def _ask(notes: list[str], timeout: float) -> str:
             url,
             body=json.dumps(body).encode(),
             headers=headers,
-            timeout=urllib3.Timeout(connect=timeout, read=timeout),
+            # The caller's deadline decides; these only free the thread after it.
+            timeout=urllib3.Timeout(connect=timeout + 1, read=timeout + 1),
         )
+    except urllib3.exceptions.NewConnectionError as exc:  # a subclass of the timeout error
+        raise _Unavailable("connection failed") from exc
+    except urllib3.exceptions.TimeoutError as exc:
+        raise _Unavailable("timeout") from exc
     except urllib3.exceptions.HTTPError as exc:
         raise _Unavailable("connection failed") from exc
     if answer.status != 200:

@@ -20,9 +20,11 @@ from projects.memory.errors import StoreError
 from projects.memory.health import lines as line_health
 from projects.memory.health import prompts as prompt_health
 from projects.memory.reading import revision_texts
-from projects.models import Agent, MemoryFile, Project, Revision, SessionFile
+from projects.models import Agent, MemoryFile, Project, Proposal, Revision, SessionFile
 
 SIMILARITY = "token-set Jaccard"
+FOLD_JOBS = ("fold", "summary")  # consolidation jobs whose approval folds notes (runners.consolidation)
+LOGS = "workspace/logs/**.md"  # agents' own tool and error logs: records, not facts to compare
 SHOWN = 200  # findings of each kind listed (all are counted)
 _POISON_KIND = {
     MemoryFile.Scope.AGENT: poisoning.KIND_AGENT,
@@ -55,6 +57,7 @@ class Scan:
     pools: dict[str, list[Line]] = field(default_factory=dict)
     texts: dict = field(default_factory=dict)  # file pk -> head text
     unread: list[str] = field(default_factory=list)  # files storage did not answer for
+    folded: int = 0  # notes an approved fold summarised: they wait for retention, not for review
 
 
 def _pool(file: MemoryFile) -> str:
@@ -85,17 +88,49 @@ def scan_files(project: Project, agent: Agent | None = None) -> Scan:
     except StoreError:
         texts = {}
     maps = lineage.line_maps([(f, f.head.number) for f in scan.files])
+    logs = _log_paths(project)
+    folded = folded_idents(project)
     for file in scan.files:
         text = texts.get(file.head_id)
         if text is None:
             scan.unread.append(file.display_path)
             continue
         scan.texts[file.pk] = text
+        if file.source_path in logs or globs.source_matches(LOGS, file.source_path):
+            continue  # risk still reads it; its lines are not compared
         idents = maps.get((file.pk, file.head.number), [])
         pool = scan.pools.setdefault(_pool(file), [])
         for number, (line, ident) in enumerate(zip(linemaps.lines_of(text), idents, strict=False), 1):
+            if ident in folded:
+                scan.folded += 1
+                continue
             pool.append(Line(file, number, line.removesuffix("\r"), ident))
     return scan
+
+
+def _log_paths(project: Project) -> set[str]:
+    """The files the project's hook policies log tool calls and errors to."""
+    found = set()
+    for policy in project.agents.values_list("hook_policy", flat=True):
+        for kind in ("tool", "error"):
+            log = ((policy or {}).get(kind) or {}).get("log")
+            if isinstance(log, str):
+                found.add(log)
+    return found
+
+
+def folded_idents(project: Project, *, approved_only: bool = True) -> set[int]:
+    """The notes folds summarised (approved folds; with approved_only False, pending ones
+    too, so a fold is not proposed twice)."""
+    proposals = Proposal.objects.filter(project=project, consolidation__in=FOLD_JOBS)
+    if approved_only:
+        proposals = proposals.filter(status=Proposal.Status.APPROVED)
+    else:
+        proposals = proposals.exclude(status=Proposal.Status.REJECTED)
+    found: set[int] = set()
+    for details in proposals.values_list("consolidation_details", flat=True):
+        found.update((details or {}).get("idents", []))
+    return found
 
 
 def origin_json(origin: blame.Origin) -> dict:
@@ -298,6 +333,7 @@ def project_health(
             "near_duplicates": len(found["duplicates"]) - exact,
             "contradictions": len(found["contradictions"]),
             "stale_notes": len(found["stale"]),
+            "folded_notes": scan.folded,
             "unreceived_lines": sum(r["lines"] for r in cold),
             "personal_data": sum(1 for r in risky if r["kind"] == "personal_data"),
             "poisoning": sum(1 for r in risky if r["kind"] == "poisoning"),
