@@ -113,5 +113,14 @@ def test_memory_health_json_reports_each_finding_with_its_origins(
     body = page.content.decode()
     assert "db-2 pool size" in body and "r2 of workspace/notes/auth.md by olga" in body
     assert body.count('class="prompt-chart"') == 4  # size and stability, over 30 and 90 days
+    # A project sets its own stale age on its settings page.
+    client.force_login(admin)
+    settings_url = reverse("projects:project_settings", args=[project.slug])
+    assert 'name="stale_days"' in client.get(settings_url).content.decode()
+    client.post(settings_url, {"name": project.name, "description": "", "stale_days": "90"})
+    out = io.StringIO()
+    call_command("memory_health", "--project", project.slug, "--json", stdout=out)
+    later = json.loads(out.getvalue())
+    assert later["settings"]["stale_days"] == 90 and later["totals"]["stale_notes"] == 0
     client.force_login(person)
     assert client.get(reverse("projects:memory_health", args=[project.slug])).status_code in (403, 404)
