@@ -105,7 +105,14 @@ def consolidate(*, project: Project, agent: Agent | None = None, now: dt.datetim
 
     _merge(scan, matched, origins, waiting, propose, run)
     _contradictions(scan, matched, origins, waiting, propose, run)
-    _fold(project, stale, origins, now, propose, run)
+    # A line a merge or a contradiction proposes to remove is not folded as well: the digest
+    # would keep what the person is asked to drop.
+    leaving = {
+        item.second.ident if item.pair.kind != "contradiction" else item.first.ident for item in matched
+    }
+    _fold(
+        project, [(line, at) for line, at in stale if line.ident not in leaving], origins, now, propose, run
+    )
     return run
 
 
@@ -187,8 +194,8 @@ def _fold(project, stale, origins, now, propose, run) -> None:
         "idents": [line.ident for line, _at in todo],
         "lines": [report.line_json(line, origins) for line, _at in todo][:500],
     }
-    heading = f"## Notes folded on {day} (written before {min(at for _l, at in todo).date().isoformat()} – "
-    heading += f"{max(at for _l, at in todo).date().isoformat()})\n\n"
+    first, last = (f(at for _line, at in todo).date().isoformat() for f in (min, max))
+    heading = f"## Notes folded on {day} (written {first} to {last})\n\n"
     if answer.status == model.OK:
         content = heading + answer.text
         found["model"] = answer.model
