@@ -13,7 +13,7 @@ from django.utils import timezone
 from projects.audit import Actor
 from projects.memory import store
 from projects.memory.health import lines, stability
-from projects.models import Revision
+from projects.models import AuditEvent, Revision
 
 
 @pytest.mark.db_independent
@@ -113,6 +113,7 @@ def test_memory_health_json_reports_each_finding_with_its_origins(
     body = page.content.decode()
     assert "db-2 pool size" in body and "r2 of workspace/notes/auth.md by olga" in body
     assert body.count('class="prompt-chart"') == 4  # size and stability, over 30 and 90 days
+    assert AuditEvent.objects.filter(action="read.health", actor_user=reviewer).count() == 2  # files quoted
     # A project sets its own stale age on its settings page.
     client.force_login(admin)
     settings_url = reverse("projects:project_settings", args=[project.slug])
