@@ -15,7 +15,6 @@ from projects.memory import adoption, layout, reconcile, store
 from projects.models import AuditEvent, MemoryFile, RefusedWrite, Revision
 from projects.runners import bearer, credentials, prehook
 from runnerkit.direct import DirectStorage
-from tests.conftest import workspace_replaceable_in_place
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +38,6 @@ def runner(s3, project, agent, person, admin):
     store.file_create(
         project=project, scope="workspace", path="incidents/a.md", content="# Incident A\n", actor=system
     )
-    workspace_replaceable_in_place(agent)
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     direct = DirectStorage(
