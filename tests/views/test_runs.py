@@ -15,6 +15,7 @@ from projects.audit import Actor
 from projects.memory import store
 from projects.models import Agent, AgentToken, Membership, MemoryFile, Proposal
 from projects.runners import bearer, hooks, prehook
+from projects.runners.injection import PREFACES, fence_note
 
 pytestmark = pytest.mark.django_db
 
@@ -183,7 +184,8 @@ def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):
     assert agent.manifest == manifest
     prompt = _view_prompt(client, tagged_memory, agent)
     assert prompt == (
-        "<agent_identity>\nYou are calm.\n</agent_identity>\n\n<decisions>\n"
+        PREFACES["en"] + "\n\n<agent_identity>\nYou are calm.\n</agent_identity>\n\n"
+        '<decisions trust="untrusted" origin="people">\n' + fence_note("decisions", ["people"], "en") + "\n"
         "### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>"
     )
 
@@ -321,7 +323,10 @@ def test_manifest_preview_shows_the_prompt_for_a_person_and_saves_nothing(
     preview = page.context["preview"]
     assert preview["user"] == person
     assert preview["assembly"].prompt == (
-        "<decisions>\n### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>"
+        PREFACES["en"]
+        + '\n\n<decisions trust="untrusted" origin="people">\n'
+        + fence_note("decisions", ["people"], "en")
+        + "\n### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>"
     )
     assert "Preview: not saved" in page.content.decode()
     agent.refresh_from_db()
