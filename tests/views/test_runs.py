@@ -87,6 +87,8 @@ def test_simulate_page_shows_sections_revisions_and_budget(client, admin, tagged
     assert "&lt;user_profile&gt;" in html and "USER.md</a> r1" in html
     assert "budget-part" in html and "tag" in html and "defused" in html
     assert "copy-prompt" in html and "<script>" not in html
+    # the workspace is fenced as data (issue 37): the section says so, the prompt opens with the preface
+    assert html.count("untrusted: fenced as data") == 1 and "What follows is your memory" in html
 
 
 def test_employee_simulates_only_for_themselves(client, tagged_memory, agent, person, make_user):
