@@ -232,10 +232,36 @@ def _structured(manifest: dict) -> dict:
                 f"manifest-sections-{i}-source": section["source"],
                 f"manifest-sections-{i}-exclude": " ".join(section.get("exclude", [])),
                 f"manifest-sections-{i}-max_tokens": section.get("max_tokens", ""),
+                f"manifest-sections-{i}-trust": section.get("trust", ""),
                 f"manifest-sections-{i}-ORDER": str(i + 1),
             }
         )
+    if "preface" in manifest:
+        data["manifest-preface"] = manifest["preface"] or "-"
+    if "language" in manifest:
+        data["manifest-language"] = manifest["language"]
     return data
+
+
+def test_the_structured_editor_keeps_trust_preface_and_language(client, admin, tagged_memory, agent):
+    """Issue 37: a section's trust, the preface (a dash: none) and its language survive the
+    structured editor, and the settings page shows them again as they were saved."""
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    manifest = {
+        "sections": [
+            {"tag": "user_profile", "source": "USER.md", "trust": "untrusted"},
+            {"tag": "decisions", "source": "workspace/decisions/*.md", "trust": "trusted"},
+        ],
+        "preface": "",
+        "language": "ru",
+    }
+    assert client.post(url, _structured(manifest)).status_code == 302
+    agent.refresh_from_db()
+    assert agent.manifest == manifest
+    page = client.get(url).content.decode()
+    assert 'name="manifest-preface"' in page and "\n-</textarea>" in page
+    assert '<option value="untrusted" selected>' in page and '<option value="ru" selected>' in page
 
 
 def test_settings_page_shows_each_setting_once_encoded_and_saves_it_unchanged(
