@@ -55,6 +55,7 @@ ACTION_EVENTS = {
     "subject_request.close": "subject_request.closed",
 }
 SESSION_STARTED, SESSION_ENDED = "session.started", "session.ended"
+POISONING_DETECTED = "memory.poisoning.detected"  # a scan's new finding (governance.poison_scans)
 AUDIT_TYPE = "audit.event"
 EVENT_TYPES = (
     "memory.revision.created",
@@ -73,6 +74,7 @@ EVENT_TYPES = (
     "subject_request.closed",
     SESSION_STARTED,
     SESSION_ENDED,
+    POISONING_DETECTED,
 )
 assert set(ACTION_EVENTS.values()) <= set(EVENT_TYPES)
 
