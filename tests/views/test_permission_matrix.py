@@ -19,6 +19,7 @@ from projects.memory import records, removal, store
 from projects.models import (
     Agent,
     AgentSession,
+    BackgroundJob,
     LegalHold,
     Membership,
     Proposal,
@@ -131,8 +132,16 @@ def world(s3, make_project, make_user) -> World:
     document = SubjectDocument.objects.create(
         request=ivan_request, kind="package", bucket="b", key="_records/x.zip", sha256="0" * 64, size=1
     )
+    job = BackgroundJob.objects.create(
+        project=project,
+        kind="retention",
+        key=f"retention:{project.pk}",
+        state="done",
+        requested_by=people[ADMIN],
+    )
     ids = {
         "slug": project.slug,
+        "job": job.pk,
         "maria_request": maria_request.pk,
         "ivan_request": ivan_request.pk,
         "document": document.pk,
@@ -267,6 +276,8 @@ ROWS = [
     ("retention", "get", {"slug": "slug"}, None, REVIEW),
     ("retention", "post", {"slug": "slug"}, {"kind": "sessions", "days": ""}, MANAGE),
     ("holds", "get", {"slug": "slug"}, None, REVIEW),
+    ("job", "get", {"slug": "slug", "job_id": "job"}, None, REVIEW),
+    ("job", "post", {"slug": "slug", "job_id": "job"}, {}, MANAGE),
     ("hold_release", "post", {"slug": "slug", "hold_id": "hold"}, {}, REVIEW),
     # Subjects' requests: the register shows each person what they may see; registering needs
     # a project to handle it in (the outsider handles theirs); a request is its handlers' and
