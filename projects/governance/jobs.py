@@ -25,7 +25,7 @@ import uuid
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -91,7 +91,10 @@ def _queue(*, by, kind: str, project: Project, key: str, params: dict) -> tuple[
             )
             transaction.on_commit(lambda: _enqueue_task(job.pk))
     except IntegrityError:  # one is open for the same key (the partial unique constraint)
-        return BackgroundJob.objects.get(key=key, state__in=[State.QUEUED, State.RUNNING]), False
+        found = BackgroundJob.objects.filter(key=key, state__in=[State.QUEUED, State.RUNNING]).first()
+        if found is None:  # it ended in between: this one may start now
+            return _queue(by=by, kind=kind, project=project, key=key, params=params)
+        return found, False
     return job, True
 
 
@@ -149,14 +152,13 @@ def job_run(job_id: int) -> str:
     claimed = (
         BackgroundJob.objects.filter(pk=job_id)
         .filter(Q(state=State.QUEUED) | Q(state=State.RUNNING, lease_until__lt=now))
-        .update(state=State.RUNNING, owner=owner, lease_until=now + LEASE)
+        .update(state=State.RUNNING, owner=owner, lease_until=now + LEASE, attempts=F("attempts") + 1)
     )
     if not claimed:
         job = BackgroundJob.objects.filter(pk=job_id).first()
         return job.state if job is not None else "gone"
     job = BackgroundJob.objects.select_related("project", "requested_by").get(pk=job_id)
     BackgroundJob.objects.filter(pk=job_id, started_at__isnull=True).update(started_at=now)
-    BackgroundJob.objects.filter(pk=job_id).update(attempts=job.attempts + 1)
     try:
         result = _RUNNERS[job.kind](job, owner)
     except LostLease:
