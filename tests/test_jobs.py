@@ -194,6 +194,8 @@ def test_a_failed_erasure_shows_why_and_started_again_finishes(
     page = client.get(url).content.decode()
     assert f"legal hold #{hold.pk}" in page and "Start it again" in page and 'data-refresh="3"' not in page
     assert MemoryFile.objects.filter(user=person).exists()
+    erase = client.get(reverse("projects:profile_erase", args=[project.slug, person.pk])).content.decode()
+    assert "stopped before it finished" in erase and url in erase  # not a second erasure from scratch
     holds.hold_release(by=reviewer, hold=hold)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(url)

@@ -29,6 +29,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from projects.audit import Actor
 from projects.errors import Refusal, explain
 from projects.governance import erasure, retention
 from projects.memory import holds
@@ -216,8 +217,14 @@ def _run_erasure(job: BackgroundJob, owner: str) -> dict:
             totals[name] += getattr(counts, name)
         _step(job, owner, done=len(erased), progress={"erased": erased, "totals": totals})
 
+    by = job.requested_by  # None: the account that asked was deleted since; the console acts
     erasure.profile_erase(
-        by=job.requested_by, user=user, reason=params["reason"], projects=left, erased=noted
+        by=by,
+        actor=Actor.person(by) if by is not None else Actor.system("erasure"),
+        user=user,
+        reason=params["reason"],
+        projects=left,
+        erased=noted,
     )
     slugs = {str(p.pk): p.slug for p in projects}
     return {**totals, "projects": [slugs.get(pk, pk) for pk in erased]}
@@ -254,11 +261,11 @@ def jobs_of(project: Project, *, kind: str | None = None, limit: int = 10):
     return found.order_by("-requested_at", "-pk")[:limit]
 
 
-def open_job(key: str, *, project: Project) -> BackgroundJob | None:
-    """The job under way for `key`, if one is and it was started from `project`'s pages."""
-    return BackgroundJob.objects.filter(
-        key=key, project=project, state__in=[State.QUEUED, State.RUNNING]
-    ).first()
+def unfinished_job(key: str, *, project: Project) -> BackgroundJob | None:
+    """The newest job for `key` started from `project`'s pages, if it is not done: under way,
+    or failed (started again, it goes on from where it stopped, not from the start)."""
+    job = BackgroundJob.objects.filter(key=key, project=project).order_by("-requested_at", "-pk").first()
+    return job if job is not None and job.state != State.DONE else None
 
 
 def stalled(job: BackgroundJob, now: dt.datetime | None = None) -> bool:

@@ -149,7 +149,7 @@ def profile_erase_view(request, project, role, user_id):
             "person": person,
             "form": form,
             "holds": standing,
-            "open_job": jobs.open_job(f"erasure:{person.pk}", project=project),
+            "unfinished": jobs.unfinished_job(f"erasure:{person.pk}", project=project),
             "file_count": files.count(),
             "revision_count": revisions,
         },
