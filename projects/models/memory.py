@@ -291,6 +291,7 @@ class RefusedWrite(models.Model):
         NOT_TEXT = "not_text", _("not UTF-8 text")
         BINARY = "binary", _("holds NUL bytes")
         NAME = "name", _("a name the console refuses")
+        NOT_DIRECT = "not_direct", _("a direct write the hook policy does not allow")
 
     class State(models.TextChoices):
         PRESENT = "present", _("in storage")

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0033_default_policy_logs_append_only'),
+        ('projects', '0034_refused_write_not_direct'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
