@@ -19,6 +19,7 @@ from projects.memory import records, removal, store
 from projects.models import (
     Agent,
     AgentSession,
+    BackgroundJob,
     LegalHold,
     Membership,
     PoisonScan,
@@ -132,8 +133,16 @@ def world(s3, make_project, make_user) -> World:
     document = SubjectDocument.objects.create(
         request=ivan_request, kind="package", bucket="b", key="_records/x.zip", sha256="0" * 64, size=1
     )
+    job = BackgroundJob.objects.create(
+        project=project,
+        kind="retention",
+        key=f"retention:{project.pk}",
+        state="done",
+        requested_by=people[ADMIN],
+    )
     ids = {
         "slug": project.slug,
+        "job": job.pk,
         "maria_request": maria_request.pk,
         "ivan_request": ivan_request.pk,
         "document": document.pk,
@@ -269,6 +278,8 @@ ROWS = [
     ("retention", "get", {"slug": "slug"}, None, REVIEW),
     ("retention", "post", {"slug": "slug"}, {"kind": "sessions", "days": ""}, MANAGE),
     ("holds", "get", {"slug": "slug"}, None, REVIEW),
+    ("job", "get", {"slug": "slug", "job_id": "job"}, None, REVIEW),
+    ("job", "post", {"slug": "slug", "job_id": "job"}, {}, MANAGE),
     ("hold_release", "post", {"slug": "slug", "hold_id": "hold"}, {}, REVIEW),
     ("poisoning", "get", {"slug": "slug"}, None, REVIEW),
     ("poisoning_remove", "post", {"slug": "slug", "scan_id": "scan"}, {"key": "none"}, REVIEW),
