@@ -952,3 +952,8 @@ def families(findings: list[PoisonFinding] | list[dict]) -> list[str]:
     """The families found, each once, in FAMILIES order (what a post hook's answer lists)."""
     found = {f["family"] if isinstance(f, dict) else f.family for f in findings}
     return [f for f in (*FAMILIES, CLASSIFIER) if f in found]
+
+
+def summary(findings: list[dict]) -> str:
+    """'exfiltration, hidden carrier' in the reader's language: the families found."""
+    return ", ".join(str(LABELS.get(family, family)) for family in families(findings))

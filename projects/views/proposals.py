@@ -84,7 +84,15 @@ def proposal_decide_view(request, project, role, proposal_id):
                 % {"summary": exc.summary},
             )
             return redirect("projects:proposal_list", slug=project.slug)
-        if proposal.mode == "delete":
+        if revision is None:
+            messages.success(
+                request,
+                _(
+                    "Your consent is recorded. This write was held as suspect: an admin or a "
+                    "compliance officer releases it."
+                ),
+            )
+        elif proposal.mode == "delete":
             messages.success(
                 request,
                 _("Approved: %(file)s is deleted (revision %(number)s); its history is kept.")

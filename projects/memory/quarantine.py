@@ -1,0 +1,249 @@
+"""Poisoned writes held for a person (issue 37): the poisoning scanner on the save path.
+
+Every write that brings text into memory passes `store.write_revision` (the post hook, the
+sandbox, both MCP servers, the memory tool, an approved proposal, the editor, restore, merge)
+or `adoption.adopt_s3_state` (what a runner wrote to the bucket directly). Both call
+`screen()` here, so no door has to remember it: the rules of memory/poisoning.py, and the
+guard model's second opinion when one is configured (memory/classifier.py), over the lines the
+write brings (a line the head held already was judged when it came).
+
+What happens to a write with a finding depends only on who wrote it:
+- a person saving in the console: written, with the findings on the revision (the editor
+  warned them as they typed, as it does for personal data);
+- an agent, by whichever door: never written. write_revision raises `Quarantined` before it
+  touches the bucket, and the store, once it let go of the file's lock, makes the write a
+  proposal marked quarantined (`hold`). The post hook answers it as
+  {"status": "proposed", "code": "quarantined", "findings": [family, ...]};
+- a direct write to the bucket: a refused write (memory/refusals.py, reason `poisoned`), never
+  adopted nor injected, shown to admins and reviewers with its findings.
+
+Only an admin or a compliance officer releases a quarantined write, and a profile's also needs
+its person's consent (runners/proposals.py); the agent has no door to it. Its revision then
+carries the findings and who released it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from projects.audit import Actor, audit_record
+from projects.memory import classifier, layout, poisoning
+from projects.memory.errors import StoreError
+from projects.models import AgentSession, MemoryFile, Proposal, Revision
+
+DETECTED = "memory.poisoning.quarantine"  # audit actions; the webhook events are in outbox
+RELEASED = "memory.poisoning.release"
+
+_KINDS = {
+    layout.SCOPE_AGENT: poisoning.KIND_AGENT,
+    layout.SCOPE_USER: poisoning.KIND_PROFILE,
+    layout.SCOPE_WORKSPACE: poisoning.KIND_WORKSPACE,
+}
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What the scanner found in the lines a write brings, and who decided."""
+
+    findings: list[dict] = field(default_factory=list)
+    classifier: dict = field(default_factory=dict)
+    decided_by: str = "rules"
+
+    @property
+    def suspect(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def families(self) -> list[str]:
+        return poisoning.families(self.findings)
+
+    def as_dict(self) -> dict:
+        """What a revision, a proposal or a refused write keeps: empty when nothing was found
+        and no guard model was asked."""
+        if not self.findings and self.classifier.get("status", classifier.OFF) == classifier.OFF:
+            return {}
+        return {"findings": self.findings, "classifier": self.classifier, "decided_by": self.decided_by}
+
+
+class Quarantined(StoreError):
+    """An agent's write with findings: not applied, held as a quarantined proposal."""
+
+    code = "quarantined"
+
+    def __init__(self, screening: Screening, proposal: Proposal | None = None):
+        super().__init__(
+            _("Held for review: the text looks like instructions planted in memory (%(families)s).")
+            % {"families": ", ".join(screening.families)}
+        )
+        self.screening = screening
+        self.proposal = proposal
+
+    @property
+    def families(self) -> list[str]:
+        return self.screening.families
+
+
+def held_for_people(actor: Actor) -> bool:
+    """Whose writes with findings are held rather than applied: everyone's but a person's in
+    the console (an agent by any door; direct writes are refused in adoption)."""
+    return actor.kind != Revision.AuthorKind.PERSON and actor.agent is not None
+
+
+def screen(file: MemoryFile, text: str, old_text=None) -> Screening:
+    """The scanner over `text`, the new content of `file`. `old_text` is the head's text (or a
+    function that reads it, called only when needed): a finding on a line the head held
+    already is not the write's. The guard model, when configured, reads the new lines."""
+    kind = _KINDS.get(file.scope, poisoning.KIND_WORKSPACE)
+    trusted = settings.MGC_POISON_TRUSTED_DOMAINS
+    found = poisoning.scan(text, kind=kind, trusted_domains=trusted)
+    asking = bool(settings.MGC_POISON_CLASSIFIER_URL)
+    if not found and not asking:
+        return Screening()
+    old = old_text() if callable(old_text) else (old_text or "")
+    old_lines = set(old.splitlines()) if old else set()
+    lines = text.splitlines()
+    found = [f for f in found if _brought(text, lines, f, old_lines)]
+    if not asking:
+        return Screening(findings=[f.as_dict() for f in found])
+    added = "\n".join(line for line in lines if line not in old_lines)
+    verdict = classifier.classify(added) if added.strip() else classifier.Verdict(classifier.CLEAN)
+    if verdict.status == classifier.FLAGGED and not found:
+        found = [
+            poisoning.PoisonFinding(
+                family=poisoning.CLASSIFIER,
+                reason=f"{poisoning.CLASSIFIER}.{verdict.label}",
+                start=0,
+                end=len(added),
+                line=1,
+                column=1,
+                excerpt=poisoning.masked_excerpt(added, 0, min(len(added), 120)),
+                signals=(f"score:{verdict.score:.2f}",),
+            )
+        ]
+    decided = classifier.PoisonCheck(findings=found, verdict=verdict).decided_by
+    return Screening(findings=[f.as_dict() for f in found], classifier=verdict.as_dict(), decided_by=decided)
+
+
+def _brought(text: str, lines: list[str], finding, old_lines: set[str]) -> bool:
+    """The finding covers a line the old text did not hold."""
+    if not old_lines:
+        return True
+    last = finding.line + text.count("\n", finding.start, max(finding.start, finding.end - 1))
+    return any(line not in old_lines for line in lines[finding.line - 1 : last] or [""])
+
+
+def screen_write(locked: MemoryFile, data: bytes, actor: Actor, *, released: dict | None, renamed: bool):
+    """write_revision's step 0, under the row lock: the scan, and Quarantined for a write that
+    is held. Returns what the revision keeps (findings; who released it)."""
+    if renamed:  # a rename moves text the store judged when it came
+        return {}
+    from projects.memory.reading import revision_texts  # reading imports the models only
+
+    head = locked.head
+
+    def old_text() -> str:
+        if head is None or head.is_deletion:
+            return ""
+        try:
+            return revision_texts(locked.project, [head])[head.pk]
+        except StoreError:
+            return ""
+
+    screening = screen(locked, data.decode("utf-8"), old_text)
+    if screening.suspect and released is None and held_for_people(actor):
+        raise Quarantined(screening)
+    kept = screening.as_dict()
+    if released and kept:
+        kept["released"] = released
+    return kept
+
+
+def hold(
+    quarantined: Quarantined,
+    *,
+    file: MemoryFile,
+    actor: Actor,
+    mode: str,
+    content: str,
+    base_revision: int | None,
+) -> Quarantined:
+    """Make a held write a quarantined proposal, audited (memory.poisoning.detected for
+    webhooks and the SIEM). Returns the exception, carrying the proposal, to raise."""
+    quarantined.proposal = proposal_create(
+        file=file,
+        actor=actor,
+        mode=mode,
+        content=content,
+        base_revision=base_revision,
+        screening=quarantined.screening,
+    )
+    return quarantined
+
+
+def proposal_create(
+    *,
+    file: MemoryFile,
+    actor: Actor,
+    mode: str,
+    content: str,
+    base_revision: int | None,
+    new_path: str = "",
+    screening: Screening | None = None,
+) -> Proposal:
+    """A proposal of an agent's write (its hook policy asks for approval, or the write is held).
+    Its content is screened here, so a proposal with findings is quarantined whatever made it."""
+    if screening is None and content and mode in ("append", "replace"):
+        screening = screen(file, content, _head_text(file) if mode == "replace" else "")
+    screening = screening or Screening()
+    with transaction.atomic():
+        proposal = Proposal.objects.create(
+            project=file.project,
+            file=file,
+            agent=actor.agent,
+            session=_session(actor),
+            mode=mode,
+            content=content,
+            base_revision=base_revision,
+            new_path=new_path,
+            quarantined=screening.suspect,
+            poisoning=screening.as_dict(),
+        )
+        details = {"path": file.source_path, "mode": mode}
+        if new_path:
+            details["new_path"] = new_path
+        project = file.project
+        audit_record(actor=actor, action="proposal.create", project=project, obj=proposal, details=details)
+        if screening.suspect:
+            audit_record(
+                actor=actor,
+                action=DETECTED,
+                project=file.project,
+                obj=proposal,
+                details={**details, "families": screening.families, "decided_by": screening.decided_by},
+            )
+    return proposal
+
+
+def _head_text(file: MemoryFile) -> str:
+    from projects.memory.reading import revision_texts
+
+    head = file.head
+    if head is None or head.is_deletion:
+        return ""
+    try:
+        return revision_texts(file.project, [head])[head.pk]
+    except StoreError:
+        return ""
+
+
+def _session(actor: Actor) -> AgentSession | None:
+    try:
+        ref = uuid.UUID(actor.session_ref)
+    except (ValueError, TypeError):
+        return None
+    return AgentSession.objects.filter(pk=ref, agent=actor.agent).first()
