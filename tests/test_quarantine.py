@@ -237,6 +237,7 @@ def test_the_memory_tools_backend_quarantines_them(runner):
 @pytest.fixture
 def held(runner):
     session = runner.pre(user="maria")["session"]
+    runner.tool(session, "WebFetch", "read ticket 4411 from the helpdesk")
     writes = [
         {"path": "workspace/notes/triage.md", "mode": "append", "content": _text(INVOICE)},
         {"path": "USER.md", "mode": "append", "content": _text(SAMPLES[8][1])},
@@ -317,3 +318,23 @@ def test_a_guard_model_that_is_down_leaves_the_rules_to_decide_and_says_so(runne
     held = Proposal.objects.get(pk=result["proposal"])
     assert held.poisoning["decided_by"] == "rules alone (guard model unavailable)"
     assert held.poisoning["classifier"]["status"] == "unavailable"
+
+
+def test_the_review_queue_shows_held_writes_first_their_findings_hidden_characters_and_tool_calls(
+    runner, held, admin
+):
+    session = held["session"]
+    runner.post(session, [{"path": "AGENTS.md", "mode": "append", "content": "- Be brief.\n"}])  # newest
+    hidden = {"path": "workspace/notes/triage.md", "mode": "append", "content": _text(SAMPLES[13][1])}
+    (result,) = runner.post(session, [hidden])["results"]
+    assert result["code"] == "quarantined" and result["findings"] == [HIDDEN]
+    web = DjangoClient()
+    web.force_login(admin)
+    page = web.get("/p/incidents/proposals/").content.decode()
+    held_at = page.index('class="card proposal quarantined"')
+    assert held_at < page.index('class="card proposal"')  # held first, the newer ordinary one after
+    assert page.count('class="card proposal quarantined"') == 3
+    assert "⟨tags: " in page and chr(0xE0049) not in page  # tag characters spelled out
+    assert 'class="insert poisoned"' in page  # the found line marked in the diff
+    assert "WebFetch" in page and "read ticket 4411" in page  # what the session did before
+    assert "billing-archive@" not in page.split("<pre")[0]  # findings are masked excerpts

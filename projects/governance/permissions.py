@@ -20,6 +20,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from projects.memory import quarantine
 from projects.models import Flag, Membership, MemoryFile, Project, Proposal, SubjectRequest
 
 ADMIN = Membership.Role.ADMIN
@@ -156,15 +157,13 @@ def can_decide_proposal(user, role: str | None, proposal: Proposal) -> bool:
 
 
 def can_release_quarantined(role: str | None) -> bool:
-    """Who releases a write the poisoning scanner held (memory/quarantine.py): an admin or a
-    compliance officer, never an agent (agents are not people with a role)."""
-    return role in (ADMIN, COMPLIANCE)
+    """Who releases a write the poisoning scanner held: memory/quarantine.py says."""
+    return quarantine.releases(role)
 
 
 def consents_to(user, proposal: Proposal) -> bool:
     """The person whose profile (USER.md) the proposal changes: their consent is asked."""
-    file = proposal.file
-    return file.scope == MemoryFile.Scope.USER and file.user_id == user.pk
+    return quarantine.consents(user, proposal)
 
 
 def can_see_flag(user, role: str | None, flag: Flag) -> bool:

@@ -34,7 +34,7 @@ from django.utils.translation import gettext as _
 from projects.audit import Actor, audit_record
 from projects.memory import classifier, layout, poisoning
 from projects.memory.errors import StoreError
-from projects.models import AgentSession, MemoryFile, Proposal, Revision
+from projects.models import AgentSession, Membership, MemoryFile, Proposal, Revision
 
 DETECTED = "memory.poisoning.quarantine"  # audit actions; the webhook events are in outbox
 RELEASED = "memory.poisoning.release"
@@ -86,6 +86,31 @@ class Quarantined(StoreError):
     @property
     def families(self) -> list[str]:
         return self.screening.families
+
+
+RELEASERS = (Membership.Role.ADMIN, Membership.Role.COMPLIANCE)
+
+
+def role_of(user, project) -> str | None:
+    """The person's role in the project (superusers are admins), as governance.permissions
+    reads it; here so that the release rule lives beside the quarantine it ends."""
+    if user is None or not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return Membership.Role.ADMIN
+    return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
+
+
+def releases(role: str | None) -> bool:
+    """An admin or a compliance officer releases a held write; an agent is no person with a
+    role, so none of its doors (token, S3 credentials, MCP, memory tool) leads here."""
+    return role in RELEASERS
+
+
+def consents(user, proposal: Proposal) -> bool:
+    """The person whose profile (USER.md) the proposal changes: their consent is asked."""
+    file = proposal.file
+    return file.scope == MemoryFile.Scope.USER and file.user_id == user.pk
 
 
 def held_for_people(actor: Actor) -> bool:

@@ -15,7 +15,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.governance import permissions
 from projects.memory import quarantine, records, removal
 from projects.models import MemoryFile, Proposal, Revision
 from projects.runners import injection
@@ -112,9 +111,9 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
 def _release_allowed(locked: Proposal, file: MemoryFile, by, note: str) -> dict | None:
     """Who may release a quarantined write, under its row lock: the release record, or None
     when `by` only gave the profile's person's consent (recorded here). HookError otherwise."""
-    role = permissions.role_in(by, locked.project)
-    consenting = role is not None and permissions.consents_to(by, locked)
-    releasing = permissions.can_release_quarantined(role)
+    role = quarantine.role_of(by, locked.project)
+    consenting = role is not None and quarantine.consents(by, locked)
+    releasing = quarantine.releases(role)
     if not consenting and not releasing:
         raise HookError(
             "release_denied", _("Only an admin or a compliance officer releases a quarantined write.")

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from projects import audit, drafts, system_text
 from projects.governance import isolation, permissions
-from projects.memory import refusals
+from projects.memory import poisoning, refusals
 from projects.memory.scanning import LABELS
 from projects.models import Membership, Revision
 
@@ -59,6 +59,19 @@ def opens_source_file(role: str | None, path: str) -> bool:
 def finding_label(kind: str) -> str:
     """'api_key' -> 'API key or token'."""
     return LABELS.get(kind, kind)
+
+
+@register.filter
+def poison_family(family: str) -> str:
+    """'exfiltration' -> 'exfiltration' in the page's language (memory/poisoning.py)."""
+    return str(poisoning.LABELS.get(family, family))
+
+
+@register.filter
+def shown_hidden(text: str) -> str:
+    """Invisible characters named, tag characters spelled out (poisoning.visible); escaped
+    by the template as any text."""
+    return poisoning.visible(text or "")
 
 
 @register.filter
