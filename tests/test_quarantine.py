@@ -201,6 +201,11 @@ def test_a_direct_s3_write_with_a_finding_is_refused_never_injected(runner, s3, 
     assert triage.head.number == 1 and triage.refused_etag
     assert "billing-archive" not in reading.file_read(triage).text
     assert AuditEvent.objects.filter(action="file.external_poisoned").count() == len(SAMPLES) + 1
+    web = DjangoClient()
+    web.force_login(admin)  # shown to admins and reviewers, with its findings, masked
+    page = web.get("/p/incidents/workspace/").content.decode()
+    assert page.count("Instructions planted in memory") == len(SAMPLES) + 1
+    assert "••••••••@external.example" in page and "billing-archive@" not in page
 
 
 def test_the_consoles_mcp_endpoint_quarantines_them(runner, token):
