@@ -119,24 +119,40 @@ def held_for_people(actor: Actor) -> bool:
     return actor.kind != Revision.AuthorKind.PERSON and actor.agent is not None
 
 
+CONTEXT_LINES = 40  # around what a write brings: enough for the comment or fence it sits in
+
+
 def screen(file: MemoryFile, text: str, old_text=None) -> Screening:
-    """The scanner over `text`, the new content of `file`. `old_text` is the head's text (or a
-    function that reads it, called only when needed): a finding on a line the head held
-    already is not the write's. The guard model, when configured, reads the new lines."""
+    """The scanner over what `text`, the new content of `file`, brings. `old_text` is the
+    head's text (or a function that reads it): lines it held already were judged when they
+    came, so the rules read the new lines with CONTEXT_LINES around them (an append to a long
+    file costs what the append is), and a finding on an old line is not the write's. The
+    guard model, when configured, reads the new lines."""
     kind = _KINDS.get(file.scope, poisoning.KIND_WORKSPACE)
     trusted = settings.MGC_POISON_TRUSTED_DOMAINS
-    found = poisoning.scan(text, kind=kind, trusted_domains=trusted)
-    asking = bool(settings.MGC_POISON_CLASSIFIER_URL)
-    if not found and not asking:
-        return Screening()
     old = old_text() if callable(old_text) else (old_text or "")
-    old_lines = set(old.splitlines()) if old else set()
-    lines = text.splitlines()
-    found = [f for f in found if _brought(text, lines, f, old_lines)]
-    if not asking:
-        return Screening(findings=[f.as_dict() for f in found])
-    added = "\n".join(line for line in lines if line not in old_lines)
-    verdict = classifier.classify(added) if added.strip() else classifier.Verdict(classifier.CLEAN)
+    old_lines = set(old.split("\n")) if old else set()
+    lines = text.split("\n")
+    new_at = [i for i, line in enumerate(lines) if line.strip() and line not in old_lines]
+    if not new_at:
+        return Screening()
+    first = max(0, new_at[0] - CONTEXT_LINES)
+    last = min(len(lines), new_at[-1] + 1 + CONTEXT_LINES)
+    window = "\n".join(lines[first:last])
+    offset = sum(len(line) + 1 for line in lines[:first])
+    brought = set(new_at)
+    found = [
+        _placed(f, first, offset)
+        for f in poisoning.scan(window, kind=kind, trusted_domains=trusted)
+        if any(
+            first + f.line - 1 + k in brought
+            for k in range(window.count("\n", f.start, max(f.start, f.end - 1)) + 1)
+        )
+    ]
+    if not settings.MGC_POISON_CLASSIFIER_URL:
+        return Screening(findings=found)
+    added = "\n".join(lines[i] for i in new_at)
+    verdict = classifier.classify(added)
     if verdict.status == classifier.FLAGGED and not found:
         found = [
             poisoning.PoisonFinding(
@@ -148,18 +164,17 @@ def screen(file: MemoryFile, text: str, old_text=None) -> Screening:
                 column=1,
                 excerpt=poisoning.masked_excerpt(added, 0, min(len(added), 120)),
                 signals=(f"score:{verdict.score:.2f}",),
-            )
+            ).as_dict()
         ]
     decided = classifier.PoisonCheck(findings=found, verdict=verdict).decided_by
-    return Screening(findings=[f.as_dict() for f in found], classifier=verdict.as_dict(), decided_by=decided)
+    return Screening(findings=found, classifier=verdict.as_dict(), decided_by=decided)
 
 
-def _brought(text: str, lines: list[str], finding, old_lines: set[str]) -> bool:
-    """The finding covers a line the old text did not hold."""
-    if not old_lines:
-        return True
-    last = finding.line + text.count("\n", finding.start, max(finding.start, finding.end - 1))
-    return any(line not in old_lines for line in lines[finding.line - 1 : last] or [""])
+def _placed(finding, first_line: int, offset: int) -> dict:
+    """A finding in the scanned window, placed in the whole text."""
+    data = finding.as_dict()
+    data.update(line=finding.line + first_line, start=finding.start + offset, end=finding.end + offset)
+    return data
 
 
 def screen_write(locked: MemoryFile, data: bytes, actor: Actor, *, released: dict | None, renamed: bool):
