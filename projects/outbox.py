@@ -260,6 +260,8 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
                 data.update(
                     sha256=details["sha256"], size=details.get("size"), message=details.get("message", "")
                 )
+            if event.action == "file.external_poisoned":  # a direct write refused, never adopted
+                data.update(key=details.get("key"), families=details.get("families"))
             for end in ("renamed_from", "renamed_to"):  # a rename's other path
                 if end in details:
                     data[end] = details[end]
@@ -284,6 +286,15 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
         )
         if event.action == "proposal.create":
             content["text"] = obj.content
+        elif event.action.startswith("memory.poisoning."):  # held, or released (memory/quarantine.py)
+            data.update(
+                families=details.get("families"),
+                decided_by=details.get("decided_by"),
+                released_by=event.actor_label if event.action.endswith(".release") else None,
+                note=details.get("note"),
+                revision=details.get("revision"),
+                consented_by=details.get("consented_by"),
+            )
         else:
             data.update(
                 decision=obj.status,

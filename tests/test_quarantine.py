@@ -26,7 +26,7 @@ from projects.memory.poisoning import (
     PERSONA,
     TOOL_HIJACK,
 )
-from projects.models import AuditEvent, MemoryFile, Proposal, RefusedWrite
+from projects.models import AuditEvent, MemoryFile, OutboxEvent, Proposal, RefusedWrite
 from projects.runners import bearer, credentials, proposals
 from projects.runners.policy import HookError
 from runnerkit import Sandbox
@@ -276,7 +276,18 @@ def test_the_writing_agent_cannot_release_its_own_write_by_any_door(runner, held
     assert INVOICE not in reading.file_read(MemoryFile.objects.get(path="notes/triage.md")).text
 
 
-def test_an_admin_releases_with_a_reason_and_it_is_audited(runner, held, admin, reviewer):
+@pytest.fixture
+def webhook(project, admin, settings):
+    from projects.events import subscriptions
+
+    settings.MGC_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1"]
+    events = ["memory.poisoning.detected", "memory.poisoning.released"]
+    return subscriptions.webhook_create(
+        by=admin, project=project, url="http://127.0.0.1:9/hook", events=events
+    )
+
+
+def test_an_admin_releases_with_a_reason_and_it_is_audited(runner, webhook, held, admin, reviewer):
     with pytest.raises(HookError) as refused:
         proposals.proposal_approve(proposal=held["note"], by=admin)
     assert refused.value.code == "note_required"
@@ -291,6 +302,11 @@ def test_an_admin_releases_with_a_reason_and_it_is_audited(runner, held, admin, 
     assert EXFILTRATION in event.details["families"]
     assert outbox.ACTION_EVENTS[quarantine.RELEASED] == "memory.poisoning.released"
     assert INVOICE in runner.pre(user="maria")["prompt"]
+    sent = {(o.type, o.body["data"]["path"]): o.body["data"] for o in OutboxEvent.objects.all()}
+    detected = sent[("memory.poisoning.detected", "workspace/notes/triage.md")]
+    assert detected["families"] == [EXFILTRATION] and "text" not in detected
+    released = sent[("memory.poisoning.released", "workspace/notes/triage.md")]
+    assert (released["released_by"], released["note"]) == ("olga", "a real archive address")
 
 
 def test_a_profile_needs_its_person_too(runner, held, admin, reviewer, person):
