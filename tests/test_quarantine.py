@@ -14,7 +14,7 @@ import uuid
 import pytest
 from django.test import Client as DjangoClient
 
-from projects import outbox
+from projects import metrics, outbox
 from projects.audit import Actor
 from projects.memory import poisoning, quarantine, reading, store
 from projects.memory.poisoning import (
@@ -136,7 +136,9 @@ def test_the_post_hook_quarantines_each_family_in_both_languages(runner):
         for i, (_f, line) in enumerate(SAMPLES)
     ]
     writes.append({"path": "workspace/notes/triage.md", "mode": "append", "content": _text(BENIGN)})
+    counted = metrics.writes.labels("quarantined")._value.get()
     results = runner.post(session, writes)["results"]
+    assert metrics.writes.labels("quarantined")._value.get() == counted + len(SAMPLES)
     for (family, _line), result in zip(SAMPLES, results, strict=False):
         assert (result["status"], result["code"]) == ("proposed", "quarantined"), result
         assert family in result["findings"] and {k for k, v in result.items() if v is not None} == {
