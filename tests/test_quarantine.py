@@ -16,6 +16,7 @@ from django.test import Client as DjangoClient
 
 from projects import metrics, outbox
 from projects.audit import Actor
+from projects.governance import review
 from projects.memory import poisoning, quarantine, reading, store
 from projects.memory.poisoning import (
     CONCEALMENT,
@@ -331,6 +332,8 @@ def test_a_persons_own_edit_is_saved_with_its_finding(runner, person):
     )
     assert revision.number == 2 and EXFILTRATION in poisoning.families(revision.poisoning["findings"])
     assert "billing" not in json.dumps(revision.poisoning)  # masked: the address is not stored
+    (found,) = [f for f in review.findings_over([revision]) if f.get("poisoning")]  # in the review queue
+    assert (found["kind"], found["revision"], found["poisoning"]) == (EXFILTRATION, 2, True)
 
 
 def test_a_guard_model_that_is_down_leaves_the_rules_to_decide_and_says_so(runner, settings):

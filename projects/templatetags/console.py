@@ -57,8 +57,8 @@ def opens_source_file(role: str | None, path: str) -> bool:
 
 @register.filter
 def finding_label(kind: str) -> str:
-    """'api_key' -> 'API key or token'."""
-    return LABELS.get(kind, kind)
+    """'api_key' -> 'API key or token'; a poisoning family ('exfiltration') as poisoning names it."""
+    return LABELS.get(kind) or poisoning.LABELS.get(kind, kind)
 
 
 @register.filter
