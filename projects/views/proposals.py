@@ -44,6 +44,8 @@ def proposal_list_view(request, project, role):
             proposal.mode, proposal.content
         )
         proposal.can_decide = permissions.can_decide_proposal(request.user, role, proposal)
+        # On a held write to their own profile, a person's "approve" is their consent.
+        proposal.consenting = proposal.quarantined and not permissions.can_release_quarantined(role)
         proposal.session_visible = proposal.session_id is not None and (
             permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk
         )
