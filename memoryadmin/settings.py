@@ -395,7 +395,7 @@ CACHES = {
 TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend",
-        "QUEUES": ["default", "events", "holds", "subjects"],
+        "QUEUES": ["default", "events", "holds", "subjects", "scans"],
     }
 }
 # Receivers on loopback, private, link-local or other non-public addresses are refused unless

@@ -42,7 +42,7 @@ ACTION_EVENTS = {
     "file.rename": "memory.file.deleted",
     "file.expire": "memory.file.expired",
     "proposal.create": "proposal.created",
-    "memory.poisoning.quarantine": "memory.poisoning.detected",
+    "memory.poisoning.quarantine": "memory.poisoning.detected",  # also sent by a scan (POISONING_DETECTED)
     "file.external_poisoned": "memory.poisoning.detected",
     "memory.poisoning.release": "memory.poisoning.released",
     "proposal.approve": "proposal.decided",
@@ -58,6 +58,7 @@ ACTION_EVENTS = {
     "subject_request.close": "subject_request.closed",
 }
 SESSION_STARTED, SESSION_ENDED = "session.started", "session.ended"
+POISONING_DETECTED = "memory.poisoning.detected"  # a scan's new finding (governance.poison_scans)
 AUDIT_TYPE = "audit.event"
 EVENT_TYPES = (
     "memory.revision.created",
@@ -65,8 +66,6 @@ EVENT_TYPES = (
     "memory.file.expired",
     "proposal.created",
     "proposal.decided",
-    "memory.poisoning.detected",
-    "memory.poisoning.released",
     "flag.created",
     "flag.resolved",
     "legal_hold.placed",
@@ -78,6 +77,8 @@ EVENT_TYPES = (
     "subject_request.closed",
     SESSION_STARTED,
     SESSION_ENDED,
+    POISONING_DETECTED,
+    "memory.poisoning.released",  # a quarantined write released (memory/quarantine.py)
 )
 assert set(ACTION_EVENTS.values()) <= set(EVENT_TYPES)
 

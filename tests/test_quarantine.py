@@ -34,7 +34,6 @@ from runnerkit import Sandbox
 from runnerkit.client import ApiError, Client
 from runnerkit.direct import DirectStorage
 from runnerkit.memory import GovernedMemory
-from tests.conftest import workspace_replaceable_in_place
 from tests.test_poisoning import PAYLOAD, PAYLOAD_RU
 
 pytestmark = pytest.mark.django_db
@@ -179,7 +178,6 @@ def test_the_sandbox_quarantines_them(runner, tmp_path):
 
 
 def test_a_direct_s3_write_with_a_finding_is_refused_never_injected(runner, s3, agent, admin, tmp_path):
-    workspace_replaceable_in_place(agent)
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     direct = DirectStorage(

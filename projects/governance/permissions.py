@@ -93,6 +93,11 @@ def can_hold(role: str | None) -> bool:
     return role in (ADMIN, COMPLIANCE)
 
 
+def can_scan_memory(role: str | None) -> bool:
+    """Scan a project's memory for poisoning and remove what a scan found (issue 37)."""
+    return role in (ADMIN, COMPLIANCE)
+
+
 def sees_everyone(role: str | None) -> bool:
     """Everyone's profiles, sessions and simulations; an employee sees only their own."""
     return role in (ADMIN, COMPLIANCE)

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.memory import holding, holds, layout, provenance, quarantine, refusals
+from projects.memory import direct_rules, holding, holds, layout, provenance, quarantine, refusals
 from projects.memory.content import decode, sha256
 from projects.memory.errors import Held, StorageUnavailable
 from projects.memory.metadata import actor_from_metadata, file_named, request_of, whole_number, write_metadata
@@ -90,11 +90,35 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
     metadata = storage.metadata(snap)
     details, request, poisoned = {}, "", None
-    if (
+    recovered = (
         metadata
         and metadata.get("mgc-base", "") == (str(head.number) if head else "")
         and found.metadata.get("mgc-write") == metadata.get("mgc-write")
-    ):
+    )
+    if not recovered and locked.scope == MemoryFile.Scope.WORKSPACE:
+        # A direct write where a stricter rule than the runners' granted glob governs (an
+        # append-only log): adopted only as an append it allows, else refused.
+        refused, governed = direct_rules.direct_refusal(
+            locked.project,
+            locked.source_path,
+            lambda: read_snapshot(storage, head) if head_live else b"",
+            data,
+        )
+        if refused is not None:
+            _hold_written(storage, locked)
+            refusals.record(
+                storage,
+                project=locked.project,
+                key=locked.key,
+                found=found,
+                reason=RefusedWrite.Reason.NOT_DIRECT,
+                detail=refused,
+                file=locked,
+            )
+            return None
+        if governed:
+            details = {"mode": "append"}
+    if recovered:
         # The snapshot and the head object come from the same attempt (same write id).
         actor = actor_from_metadata(metadata)
         message = Message.from_metadata(metadata) or unquote(metadata.get("mgc-message", ""))

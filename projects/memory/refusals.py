@@ -171,6 +171,16 @@ def explain(refused: RefusedWrite) -> str:
         return _("Holds a NUL byte (at position %(position)s): a binary file, not Markdown.") % {
             "position": detail.get("position", "?")
         }
+    if refused.reason == RefusedWrite.Reason.NOT_DIRECT:
+        if detail.get("appends"):
+            return _(
+                "Not an append: under the hook policy rule %(rule)s (agent %(agent)s) a direct write "
+                "may only add to the end of the file; other changes go through the post hook."
+            ) % {"rule": detail.get("rule", "?"), "agent": detail.get("agent", "?")}
+        return _(
+            "Not a direct write the hook policy allows: the rule %(rule)s (agent %(agent)s) allows no "
+            "direct change to this file; changes go through the post hook."
+        ) % {"rule": detail.get("rule", "?"), "agent": detail.get("agent", "?")}
     if refused.reason == RefusedWrite.Reason.POISONED:
         from projects.memory.poisoning import LABELS
 

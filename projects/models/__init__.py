@@ -7,6 +7,7 @@ from projects.models.audit import AuditChain, AuditCheckpoint, AuditEvent
 from projects.models.events import DeliveryAttempt, OutboxEvent, WebhookSubscription
 from projects.models.lifecycle import LegalHold, RetentionRule
 from projects.models.memory import LineMap, MemoryFile, RefusedWrite, Revision, SearchText
+from projects.models.poisoning import PoisonScan
 from projects.models.projects import (
     Agent,
     GroupMapping,
@@ -52,6 +53,7 @@ __all__ = [
     "Membership",
     "MemoryFile",
     "OutboxEvent",
+    "PoisonScan",
     "Project",
     "Proposal",
     "RefusedWrite",

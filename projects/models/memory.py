@@ -298,6 +298,7 @@ class RefusedWrite(models.Model):
         NOT_TEXT = "not_text", _("not UTF-8 text")
         BINARY = "binary", _("holds NUL bytes")
         NAME = "name", _("a name the console refuses")
+        NOT_DIRECT = "not_direct", _("a direct write the hook policy does not allow")
         POISONED = "poisoned", _("instructions planted in memory")
 
     class State(models.TextChoices):

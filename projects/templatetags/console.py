@@ -115,6 +115,7 @@ def can(role: str | None, capability: str) -> bool:
         "see_everyone": permissions.sees_everyone,
         "see_workspace": permissions.can_see_workspace,
         "hold": permissions.can_hold,
+        "scan_memory": permissions.can_scan_memory,
     }
     return checks[capability](role)
 

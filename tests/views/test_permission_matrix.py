@@ -21,6 +21,7 @@ from projects.models import (
     AgentSession,
     LegalHold,
     Membership,
+    PoisonScan,
     Proposal,
     RefusedWrite,
     SubjectDocument,
@@ -154,6 +155,7 @@ def world(s3, make_project, make_user) -> World:
         "refused": refused.pk,
         "hold": hold.pk,
         "webhook": webhook.pk,
+        "scan": PoisonScan.objects.create(project=project, state="done").pk,
         "ivan_membership": Membership.objects.get(user=ivan).pk,
         "renamed": old.file_id,
     }
@@ -268,6 +270,8 @@ ROWS = [
     ("retention", "post", {"slug": "slug"}, {"kind": "sessions", "days": ""}, MANAGE),
     ("holds", "get", {"slug": "slug"}, None, REVIEW),
     ("hold_release", "post", {"slug": "slug", "hold_id": "hold"}, {}, REVIEW),
+    ("poisoning", "get", {"slug": "slug"}, None, REVIEW),
+    ("poisoning_remove", "post", {"slug": "slug", "scan_id": "scan"}, {"key": "none"}, REVIEW),
     # Subjects' requests: the register shows each person what they may see; registering needs
     # a project to handle it in (the outsider handles theirs); a request is its handlers' and
     # its person's to read, its handlers' to act on.

@@ -1,5 +1,6 @@
-"""The events worker: django-tasks-db's database worker on the `events`, `holds` and
-`subjects` queues, plus threads beside it: the outbox relay (projects/events/delivery.py), the
+"""The events worker: django-tasks-db's database worker on the `events`, `holds`, `subjects`
+and `scans` (poisoning scans, governance/poison_scans.py) queues, plus threads beside it: the
+outbox relay (projects/events/delivery.py), the
 legal holds' watch (projects/governance/holds.py, projects/memory/holding.py) and, every
 MGC_SUBJECT_REMIND_SECONDS, the subjects' requests' reminders (governance/subjects.py; sent once
 each however many workers run; their long work is on the `subjects` queue,
@@ -16,7 +17,7 @@ from django_tasks_db.management.commands.db_worker import Command as DatabaseWor
 
 from projects.events import delivery
 from projects.events.tasks import QUEUE
-from projects.governance import holds, subject_jobs, subjects
+from projects.governance import holds, poison_scans, subject_jobs, subjects
 from projects.governance.tasks import QUEUE as HOLDS_QUEUE
 from projects.memory.holding import FeedHolder
 
@@ -38,7 +39,7 @@ class Command(DatabaseWorker):
     def add_arguments(self, parser):
         super().add_arguments(parser)
         parser.set_defaults(
-            queue_name=f"{QUEUE},{HOLDS_QUEUE},{subject_jobs.QUEUE}",
+            queue_name=f"{QUEUE},{HOLDS_QUEUE},{subject_jobs.QUEUE},{poison_scans.QUEUE}",
             reload=False,
             interval=settings.MGC_EVENTS_POLL_SECONDS,
         )

@@ -8,7 +8,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0033_default_policy_logs_append_only'),
+        ('projects', '0034_refused_write_not_direct'),
+        ('projects', '0035_poison_scan'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -41,6 +42,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='refusedwrite',
             name='reason',
-            field=models.CharField(choices=[('too_large', 'over the size limit'), ('not_text', 'not UTF-8 text'), ('binary', 'holds NUL bytes'), ('name', 'a name the console refuses'), ('poisoned', 'instructions planted in memory')], help_text='Which rule it breaks.', max_length=20),
+            field=models.CharField(choices=[('too_large', 'over the size limit'), ('not_text', 'not UTF-8 text'), ('binary', 'holds NUL bytes'), ('name', 'a name the console refuses'), ('not_direct', 'a direct write the hook policy does not allow'), ('poisoned', 'instructions planted in memory')], help_text='Which rule it breaks.', max_length=20),
         ),
     ]
