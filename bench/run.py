@@ -17,9 +17,9 @@ This module is the entry point: its arguments, the S3 server, the database and D
 list of phases and the table's place in docs/PERFORMANCE.md. The phases live beside it:
 bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/signin.py
 (sign-in under a flood; bench/flood.py is the flood), bench/pages.py (saves and the console's
-pages) bench/provenance.py (blame of a long history) and bench/scanner.py (the poisoning scanner on a
-64 KB post), on the data bench/fixtures.py makes;
-bench/table.py times the calls and keeps the table.
+pages), bench/provenance.py (blame of a long history) and bench/scanner.py (the poisoning
+scanner on a 64 KB post), on the data bench/fixtures.py makes; bench/table.py times the calls
+and keeps the table.
 """
 
 from __future__ import annotations
