@@ -42,6 +42,9 @@ ACTION_EVENTS = {
     "file.rename": "memory.file.deleted",
     "file.expire": "memory.file.expired",
     "proposal.create": "proposal.created",
+    "memory.poisoning.quarantine": "memory.poisoning.detected",  # also sent by a scan (POISONING_DETECTED)
+    "file.external_poisoned": "memory.poisoning.detected",
+    "memory.poisoning.release": "memory.poisoning.released",
     "proposal.approve": "proposal.decided",
     "proposal.reject": "proposal.decided",
     "review.flag": "flag.created",
@@ -75,6 +78,7 @@ EVENT_TYPES = (
     SESSION_STARTED,
     SESSION_ENDED,
     POISONING_DETECTED,
+    "memory.poisoning.released",  # a quarantined write released (memory/quarantine.py)
 )
 assert set(ACTION_EVENTS.values()) <= set(EVENT_TYPES)
 
@@ -257,6 +261,8 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
                 data.update(
                     sha256=details["sha256"], size=details.get("size"), message=details.get("message", "")
                 )
+            if event.action == "file.external_poisoned":  # a direct write refused, never adopted
+                data.update(key=details.get("key"), families=details.get("families"))
             for end in ("renamed_from", "renamed_to"):  # a rename's other path
                 if end in details:
                     data[end] = details[end]
@@ -281,6 +287,15 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
         )
         if event.action == "proposal.create":
             content["text"] = obj.content
+        elif event.action.startswith("memory.poisoning."):  # held, or released (memory/quarantine.py)
+            data.update(
+                families=details.get("families"),
+                decided_by=details.get("decided_by"),
+                released_by=event.actor_label if event.action.endswith(".release") else None,
+                note=details.get("note"),
+                revision=details.get("revision"),
+                consented_by=details.get("consented_by"),
+            )
         else:
             data.update(
                 decision=obj.status,

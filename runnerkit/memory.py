@@ -41,6 +41,12 @@ class Refused(Exception):
 def describe(result: dict) -> str:
     """One line for a write's result, for a model to read."""
     path, status = result.get("path", ""), result.get("status")
+    if status == "proposed" and result.get("code") == "quarantined":
+        return (
+            f"Held for review (proposal {result.get('proposal')}): the text reads like instructions "
+            f"planted in memory ({', '.join(result.get('findings') or [])}); an admin or a "
+            f"compliance officer decides. Nothing is written to {path}."
+        )
     if status == "proposed":
         return (
             f"Proposed (proposal {result.get('proposal')}): a person approves it before "

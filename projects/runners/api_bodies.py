@@ -182,6 +182,11 @@ class WriteResult(Schema):
         description="On a conflict: the current text, to merge and send again as a replace on head_revision.",
     )
     code: str | None = None
+    findings: list[str] | None = Field(
+        None,
+        description='With code "quarantined": the poisoning families found (instruction_override, '
+        "exfiltration, ...); the write waits for an admin or a compliance officer.",
+    )
     message: str | None = None
 
 
