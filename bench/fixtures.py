@@ -37,7 +37,6 @@ def world_create() -> dict:
         if slug == "bench":
             world.update(project=project, agent=agent, token=token)
         else:
-            workspace_replaceable_in_place(agent)
             credential, secret = credentials.credentials_issue(token=token_row, by=admin)
             project.refresh_from_db()
             assert project.runner_writable.get("workspace")
@@ -48,16 +47,6 @@ def world_create() -> dict:
                 direct_keys=(credential.access_key_id, secret),
             )
     return world
-
-
-def workspace_replaceable_in_place(agent) -> None:
-    """Runners may replace any workspace file in place, logs included: the default policy
-    keeps an agent's logs append-only, which (S3 policies here cannot say "all but those")
-    leaves the workspace out of runners' credentials."""
-    policy = dict(agent.hook_policy)
-    policy["post"] = {k: v for k, v in policy["post"].items() if k != "workspace/logs/**.md"}
-    agent.hook_policy = policy
-    agent.save(update_fields=["hook_policy"])
 
 
 def project_with_memory(world: dict, slug: str):

@@ -17,7 +17,6 @@ from bench.fixtures import (
     hook_client,
     project_with_memory,
     text_of,
-    workspace_replaceable_in_place,
 )
 from bench.table import Table, interleaved, ms, p50, timed
 
@@ -262,8 +261,7 @@ def bench_hold_gap(table: Table, world: dict, rounds: int) -> None:
 
     feed_on, feed_off = _feed_switch(settings)
     feed_on()
-    project, agent, _token, row = project_with_memory(world, "held")
-    workspace_replaceable_in_place(agent)
+    project, _agent, _token, row = project_with_memory(world, "held")
     credential, secret = credentials.credentials_issue(token=row, by=world["admin"])
     file = store.file_create(
         project=project, scope="workspace", path="notes/held.md", content="# Held\n", actor=world["actor"]
@@ -320,8 +318,7 @@ def bench_refused_write(table: Table, world: dict, n: int) -> None:
     from projects.models import RefusedWrite
     from projects.runners import credentials
 
-    project, agent, token, row = project_with_memory(world, "refused")
-    workspace_replaceable_in_place(agent)
+    project, _agent, token, row = project_with_memory(world, "refused")
     credential, secret = credentials.credentials_issue(token=row, by=world["admin"])
     pre, _ = hook_client(token)
     before = timed(pre, n)

@@ -17,8 +17,9 @@ This module is the entry point: its arguments, the S3 server, the database and D
 list of phases and the table's place in docs/PERFORMANCE.md. The phases live beside it:
 bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/signin.py
 (sign-in under a flood; bench/flood.py is the flood), bench/pages.py (saves and the console's
-pages) and bench/provenance.py (blame of a long history), on the data bench/fixtures.py makes;
-bench/table.py times the calls and keeps the table.
+pages), bench/provenance.py (blame of a long history) and bench/scanner.py (the poisoning
+scanner on a 64 KB post), on the data bench/fixtures.py makes; bench/table.py times the calls
+and keeps the table.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def main() -> None:
         help="run only the phases whose name holds WORD (e.g. flood, gunicorn, saves); writes nothing",
     )
     args = parser.parse_args()
-    from bench import fixtures, pages, pre, provenance, server, signin
+    from bench import fixtures, pages, pre, provenance, scanner, server, signin
     from bench.table import Table
     from devtools.seaweed import SeaweedMini
 
@@ -139,6 +140,10 @@ def main() -> None:
                 ),
             ),
             ("refused direct write", lambda: pre.bench_refused_write(table, world, n)),
+            (
+                "poisoning scanner on the post hook",
+                lambda: scanner.bench_post_scanner(table, world, 5 if quick else n // 4),
+            ),
             ("change feed staleness", lambda: pre.bench_staleness(table, world, 20 if quick else 300)),
             ("legal hold gap", lambda: pre.bench_hold_gap(table, world, 5 if quick else 100)),
             (

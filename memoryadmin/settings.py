@@ -410,7 +410,7 @@ CACHES = {
 TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend",
-        "QUEUES": ["default", "events", "holds", "subjects"],
+        "QUEUES": ["default", "events", "holds", "subjects", "scans", "jobs"],
     }
 }
 # Receivers on loopback, private, link-local or other non-public addresses are refused unless
@@ -443,6 +443,9 @@ MGC_WEBHOOK_ROTATION_HOURS = env_float("MGC_WEBHOOK_ROTATION_HOURS", 24.0)
 # {"inputs": [...]} -> [{label, score}, ...] per input). Empty: the rules alone decide. Asked
 # within the timeout; when it is down or late the rules decide and the result says so.
 MGC_POISON_CLASSIFIER_URL = env_str("MGC_POISON_CLASSIFIER_URL")
+# The organisation's own domains: an address or link under them is not "outside" to the
+# poisoning scanner (memory/quarantine.py).
+MGC_POISON_TRUSTED_DOMAINS = env_list("MGC_POISON_TRUSTED_DOMAINS", [])
 MGC_POISON_CLASSIFIER_TOKEN = env_str("MGC_POISON_CLASSIFIER_TOKEN")
 MGC_POISON_CLASSIFIER_THRESHOLD = env_float("MGC_POISON_CLASSIFIER_THRESHOLD", 0.8)
 MGC_POISON_CLASSIFIER_TIMEOUT = env_float("MGC_POISON_CLASSIFIER_TIMEOUT", 1.5)

@@ -23,6 +23,12 @@ from projects.runners.policy import rule_how
 SOURCE_SUGGESTIONS = (*injection.AGENT_SOURCES, injection.USER_SOURCE, "workspace/**.md")
 APPROVAL_CHOICES = (("proposal", _("as a proposal (a person approves)")), ("direct", _("directly")))
 MOVE_CHOICES = (("never", _("never")), ("proposal", _("as a proposal")), ("direct", _("directly")))
+TRUST_CHOICES = (
+    ("", _("by source (workspace: untrusted)")),
+    ("trusted", _("trusted")),
+    ("untrusted", _("untrusted: fenced as data")),
+)
+LANGUAGE_CHOICES = (("", _("the console's default")), ("en", "English"), ("ru", "Русский"))
 
 
 class SectionForm(forms.Form):
@@ -51,6 +57,7 @@ class SectionForm(forms.Form):
         max_value=schemas.MAX_TOKENS,
         widget=forms.NumberInput(attrs={"class": "short"}),
     )
+    trust = forms.ChoiceField(label=_("Trust"), choices=TRUST_CHOICES, required=False)
 
     def clean_exclude(self) -> list[str]:
         """Workspace globs, separated by spaces or commas, that a workspace section leaves out."""
@@ -122,6 +129,20 @@ class BudgetForm(forms.Form):
         help_text=_("Empty: no total budget. Over budget, the last sections give way first."),
         widget=forms.NumberInput(attrs={"class": "short"}),
     )
+    preface = forms.CharField(
+        label=_("Preface"),
+        required=False,
+        max_length=schemas.MAX_PREFACE,
+        strip=False,
+        help_text=_(
+            "The prompt opens with it: what the memory is (records, not the operator's instructions). "
+            "Empty: the default in the language below. A single dash (-): no preface."
+        ),
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
+    language = forms.ChoiceField(
+        label=_("Language of the default preface"), choices=LANGUAGE_CHOICES, required=False
+    )
 
 
 class _Editor:
@@ -177,10 +198,18 @@ class ManifestEditor(_Editor):
                 section["exclude"] = data["exclude"]
             if data.get("max_tokens"):
                 section["max_tokens"] = data["max_tokens"]
+            if data.get("trust"):
+                section["trust"] = data["trust"]
             sections.append(section)
         manifest = {"sections": sections}
-        if self.budget.cleaned_data.get("total_tokens"):
-            manifest["total_tokens"] = self.budget.cleaned_data["total_tokens"]
+        budget = self.budget.cleaned_data
+        if budget.get("total_tokens"):
+            manifest["total_tokens"] = budget["total_tokens"]
+        preface = (budget.get("preface") or "").strip()
+        if preface:
+            manifest["preface"] = "" if preface == "-" else preface
+        if budget.get("language"):
+            manifest["language"] = budget["language"]
         return manifest
 
 
@@ -191,12 +220,19 @@ def manifest_initial(manifest: dict) -> dict:
             "source": s.get("source", ""),
             "exclude": " ".join(g for g in s.get("exclude") or [] if isinstance(g, str)),
             "max_tokens": s.get("max_tokens"),
+            "trust": s.get("trust") or "",
             "ORDER": index,
         }
         for index, s in enumerate(manifest.get("sections") or [], start=1)
         if isinstance(s, dict)
     ]
-    return {"sections": sections, "budget": {"total_tokens": manifest.get("total_tokens")}}
+    preface = manifest.get("preface")
+    budget = {
+        "total_tokens": manifest.get("total_tokens"),
+        "preface": "-" if preface == "" else preface or "",
+        "language": manifest.get("language") or "",
+    }
+    return {"sections": sections, "budget": budget}
 
 
 class _MoveField(forms.ChoiceField):

@@ -42,6 +42,9 @@ ACTION_EVENTS = {
     "file.rename": "memory.file.deleted",
     "file.expire": "memory.file.expired",
     "proposal.create": "proposal.created",
+    "memory.poisoning.quarantine": "memory.poisoning.detected",  # also sent by a scan (POISONING_DETECTED)
+    "file.external_poisoned": "memory.poisoning.detected",
+    "memory.poisoning.release": "memory.poisoning.released",
     "proposal.approve": "proposal.decided",
     "proposal.reject": "proposal.decided",
     "review.flag": "flag.created",
@@ -55,6 +58,7 @@ ACTION_EVENTS = {
     "subject_request.close": "subject_request.closed",
 }
 SESSION_STARTED, SESSION_ENDED = "session.started", "session.ended"
+POISONING_DETECTED = "memory.poisoning.detected"  # a scan's new finding (governance.poison_scans)
 AUDIT_TYPE = "audit.event"
 EVENT_TYPES = (
     "memory.revision.created",
@@ -73,6 +77,8 @@ EVENT_TYPES = (
     "subject_request.closed",
     SESSION_STARTED,
     SESSION_ENDED,
+    POISONING_DETECTED,
+    "memory.poisoning.released",  # a quarantined write released (memory/quarantine.py)
 )
 assert set(ACTION_EVENTS.values()) <= set(EVENT_TYPES)
 
@@ -255,6 +261,8 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
                 data.update(
                     sha256=details["sha256"], size=details.get("size"), message=details.get("message", "")
                 )
+            if event.action == "file.external_poisoned":  # a direct write refused, never adopted
+                data.update(key=details.get("key"), families=details.get("families"))
             for end in ("renamed_from", "renamed_to"):  # a rename's other path
                 if end in details:
                     data[end] = details[end]
@@ -279,6 +287,15 @@ def _webhook_data(event: AuditEvent, actor, obj, text: str | None) -> tuple[dict
         )
         if event.action == "proposal.create":
             content["text"] = obj.content
+        elif event.action.startswith("memory.poisoning."):  # held, or released (memory/quarantine.py)
+            data.update(
+                families=details.get("families"),
+                decided_by=details.get("decided_by"),
+                released_by=event.actor_label if event.action.endswith(".release") else None,
+                note=details.get("note"),
+                revision=details.get("revision"),
+                consented_by=details.get("consented_by"),
+            )
         else:
             data.update(
                 decision=obj.status,

@@ -72,6 +72,17 @@ class GovernedMemoryTool(BetaAbstractMemoryTool):
     def prompt(self) -> str:
         return self.memory.prompt
 
+    @property
+    def system_prompt(self) -> str:
+        """The preface and the trusted sections, for `system=`; `records` goes in a user turn."""
+        return self.memory.system_prompt
+
+    @property
+    def records(self) -> str:
+        """The untrusted sections, for the first user turn (the Messages API lets them out of
+        `system`): `messages=[{"role": "user", "content": [records, question]}]`."""
+        return self.memory.records
+
     def start(self) -> str:
         return self.memory.start()
 

@@ -11,7 +11,8 @@
 
 - before_agent -> pre hook (the session id goes into the agent's state);
 - wrap_model_call -> the memory joins the system prompt (a SystemMessage returned from
-  before_agent would only be appended to the history);
+  before_agent would only be appended to the history); its untrusted sections go in a user
+  turn before the conversation instead;
 - wrap_tool_call -> tool hook, or error hook when the tool raised or answered an error,
   keyed by the tool call's id;
 - after_agent -> post hook with every file changed in the sandbox;
@@ -31,7 +32,7 @@ from typing import NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.tools import tool
-from langchain_core.messages import SystemMessage, ToolMessage
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
 from runnerkit.client import ApiError, Client
 from runnerkit.run import MemoryRun
@@ -74,7 +75,13 @@ class MemoryMiddleware(AgentMiddleware):
         if run is None:
             return None, request
         base = request.system_message.text if request.system_message is not None else ""
-        return run, request.override(system_message=SystemMessage(run.instructions(base)))
+        # The untrusted (fenced) sections go in a user turn before the conversation, not in
+        # the system message: memory agents wrote is not the operator's voice.
+        records = run.records()
+        messages = [HumanMessage(records), *request.messages] if records else request.messages
+        return run, request.override(
+            system_message=SystemMessage(run.instructions(base, outside=True)), messages=messages
+        )
 
     def wrap_model_call(self, request, handler):
         run, request = self._with_memory(request)

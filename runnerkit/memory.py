@@ -21,6 +21,7 @@ current text, so two agents editing different lines both land.
 
 from __future__ import annotations
 
+from runnerkit import placing
 from runnerkit.client import ApiError, Client
 
 USER_FILE = "USER.md"
@@ -40,6 +41,12 @@ class Refused(Exception):
 def describe(result: dict) -> str:
     """One line for a write's result, for a model to read."""
     path, status = result.get("path", ""), result.get("status")
+    if status == "proposed" and result.get("code") == "quarantined":
+        return (
+            f"Held for review (proposal {result.get('proposal')}): the text reads like instructions "
+            f"planted in memory ({', '.join(result.get('findings') or [])}); an admin or a "
+            f"compliance officer decides. Nothing is written to {path}."
+        )
     if status == "proposed":
         return (
             f"Proposed (proposal {result.get('proposal')}): a person approves it before "
@@ -69,6 +76,7 @@ class GovernedMemory:
         self.client, self.user, self.external_ref = client, user, external_ref
         self.session = session
         self.prompt = ""
+        self.answer: dict = {}
         self.ended = False
 
     # -- the session ---------------------------------------------------------------------------
@@ -76,7 +84,18 @@ class GovernedMemory:
         """Pre hook: opens the console session and returns the assembled memory."""
         answer = self.client.pre(user=self.user, session=self.external_ref)
         self.session, self.prompt, self.ended = answer["session"], answer["prompt"], False
+        self.answer = answer
         return self.prompt
+
+    @property
+    def system_prompt(self) -> str:
+        """The preface and the trusted sections: for the system message."""
+        return placing.split(self.answer)[0]
+
+    @property
+    def records(self) -> str:
+        """The untrusted sections, as the text of a user turn ('' when there are none)."""
+        return placing.records_message(placing.split(self.answer)[1])
 
     def _started(self) -> str:
         if self.session is None:

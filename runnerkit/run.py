@@ -20,6 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from runnerkit import placing
 from runnerkit.client import Client
 from runnerkit.sandbox import Sandbox
 
@@ -45,6 +46,7 @@ class MemoryRun:
         self.external_ref = external_ref
         self.session = session
         self.prompt = prompt
+        self.answer: dict = {}  # the pre hook's answer: sections with their trust
         self._sandbox: Sandbox | None = None
         self._temporary = False  # the folder is a temporary one this run made
         self.finished = False  # the session was ended (the post hook's last call)
@@ -56,7 +58,7 @@ class MemoryRun:
     def start(self) -> str:
         """Pre hook, then the session's files pulled into the sandbox folder; the prompt."""
         answer = self.client.pre(user=self.user, session=self.external_ref)
-        self.session, self.prompt = answer["session"], answer["prompt"]
+        self.session, self.prompt, self.answer = answer["session"], answer["prompt"], answer
         if self.folder is None:
             self.folder = Path(tempfile.mkdtemp(prefix="mgc-run-"))
             self._temporary = True
@@ -69,15 +71,21 @@ class MemoryRun:
             self._sandbox = Sandbox(self.client, self.session, self.folder, direct=self.direct)
         return self._sandbox
 
-    def instructions(self, base: str = "") -> str:
-        """The runtime's own instructions followed by the memory, as one system prompt."""
-        memory = self.prompt.strip()
+    def instructions(self, base: str = "", *, outside: bool = False) -> str:
+        """The runtime's own instructions followed by the memory, as one system prompt. With
+        `outside`, the untrusted sections are left out: the caller puts `records()` in a user
+        turn (docs/RUNNERS.md says which adapters do)."""
+        memory = (placing.split(self.answer)[0] if outside and self.answer else self.prompt).strip()
         if memory and self.folder is not None:
             memory += (
                 f"\n\nYour memory files are in {self.folder}; what you change there is "
                 f"kept when the run ends."
             )
         return "\n\n".join(part for part in (base.strip(), memory) if part)
+
+    def records(self) -> str:
+        """The untrusted sections, as the text of a user turn ('' when there are none)."""
+        return placing.records_message(placing.split(self.answer)[1]) if self.answer else ""
 
     def tool(self, name: str, summary: str = "", details: dict | None = None, key: str | None = None) -> dict:
         return self.client.tool(self.session, name, summary, details, key=key)

@@ -160,7 +160,7 @@ echo "  curl -s -H 'Authorization: Bearer $MGC_METRICS_TOKEN' 127.0.0.1:$WEB_POR
 # docs/DEPLOY.md runs several in production.
 python manage.py events_worker >"$DEMO/worker.log" 2>&1 &
 WORKER_PID=$!
-echo "Events worker: webhooks and audit streams, subjects' requests' work and reminders (manage.py events_worker; log in $DEMO/worker.log)"
+echo "Events worker: webhooks and audit streams, legal holds, poisoning scans, erasures and retention runs started from a page, subjects' requests' work and reminders (manage.py events_worker; log in $DEMO/worker.log)"
 trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || kill $IDP_PID 2>/dev/null || true; kill $S3_PID 2>/dev/null || true; wait $WORKER_PID 2>/dev/null || true; [ -z "$IDP_PID" ] || wait $IDP_PID 2>/dev/null || true; wait $S3_PID 2>/dev/null || true' EXIT
 # The same server and worker model as production (memoryadmin/gunicorn.conf.py: threaded
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI

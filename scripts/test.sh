@@ -11,10 +11,10 @@ LOG="$(mktemp -t mgc-test-postgres.XXXXXX)"
 # (tests/conftest.py).
 export MGC_TEST_SPLIT=1
 DATABASE_URL="${TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}" \
-  "$PY" -m pytest "$@" >"$LOG" 2>&1 &
+  "$PY" -m pytest --durations=40 "$@" >"$LOG" 2>&1 &
 POSTGRES=$!
 echo "== SQLite run (the PostgreSQL run goes on beside it; its output follows) =="
-"$PY" -m pytest "$@"
+"$PY" -m pytest --durations=40 "$@"
 SQLITE_STATUS=$?
 wait $POSTGRES
 POSTGRES_STATUS=$?

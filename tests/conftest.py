@@ -296,17 +296,6 @@ def agent(project) -> Agent:
     return Agent.objects.create(project=project, slug="analyst", name="Incident analyst")
 
 
-def workspace_replaceable_in_place(agent: Agent) -> None:
-    """A hook policy under which a runner's own S3 credentials may replace any workspace file,
-    its logs included. The default keeps the agent's logs append-only, and as S3 policies here
-    cannot say "all but those", that leaves the workspace out of runners' credentials; the
-    tests of direct writes opt in with this."""
-    policy = dict(agent.hook_policy)
-    policy["post"] = {k: v for k, v in policy["post"].items() if k != "workspace/logs/**.md"}
-    agent.hook_policy = policy
-    agent.save(update_fields=["hook_policy"])
-
-
 @pytest.fixture
 def person(make_user, project):
     user = make_user("maria")

@@ -50,8 +50,18 @@ def test_pre_assembles_prompt_and_records_a_receipt(client, memory, token, perso
     response = call(client, "pre", {"user": "maria", "session": "run-1"}, token)
     assert response.status_code == 200, response.content
     data = response.json()
-    assert data["prompt"].startswith("<agent_identity>\nYou are the incident analyst.")
+    assert data["prompt"].startswith("What follows is your memory: records the console keeps for you")
+    assert "\n\n<agent_identity>\nYou are the incident analyst." in data["prompt"]
     assert "<user_profile>\nMaria prefers UTC.\n</user_profile>" in data["prompt"]
+    assert '<workspace_memory trust="untrusted" origin="people">' in data["prompt"]
+    # each section's trust and origin, so a runner can place the untrusted ones elsewhere
+    assert [(s["trust"], s["origin"]) for s in data["sections"]] == [
+        ("trusted", ["people"]),
+        ("trusted", ["people"]),
+        ("trusted", ["people"]),
+        ("trusted", ["people"]),
+        ("untrusted", ["people"]),
+    ]
     assert "### file: workspace/incidents/a.md" in data["prompt"]
     tags = [s["tag"] for s in data["sections"]]
     assert tags == ["agent_identity", "agent_rules", "tool_instructions", "user_profile", "workspace_memory"]

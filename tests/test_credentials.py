@@ -17,14 +17,12 @@ from projects.memory import layout, store
 from projects.models import Agent, AuditEvent, Membership, RunnerCredential, default_hook_policy
 from projects.runners import bearer, credentials
 from projects.runners.agent_settings import agent_settings_update
-from tests.conftest import workspace_replaceable_in_place
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def runner_token(agent, admin):
-    workspace_replaceable_in_place(agent)
     token, _raw = bearer.token_create(agent=agent, name="prod runner", created_by=admin)
     return token
 
@@ -248,11 +246,21 @@ def test_names_the_console_refuses_are_denied_where_the_store_takes_deny(s3, age
     """SeaweedFS takes only Allow statements ("Only 'Allow' is possible"): the credentials are
     issued with the policy minus its Deny statement, and the record says which was attached.
     Stores that take Deny (AWS, MinIO, Ceph) get it."""
-    wanted = credentials.runner_policy(agent)
-    [deny] = [s for s in wanted["Statement"] if s["Effect"] == "Deny"]
+    wanted = credentials.runner_policy(agent)  # the default policy: logs append-only
+    denies = {s["Sid"]: s for s in wanted["Statement"] if s["Effect"] == "Deny"}
+    prefix, bucket = agent.project.prefix, agent.project.bucket_name
+    deny = denies["DenyNamesTheConsoleRefuses"]
     assert deny["Action"] == ["s3:PutObject"]
-    prefix = agent.project.prefix
-    assert f"arn:aws:s3:::{agent.project.bucket_name}/{prefix}workspace/*/.*" in deny["Resource"]
+    assert f"arn:aws:s3:::{bucket}/{prefix}workspace/*/.*" in deny["Resource"]
+    # workspace/**.md is granted around the stricter append-only logs, denied by key pattern
+    [granted] = [s for s in wanted["Statement"] if s["Sid"] == "WriteWhatTheHookPolicyAllows"]
+    assert granted["Resource"] == [f"arn:aws:s3:::{bucket}/{prefix}workspace/*.md"]
+    assert denies["DenyWhatStricterRulesGovern"] == {
+        "Sid": "DenyWhatStricterRulesGovern",
+        "Effect": "Deny",
+        "Action": ["s3:PutObject"],
+        "Resource": [f"arn:aws:s3:::{bucket}/{prefix}workspace/logs/*.md"],
+    }
     credential, _secret = credentials.credentials_issue(token=runner_token, by=admin)
     assert not credentials.has_deny(credential.policy)
     assert credential.policy == credentials.runner_policy(agent, deny=False)
@@ -285,28 +293,30 @@ def test_settings_and_isolation_pages_say_exactly_what_the_credentials_reach(
         text = client.get(url).content.decode()
         assert f"<code>{layout.agent_sessions_prefix(prefix, agent.pk)}</code>" in text
         assert f"<code>{layout.agent_file_key(prefix, agent.pk, 'TOOLS.md')}</code>" in text
-        assert f"<del><code>{prefix}workspace/*.md</code></del>" in text
-        assert "stricter workspace/secret/*.md" in text
+        assert f"<code>{prefix}workspace/*.md</code>" in text  # granted around the stricter rule
+        assert "except what the stricter workspace/secret/*.md governs:" in text
+        assert f"<code>{prefix}workspace/secret/*.md</code>" in text
+        assert "not denied by this store (it takes no Deny statements)" in text  # SeaweedFS
+        assert "a direct write found there that the stricter rule does not allow is refused" in text
         assert "profiles (USER.md reaches a runner only through the pre hook" in text
         assert "read-only; it writes only session scratch" not in text
-    # Saving a policy whose direct glob is left out says so where it was saved.
     response = client.post(
         reverse("projects:agent_settings", args=[project.slug, agent.slug]),
         {"which": "policy_json", "policy-json-value": json.dumps(agent.hook_policy)},
         follow=True,
     )
     notes = [str(m) for m in response.context["messages"]]
-    assert any(
-        "workspace/**.md allows a direct replace, but the stricter workspace/secret/*.md" in note
-        for note in notes
-    ), notes
-    assert any("Updated the S3 policy of 1 runner" in note for note in notes)
+    assert any("Updated the S3 policy of 1 runner" in note for note in notes), notes
 
 
 def test_the_settings_page_says_whether_the_agent_can_rewrite_its_logs_and_when_s3_lags(
     client, s3, project, agent, admin, runner_token
 ):
-    credentials.credentials_issue(token=runner_token, by=admin)  # under a policy without the log rule
+    policy = default_hook_policy()
+    policy["post"] = {k: v for k, v in policy["post"].items() if k != "workspace/logs/**.md"}
+    agent.hook_policy = policy  # the default before migration 0033: logs rewritable
+    agent.save()
+    credentials.credentials_issue(token=runner_token, by=admin)
     client.force_login(admin)
     url = reverse("projects:agent_settings", args=[project.slug, agent.slug])
     text = client.get(url).content.decode()
@@ -318,6 +328,7 @@ def test_the_settings_page_says_whether_the_agent_can_rewrite_its_logs_and_when_
     assert "workspace/logs/tools.md is append-only for the agent" in text
     assert "workspace/logs/errors.md is append-only for the agent" in text
     assert "rewrite its own log" not in text
-    assert 'id="stale-credentials"' in text  # S3 still lets the runner replace the logs
-    client.post(url, {"which": "policy_json", "policy-json-value": json.dumps(agent.hook_policy)})
-    assert 'id="stale-credentials"' not in client.get(url).content.decode()
+    # SeaweedFS takes no Deny: the S3 policy stays the same (workspace/*.md), and adoption
+    # refuses a direct rewrite of a log (tests/test_refused_writes.py).
+    assert 'id="stale-credentials"' not in text
+    assert RunnerCredential.objects.get().policy == credentials.runner_policy(agent, deny=False)

@@ -12,7 +12,6 @@ from projects.models import AgentSession, AuditEvent, MemoryFile, Revision
 from projects.runners import bearer, credentials
 from runnerkit import Client, Sandbox
 from runnerkit.direct import DirectStorage
-from tests.conftest import workspace_replaceable_in_place
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,7 +33,6 @@ def runner(s3, project, agent, person, admin):
     store.file_create(
         project=project, scope="workspace", path="incidents/a.md", content="# Incident A\n", actor=system
     )
-    workspace_replaceable_in_place(agent)
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     return {"token": raw, "key_id": credential.access_key_id, "secret": secret}

@@ -17,7 +17,6 @@ from projects.memory.errors import SaveConflict
 from projects.models import MemoryFile, Project, Revision
 from projects.runners import bearer, credentials, prehook
 from runnerkit.direct import DirectStorage
-from tests.conftest import workspace_replaceable_in_place
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +28,6 @@ def runner(s3, project, agent, person, admin):
         project=project, scope="agent", agent=agent, path="SOUL.md", content="You are calm.\n", actor=system
     )
     store.file_create(project=project, scope="workspace", path="notes/a.md", content="# A\n", actor=system)
-    workspace_replaceable_in_place(agent)
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     direct = DirectStorage(

@@ -11,11 +11,12 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from projects.audit import Actor, audit_verify
-from projects.governance import erasure, exports, isolation, members, review
+from projects.governance import erasure, exports, isolation, jobs, members, review
 from projects.memory import layout, removal, store
 from projects.models import (
     AgentSession,
     AuditEvent,
+    BackgroundJob,
     Flag,
     IdempotencyRecord,
     Membership,
@@ -384,6 +385,7 @@ def test_the_profile_of_someone_who_left_the_project_can_be_erased(client, s3, p
     assert erase in people  # listed under the profiles of people who left
     response = client.post(erase, {"reason": "GDPR art. 17", "confirm": "maria", "projects": [project.slug]})
     assert response.status_code == 302
+    jobs.job_run(BackgroundJob.objects.get().pk)  # the events worker's step
     assert not MemoryFile.objects.filter(project=project, user=person).exists()
 
 

@@ -25,7 +25,6 @@ from projects.memory import adoption, errors, feed, holding, layout, lifecycle, 
 from projects.models import AgentSession, AuditEvent, LegalHold, MemoryFile, RefusedWrite, Revision
 from projects.runners import bearer, credentials, prehook
 from runnerkit.direct import DirectStorage
-from tests.conftest import workspace_replaceable_in_place
 
 pytestmark = [pytest.mark.django_db, pytest.mark.db_independent]
 
@@ -268,7 +267,6 @@ def test_a_large_hold_goes_on_in_the_background_with_its_progress_on_the_holds_p
 
 @pytest.fixture
 def runner(s3, project, agent, admin, memory):
-    workspace_replaceable_in_place(agent)  # the default policy's append-only logs: no direct writes
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     direct = DirectStorage(

@@ -5,10 +5,12 @@ from django.core.exceptions import ValidationError
 
 from projects.models import default_manifest
 from projects.runners.injection import (
+    PREFACES,
     Manifest,
     SectionSpec,
     SourceFile,
     assemble,
+    fence_note,
     neutralize,
     parse_manifest,
     workspace_matches,
@@ -39,6 +41,7 @@ def test_sections_follow_manifest_order_with_their_tags():
     )
     result = assemble(_default(), files, TK)
     assert result.prompt == (
+        PREFACES["en"] + "\n\n"
         "<agent_identity>\nYou are calm.\n</agent_identity>\n\n"
         "<agent_rules>\nCite sources.\n</agent_rules>\n\n"
         "<user_profile>\nPrefers Russian.\n</user_profile>"
@@ -71,7 +74,9 @@ def test_workspace_files_each_under_a_header_naming_the_path():
     }
     prompt = assemble(manifest, files, TK).prompt
     assert prompt == (
-        "<workspace_memory>\n### file: workspace/a.md\nAlpha\n\n"
+        '<workspace_memory trust="untrusted">\n'
+        + fence_note("workspace_memory", [], "en")
+        + "\n### file: workspace/a.md\nAlpha\n\n"
         "### file: workspace/b/c.md\nGamma\n</workspace_memory>"
     )
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
@@ -224,7 +225,10 @@ def test_the_mcp_sdk_client_signs_in_as_alice_and_her_fact_lands_as_her_revision
             prompt = (await session.read_resource("memory://prompt")).contents[0].text
             return init, listed, result, prompt
 
-    init, listed, result, prompt = anyio.run(conversation)
+    # In a thread of its own: the browser tests' Playwright leaves an event loop running in
+    # this one, and asyncio runs no second loop in a thread that has one.
+    with ThreadPoolExecutor(1) as pool:
+        init, listed, result, prompt = pool.submit(anyio.run, conversation).result(timeout=120)
     print("\n" + "\n".join(transcript))
     prm = oauth.context.protected_resource_metadata
     assert str(prm.resource) == url and [str(s) for s in prm.authorization_servers] == [provider.issuer]

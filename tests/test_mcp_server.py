@@ -151,7 +151,7 @@ def _check(console, transcript, instructions, agent):
     assert texts[9].startswith("Proposed (proposal ")
     assert by_tool[10] == ("memory_replace", True) and "policy_denied" in texts[10]
     assert texts[11].startswith("Deleted workspace/notes/mcp.md")
-    assert texts[12].startswith("<agent_identity>")
+    assert texts[12].startswith("What follows is your memory")
     moved = MemoryFile.objects.select_related("head", "project").get(path="incidents/2026-12-03-auth.md")
     assert reading.file_read(moved).text == "# Incident A\n- paged at 09:14\n- pool size 40\n"
     assert moved.head.renamed_from.path == "incidents/a.md"

@@ -95,7 +95,10 @@ def test_a_rename_is_a_tombstone_here_and_a_revision_there_that_names_it(client,
         "status": "written",
         "revision": 2,
         "new_revision": 1,
-        **{k: None for k in ("unchanged", "proposal", "head_revision", "head_text", "code", "message")},
+        **{
+            k: None
+            for k in ("unchanged", "proposal", "head_revision", "head_text", "code", "findings", "message")
+        },
     }
     old, new = _file(memory, OLD), _file(memory, NEW)
     assert old.is_deleted and old.head.renamed_to == new

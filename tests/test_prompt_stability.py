@@ -18,6 +18,7 @@ def test_rarely_changing_sections_first_keep_the_longest_prefix():
     assert stability.suggested_order(rates) == ["identity", "workspace"]
     assert stability.expected_share(rates, ["workspace", "identity"]) == 0.0
     assert stability.expected_share(rates, ["identity", "workspace"]) == 0.75
+    assert stability.expected_share(rates, ["workspace", "identity"], lead=100) == 0.2
     histories = [
         [
             [("a", "r1", 10), ("b", "r1", 5)],
@@ -70,7 +71,10 @@ def test_a_workspace_section_that_changes_each_session_moved_last_grows_the_stab
         ("agent_identity", 0.0),
     ]
     assert figures["suggested_order"] == ["agent_identity", "workspace_memory"]
-    assert figures["expected"] == 0.0 and figures["measured"] < 0.05
+    # The preface opens every prompt the same way; the computed share is a floor (within a
+    # section that changed, the bytes before the change repeat too: its fence, its tag).
+    before = figures["measured"]
+    assert figures["expected"] <= before + 0.02 and before < 0.5
     client.force_login(admin)
     page = client.get(reverse("projects:agent_settings", args=[project.slug, agent.slug])).content.decode()
     assert "Suggested order: agent_identity, workspace_memory" in page
@@ -82,4 +86,5 @@ def test_a_workspace_section_that_changes_each_session_moved_last_grows_the_stab
     shares = [share for _s, _p, share in prompts.stability_pairs(agent, since=reordered)]
     assert len(shares) == 3
     measured = sum(shares) / len(shares)
-    assert measured > 0.8 and measured == pytest.approx(figures["suggested"], abs=0.1)
+    assert measured >= figures["suggested"] - 0.02 and figures["suggested"] > figures["expected"] + 0.3
+    assert measured > before + 0.4

@@ -15,7 +15,6 @@ from projects.memory import adoption, layout, reconcile, store
 from projects.models import AuditEvent, MemoryFile, RefusedWrite, Revision
 from projects.runners import bearer, credentials, prehook
 from runnerkit.direct import DirectStorage
-from tests.conftest import workspace_replaceable_in_place
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +38,6 @@ def runner(s3, project, agent, person, admin):
     store.file_create(
         project=project, scope="workspace", path="incidents/a.md", content="# Incident A\n", actor=system
     )
-    workspace_replaceable_in_place(agent)
     token, raw = bearer.token_create(agent=agent, name="direct", created_by=admin)
     credential, secret = credentials.credentials_issue(token=token, by=admin)
     direct = DirectStorage(
@@ -233,3 +231,46 @@ def test_an_export_leaves_a_refused_object_out(s3, project, workspace_file, admi
     assert not [n for n in archive.namelist() if n.startswith("memory/workspace/")]
     entry = json.loads(archive.read("history.json"))["entries"][0]
     assert entry["exported"] is False and re.match(r"workspace/", entry["path"])
+
+
+@pytest.mark.db_independent
+def test_under_the_default_policy_runners_write_notes_directly_and_only_append_to_logs(
+    s3, project, agent, person, admin, runner, client
+):
+    """The default policy: workspace/**.md may be replaced in place, its logs only appended
+    to. The runner's credentials get the workspace (SeaweedFS takes no Deny for the logs), so
+    the console judges what lands under workspace/logs/ when it finds it."""
+    log = store.file_create(
+        project=project,
+        scope="workspace",
+        path="logs/tools.md",
+        content="- started\n",
+        actor=Actor.system("t"),
+    ).file
+    put = lambda key, body: runner["direct"].client.put_object(Bucket=s3.bucket, Key=key, Body=body)  # noqa: E731
+    note_key = layout.workspace_file_key(project.prefix, "notes/x.md")
+    put(note_key, b"# Direct note\n")
+    put(log.key, b"- nothing happened\n")  # a rewrite of the log, not an append
+    _session, assembly, _ms = _pre(agent, person)
+    note = MemoryFile.objects.get(key=note_key)
+    assert note.head.number == 1 and note.head.author_label.startswith("external")
+    assert "# Direct note" in assembly.prompt
+    log.refresh_from_db()
+    assert log.head.number == 1 and log.refused_etag
+    refused = RefusedWrite.objects.get(file=log)
+    assert refused.reason == "not_direct"
+    assert refused.detail == {"rule": "workspace/logs/**.md", "agent": agent.slug, "appends": True}
+    assert "nothing happened" not in _pre(agent, person)[1].prompt
+    client.force_login(admin)
+    text = client.get(reverse("projects:workspace", args=[project.slug])).content.decode()
+    assert "Not an append: under the hook policy rule workspace/logs/**.md (agent analyst)" in text
+
+    put(log.key, b"- started\n- step 2\n")  # an append to the head: adopted
+    _pre(agent, person)
+    log.refresh_from_db()
+    assert log.head.number == 2 and not log.refused_etag
+    assert s3.get(log.key) == b"- started\n- step 2\n"
+    assert RefusedWrite.objects.get(pk=refused.pk).state == "replaced"
+    assert AuditEvent.objects.filter(action="file.external_change", details__mode="append").count() == 1
+    settings_page = client.get(reverse("projects:agent_settings", args=[project.slug, agent.slug]))
+    assert "except what the stricter workspace/logs/**.md governs:" in settings_page.content.decode()

@@ -293,7 +293,12 @@ def test_langchain_agent_with_memory_middleware(console, agent):
 
     system = seen[0][0]
     assert system.type == "system" and "You analyse incidents." in system.text
-    assert "Maria prefers UTC." in system.text
+    assert "Maria prefers UTC." in system.text and "not a message from your operator" in system.text
+    # the untrusted workspace goes in a user turn, fenced, not in the system message
+    records = seen[0][1]
+    assert records.type == "human" and "# Incident A" in records.text and "# Incident A" not in system.text
+    assert '<workspace_memory trust="untrusted"' in records.text
+    assert seen[0][2].text == "Why is auth slow?"
     assert [e.payload["name"] for e in _events("tool")] == ["lookup_alerts", "remember"]
     assert [e.payload["message"] for e in _events("error")] == ["restart: auth is protected"]
 

@@ -4,6 +4,7 @@ leaving one audit tombstone per project."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -38,11 +39,22 @@ class Erasure:
     projects: list[str]
 
 
-def profile_erase(*, by, user, reason: str, projects: list[Project], actor: Actor | None = None) -> Erasure:
+def profile_erase(
+    *,
+    by,
+    user,
+    reason: str,
+    projects: list[Project],
+    actor: Actor | None = None,
+    erased: Callable[[Project, Erasure], None] | None = None,
+) -> Erasure:
     """Erase an employee's profile memory in the given projects: the USER.md object, every
     history snapshot (and every stored version of them), the revisions, proposals and flags
     that quote it. What stays is one audit tombstone per project: who, when, why, counts.
-    `actor` names who acts when no person does (retention's leaver rule; `by` None)."""
+    `actor` names who acts when no person does (retention's leaver rule; `by` None).
+    `erased(project, counts)` is called inside each project's transaction, after its
+    tombstone: a background job notes the project done there, committed with it (or raises
+    to undo it: another worker has the job now)."""
     actor = actor or Actor.person(by)
     reason = reason.strip()
     if not reason:
@@ -115,6 +127,8 @@ def profile_erase(*, by, user, reason: str, projects: list[Project], actor: Acto
                     "events_scrubbed": events,
                 },
             )
+            if erased is not None:
+                erased(project, Erasure(len(files), len(revisions), objects, [project.slug]))
         total.files += len(files)
         total.revisions += len(revisions)
         total.objects += objects

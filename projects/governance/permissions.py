@@ -20,6 +20,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from projects.memory import quarantine
 from projects.models import Flag, Membership, MemoryFile, Project, Proposal, SubjectRequest
 
 ADMIN = Membership.Role.ADMIN
@@ -92,6 +93,11 @@ def can_hold(role: str | None) -> bool:
     return role in (ADMIN, COMPLIANCE)
 
 
+def can_scan_memory(role: str | None) -> bool:
+    """Scan a project's memory for poisoning and remove what a scan found (issue 37)."""
+    return role in (ADMIN, COMPLIANCE)
+
+
 def sees_everyone(role: str | None) -> bool:
     """Everyone's profiles, sessions and simulations; an employee sees only their own."""
     return role in (ADMIN, COMPLIANCE)
@@ -148,11 +154,21 @@ def visible_proposals(user, role: str | None) -> Q:
 
 def can_decide_proposal(user, role: str | None, proposal: Proposal) -> bool:
     """Admins decide every proposal; an employee consents to (or refuses) changes to their own
-    USER.md only. Compliance staff read proposals but never write memory."""
-    if role == ADMIN:
+    USER.md only. Compliance staff read proposals but never write memory, except to release
+    (or reject) a quarantined write, as admins do."""
+    if role == ADMIN or (proposal.quarantined and can_release_quarantined(role)):
         return True
-    file = proposal.file
-    return role == EMPLOYEE and file.scope == MemoryFile.Scope.USER and file.user_id == user.pk
+    return (role == EMPLOYEE or proposal.quarantined) and role is not None and consents_to(user, proposal)
+
+
+def can_release_quarantined(role: str | None) -> bool:
+    """Who releases a write the poisoning scanner held: memory/quarantine.py says."""
+    return quarantine.releases(role)
+
+
+def consents_to(user, proposal: Proposal) -> bool:
+    """The person whose profile (USER.md) the proposal changes: their consent is asked."""
+    return quarantine.consents(user, proposal)
 
 
 def can_see_flag(user, role: str | None, flag: Flag) -> bool:

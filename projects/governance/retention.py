@@ -23,6 +23,7 @@ and is safe to repeat or to stop: the next run finishes what a stopped one began
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
@@ -419,11 +420,24 @@ class Run:
         }
 
 
-def apply(project: Project, *, now: dt.datetime | None = None, by=None, ran_by: str = "retention") -> Run:
+def apply(
+    project: Project,
+    *,
+    now: dt.datetime | None = None,
+    by=None,
+    ran_by: str = "retention",
+    run: Run | None = None,
+    step: Callable[[Run, int, int], None] | None = None,
+) -> Run:
     """Do what `plan(project, until=now)` lists, after finishing what a stopped run left. One
-    audit event with the counts (and the mgc_sweeps_total / mgc_swept_total metrics)."""
+    audit event with the counts (and the mgc_sweeps_total / mgc_swept_total metrics).
+
+    A background job (governance/jobs.py) passes the counts a stopped run of it reached
+    (`run`: they go on from there, so the audit event counts the whole run) and `step(run,
+    done, total)`, called after each thing done: it keeps the counts and shows the progress.
+    What is done is not in the next plan, so a run taken up again does nothing twice."""
     try:
-        run = _apply(project, now=now, by=by, ran_by=ran_by)
+        run = _apply(project, now=now, by=by, ran_by=ran_by, run=run or Run(), step=step)
     except Exception:
         metrics.sweeps.labels("retention", "failed").inc()
         raise
@@ -434,21 +448,29 @@ def apply(project: Project, *, now: dt.datetime | None = None, by=None, ran_by: 
     return run
 
 
-def _apply(project: Project, *, now: dt.datetime | None, by, ran_by: str) -> Run:
+def _apply(project: Project, *, now: dt.datetime | None, by, ran_by: str, run: Run, step) -> Run:
     now = now or timezone.now()
-    run = Run()
-    for file in lifecycle.expiry_unfinished(project):
+    step = step or (lambda _run, _done, _total: None)
+    unfinished = list(lifecycle.expiry_unfinished(project))
+    leftovers = lifecycle.purged_leftovers(project)
+    done, total = 0, len(unfinished) + bool(leftovers)
+    for file in unfinished:
         try:
             lifecycle.expiry_finish(file)
         except Held:  # a hold placed since the expiry began: what is left stays
             run.held += 1
-            continue
-        run.finished += 1
-    leftovers = lifecycle.purged_leftovers(project)
+        else:
+            run.finished += 1
+        done += 1
+        step(run, done, total)
     if leftovers:
         lifecycle.snapshots_delete(project, leftovers)
         run.finished += len(leftovers)
-    for rule_plan in plan(project, until=now):
+        done += 1
+        step(run, done, total)
+    plans = plan(project, until=now)
+    total = done + sum(len(rule_plan.due) for rule_plan in plans)
+    for rule_plan in plans:
         run.held += rule_plan.held
         for item in rule_plan.due:
             try:
@@ -456,6 +478,8 @@ def _apply(project: Project, *, now: dt.datetime | None, by, ran_by: str) -> Run
             except Held as exc:  # a hold placed since the plan was made
                 run.held += item.count
                 run.refused.append(exc.message)
+            done += 1
+            step(run, done, total)
     actor = Actor.person(by) if by is not None else Actor.system(ran_by)
     audit_record(
         actor=actor,

@@ -267,4 +267,22 @@ def findings_over(revisions: list[Revision]) -> list[dict]:
     for entry in out.values():
         if entry["present"]:
             entry["gone_since"] = None
+    # Planted instructions (memory/quarantine.py) are kept on the revision that brought them
+    # only, so whether the head still has one is not known here: blame and scan_memory say.
+    for revision in revisions:
+        for finding in (revision.poisoning or {}).get("findings", []):
+            key = (finding.get("family"), finding.get("excerpt"))
+            out.setdefault(
+                key,
+                {
+                    "kind": finding.get("family"),
+                    "line": finding.get("line"),
+                    "excerpt": finding.get("excerpt"),
+                    "revision": revision.number,
+                    "poisoning": True,
+                    "present": None,
+                    "gone_since": None,
+                    "latest": head.number,
+                },
+            )
     return list(out.values())

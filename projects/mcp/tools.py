@@ -374,6 +374,12 @@ def _write(call: Call, writes: list, *, again: bool = False) -> dict:
 
 def _describe(result: dict) -> str:
     path, status = result.get("path", ""), result.get("status")
+    if status == "proposed" and result.get("code") == "quarantined":
+        return (
+            f"Held for review (proposal {result.get('proposal')}): the text reads like instructions "
+            f"planted in memory ({', '.join(result.get('findings') or [])}); an admin or a "
+            f"compliance officer decides. Nothing is written to {path}."
+        )
     if status == "proposed":
         return (
             f"Proposed (proposal {result.get('proposal')}): a person approves it before "

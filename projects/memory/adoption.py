@@ -16,11 +16,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from projects.audit import Actor, audit_record
-from projects.memory import holding, holds, layout, provenance, refusals
-from projects.memory.content import sha256
+from projects.memory import direct_rules, holding, holds, layout, provenance, quarantine, refusals
+from projects.memory.content import decode, sha256
 from projects.memory.errors import Held, StorageUnavailable
 from projects.memory.metadata import actor_from_metadata, file_named, request_of, whole_number, write_metadata
-from projects.memory.reading import read_snapshot
+from projects.memory.reading import read_snapshot, revision_texts
 from projects.memory.recording import expiry_pending, holds_over, lock_file, record_revision
 from projects.memory.storage import MemoryStorage, PreconditionFailed, storage_for
 from projects.models import MemoryFile, Project, RefusedWrite, Revision
@@ -89,12 +89,36 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
     sha = sha256(data)
     snap = layout.snapshot_key(locked.project.prefix, locked.pk, number, sha)
     metadata = storage.metadata(snap)
-    details, request = {}, ""
-    if (
+    details, request, poisoned = {}, "", None
+    recovered = (
         metadata
         and metadata.get("mgc-base", "") == (str(head.number) if head else "")
         and found.metadata.get("mgc-write") == metadata.get("mgc-write")
-    ):
+    )
+    if not recovered and locked.scope == MemoryFile.Scope.WORKSPACE:
+        # A direct write where a stricter rule than the runners' granted glob governs (an
+        # append-only log): adopted only as an append it allows, else refused.
+        refused, governed = direct_rules.direct_refusal(
+            locked.project,
+            locked.source_path,
+            lambda: read_snapshot(storage, head) if head_live else b"",
+            data,
+        )
+        if refused is not None:
+            _hold_written(storage, locked)
+            refusals.record(
+                storage,
+                project=locked.project,
+                key=locked.key,
+                found=found,
+                reason=RefusedWrite.Reason.NOT_DIRECT,
+                detail=refused,
+                file=locked,
+            )
+            return None
+        if governed:
+            details = {"mode": "append"}
+    if recovered:
         # The snapshot and the head object come from the same attempt (same write id).
         actor = actor_from_metadata(metadata)
         message = Message.from_metadata(metadata) or unquote(metadata.get("mgc-message", ""))
@@ -107,7 +131,22 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         action = "file.save_recovered"
     else:
         # Written past the console: a runner's direct sandbox (attributed when its proof
-        # checks out, see projects.provenance) or anyone else with bucket access.
+        # checks out, see projects.provenance) or anyone else with bucket access. What the
+        # poisoning scanner flags is refused, as an oversized object is: never adopted.
+        screening = quarantine.screen(locked, decode(data), lambda: _head_text(locked))
+        if screening.suspect:
+            _hold_written(storage, locked)
+            refusals.record(
+                storage,
+                project=locked.project,
+                key=locked.key,
+                found=found,
+                reason=RefusedWrite.Reason.POISONED,
+                detail={"families": screening.families, "poisoning": screening.as_dict()},
+                file=locked,
+            )
+            return None
+        poisoned = screening.as_dict()
         claim = provenance.verified_writer(
             project_id=locked.project_id, key=locked.key, data=data, metadata=found.metadata
         )
@@ -137,7 +176,18 @@ def adopt_s3_state(storage: MemoryStorage, locked: MemoryFile) -> Revision | Non
         renamed_from=renamed_from,
         merged_base=merged_base,
         request_ref=request,
+        poisoning=poisoned,
     )
+
+
+def _head_text(locked: MemoryFile) -> str:
+    head = locked.head
+    if head is None or head.is_deletion:
+        return ""
+    try:
+        return revision_texts(locked.project, [head])[head.pk]
+    except StorageUnavailable:
+        return ""
 
 
 def _hold_written(storage: MemoryStorage, locked: MemoryFile) -> list:

@@ -41,6 +41,42 @@ def source_matches(source: str, source_path: str) -> bool:
     return bool(workspace_matches(source, [source_path[len(WORKSPACE_PREFIX) :]]))
 
 
+def governing_rule(rules: dict | None, path: str) -> tuple[str, dict] | None:
+    """The hook-policy rule (its target and itself) that governs a path ('AGENTS.md',
+    'workspace/x.md') among `rules` (a policy's "post"), or None.
+
+    The path is read as the store will store it (NFC), so another spelling of the same name
+    cannot pass a rule meant for it. Of the globs that match, the most specific wins (the
+    most characters that are not wildcards), whatever order the rules were saved in: a rule
+    for `workspace/secret/*.md` is not undone by a `workspace/**.md` saved before it."""
+    path = layout.nfc(path)
+    rules = {layout.nfc(key): rule for key, rule in (rules or {}).items()}  # keys saved before NFC
+    if path in rules:
+        return path, rules[path]
+    if path.startswith(WORKSPACE_PREFIX):
+        relative = path[len(WORKSPACE_PREFIX) :]
+        matching = [
+            pattern
+            for pattern in rules
+            if pattern.startswith(WORKSPACE_PREFIX) and workspace_matches(pattern, [relative])
+        ]
+        if matching:
+            target = max(matching, key=_strictness(rules))
+            return target, rules[target]
+    return None
+
+
+def _strictness(rules: dict):
+    """The key ranking matching globs: the most characters that are not wildcards, then the
+    fewest `**`, then the one asking approval (the name breaks what ties remain)."""
+    return lambda pattern: (
+        len(glob_sample(pattern, "")),
+        -pattern.count("**"),
+        bool(rules[pattern].get("approval")),
+        pattern,
+    )
+
+
 @lru_cache(maxsize=512)
 def _glob_regex(pattern: str) -> re.Pattern:
     parts = re.split(r"(\*\*/?|\*|\?|\[[^\]]*\])", pattern)

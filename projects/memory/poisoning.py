@@ -922,6 +922,21 @@ def _visible(match: re.Match) -> str:
     return f"⟨U+{ord(char):04X}⟩" if lookalikes.is_default_ignorable(char) else char
 
 
+def visible(text: str) -> str:
+    """The whole text with what a reader cannot see shown: tag characters as the text they
+    spell (⟨tags: ...⟩), zero-width characters and bidi controls named (⟨U+200B⟩). For a
+    reviewer's diff; nothing is masked."""
+    text = _TAGS_RE.sub(
+        lambda m: (
+            "⟨tags: "
+            + "".join(chr(ord(c) - 0xE0000) for c in m.group() if 0xE0020 <= ord(c) <= 0xE007E)
+            + "⟩"
+        ),
+        text,
+    )
+    return _NON_ASCII_RE.sub(_visible, text)
+
+
 def masked_excerpt(text: str, start: int, end: int) -> str:
     """The found place as a reviewer may read it: at most 120 characters around it, addresses'
     local parts, query values, IBANs and long tokens masked, invisible characters named
@@ -952,3 +967,8 @@ def families(findings: list[PoisonFinding] | list[dict]) -> list[str]:
     """The families found, each once, in FAMILIES order (what a post hook's answer lists)."""
     found = {f["family"] if isinstance(f, dict) else f.family for f in findings}
     return [f for f in (*FAMILIES, CLASSIFIER) if f in found]
+
+
+def summary(findings: list[dict]) -> str:
+    """'exfiltration, hidden carrier' in the reader's language: the families found."""
+    return ", ".join(str(LABELS.get(family, family)) for family in families(findings))

@@ -54,6 +54,7 @@ def record_revision(
     renamed_to: MemoryFile | None = None,
     merged_base: int | None = None,
     request_ref: str = "",
+    poisoning: dict | None = None,
 ) -> Revision:
     """The Revision row, the head moved to it (with the ETag the key now holds), its line map
     (where each line came from: memory.lineage), findings, search copy, cached text and audit
@@ -61,6 +62,9 @@ def record_revision(
     findings = [finding.as_dict() for finding in scanning.scan(decode(data))] if data else []
     if findings:
         details = {**(details or {}), "findings": scanning.summary(findings, language="en")}
+    if poisoning and poisoning.get("findings"):
+        families = sorted({f["family"] for f in poisoning["findings"]})
+        details = {**(details or {}), "poisoning": families}
     code, params = (message.code, message.params) if isinstance(message, Message) else ("", {})
     message = str(message)
     revision = Revision.objects.create(
@@ -79,6 +83,7 @@ def record_revision(
         restored_from=restored_from,
         request_ref=request_ref,
         findings=findings,
+        poisoning=poisoning or {},
         message_code=code,
         message_params=params,
         expired_rule=expired_rule[:300],

@@ -85,7 +85,10 @@ def record(
                 _others_replaced(project, key, found.etag)
                 audit_record(
                     actor=actor,
-                    action="file.external_refused",
+                    # a poisoned one is memory.poisoning.detected for webhooks and the SIEM
+                    action="file.external_poisoned"
+                    if reason == RefusedWrite.Reason.POISONED
+                    else "file.external_refused",
                     project=project,
                     obj=file if file is not None else existing,
                     details={"key": key, "reason": reason, "size": found.size, **(detail or {})},
@@ -168,6 +171,21 @@ def explain(refused: RefusedWrite) -> str:
         return _("Holds a NUL byte (at position %(position)s): a binary file, not Markdown.") % {
             "position": detail.get("position", "?")
         }
+    if refused.reason == RefusedWrite.Reason.NOT_DIRECT:
+        if detail.get("appends"):
+            return _(
+                "Not an append: under the hook policy rule %(rule)s (agent %(agent)s) a direct write "
+                "may only add to the end of the file; other changes go through the post hook."
+            ) % {"rule": detail.get("rule", "?"), "agent": detail.get("agent", "?")}
+        return _(
+            "Not a direct write the hook policy allows: the rule %(rule)s (agent %(agent)s) allows no "
+            "direct change to this file; changes go through the post hook."
+        ) % {"rule": detail.get("rule", "?"), "agent": detail.get("agent", "?")}
+    if refused.reason == RefusedWrite.Reason.POISONED:
+        from projects.memory.poisoning import LABELS
+
+        families = [str(LABELS.get(f, f)) for f in detail.get("families", [])]
+        return _("Instructions planted in memory: %(families)s.") % {"families": ", ".join(families)}
     return _("The name: %(why)s") % {"why": _name_problem(refused.project.prefix, refused.key)}
 
 

@@ -35,7 +35,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor
-from projects.memory import consent, layout
+from projects.memory import consent, layout, quarantine
 from projects.memory.adoption import adopt_s3_state, put_head_back
 from projects.memory.content import appended, decode, encode, sha256
 from projects.memory.errors import SaveConflict, StorageUnavailable
@@ -91,6 +91,7 @@ def file_save(
     restored_from: int | None = None,
     merged_base: int | None = None,
     request: str = "",
+    released: dict | None = None,
 ) -> Revision:
     """Save new content on top of base_revision; SaveConflict if the file moved on.
     `merged_base`: the text settles a three-way merge over that revision (the one the person
@@ -103,10 +104,15 @@ def file_save(
 
     `request` names the runner request (and write) this save belongs to: a retry of it that
     finds a revision made by that request, recorded by whichever save came first, is that
-    write, done."""
+    write, done.
+
+    An agent's text that the poisoning scanner flags is not saved: Quarantined, carrying the
+    quarantined proposal it became (memory/quarantine.py). `released`: who released such a
+    write (an approved quarantined proposal); the revision keeps it beside the findings."""
     data = encode(content)
     storage = storage_for(file.project)
     conflict_reason = ""
+    held = None
     with transaction.atomic():
         locked = lock_file(file)
         done = _made_by(locked, request)
@@ -144,6 +150,7 @@ def file_save(
                     restored_from=restored_from,
                     merged_base=merged_base,
                     request=request,
+                    released=released,
                 )
             except HeadChanged:
                 adopted = adopt_s3_state(storage, locked)
@@ -151,6 +158,12 @@ def file_save(
                     revision = adopted  # this request's own write, left by an attempt that died
                 else:
                     conflict_reason = "external_change"
+            except quarantine.Quarantined as exc:
+                held = exc  # nothing was written: the proposal is made once the lock is let go
+    if held is not None:
+        raise quarantine.hold(
+            held, file=file, actor=actor, mode="replace", content=decode(data), base_revision=base_revision
+        )
     if conflict_reason:
         raise save_conflict(storage, file, conflict_reason, data, base_revision)
     refresh_head(file, locked)
@@ -195,13 +208,20 @@ def _saved_before(
 
 
 def file_append(
-    *, file: MemoryFile, addition: str, actor: Actor, message: str | Message = "", request: str = ""
+    *,
+    file: MemoryFile,
+    addition: str,
+    actor: Actor,
+    message: str | Message = "",
+    request: str = "",
+    released: dict | None = None,
 ) -> Revision:
     """Add `addition` at the end of whatever the head is now, under the file's row lock: an
     append commutes with every other write, so concurrent appenders all succeed and none is
     asked to retry. A direct write to the bucket found on the way is recorded first (as
-    external) and the append goes on top of it."""
+    external) and the append goes on top of it. Quarantined as file_save."""
     storage = storage_for(file.project)
+    held = None
     with transaction.atomic():
         locked = lock_file(file)
         done = _made_by(locked, request)
@@ -216,7 +236,14 @@ def file_append(
             data = encode(appended(text, addition))
             try:
                 revision = write_revision(
-                    storage, locked, data, actor=actor, message=message, restored_from=None, request=request
+                    storage,
+                    locked,
+                    data,
+                    actor=actor,
+                    message=message,
+                    restored_from=None,
+                    request=request,
+                    released=released,
                 )
                 break
             except HeadChanged:
@@ -224,10 +251,17 @@ def file_append(
                 if adopted is not None and request and adopted.request_ref == request:
                     revision = adopted  # this request's own append, left by an attempt that died
                     break
+            except quarantine.Quarantined as exc:
+                held = exc
+                break
         else:
             raise StorageUnavailable(
                 _("The file kept changing in storage while appending; nothing was appended. Try again.")
             )
+    if held is not None:
+        raise quarantine.hold(
+            held, file=file, actor=actor, mode="append", content=addition, base_revision=None
+        )
     refresh_head(file, locked)
     return revision
 
@@ -281,10 +315,15 @@ def write_revision(
     renamed_from: MemoryFile | None = None,
     merged_base: int | None = None,
     request: str = "",
+    released: dict | None = None,
 ) -> Revision:
     """Steps 2-4 of a save, under the row lock. HeadChanged when someone else wrote the head.
-    ConsentWithdrawn when an agent writes the profile of a person who withdrew consent."""
+    ConsentWithdrawn when an agent writes the profile of a person who withdrew consent.
+    Step 1, before anything is written: the poisoning scanner (Quarantined for an agent's
+    write it flags, unless `released`; the findings go on the revision)."""
     consent.refuse_agent_write(locked, actor)
+    renamed = renamed_from is not None
+    poisoned = quarantine.screen_write(locked, data, actor, released=released, renamed=renamed)
     head = locked.head
     number = head.number + 1 if head else 1
     sha = sha256(data)
@@ -350,6 +389,7 @@ def write_revision(
         details=details,
         merged_base=merged_base,
         request_ref=request,
+        poisoning=poisoned,
     )
 
 

@@ -5,8 +5,10 @@ them here, and the rest of the console imports them as `from projects.models imp
 
 from projects.models.audit import AuditChain, AuditCheckpoint, AuditEvent
 from projects.models.events import DeliveryAttempt, OutboxEvent, WebhookSubscription
+from projects.models.jobs import BackgroundJob
 from projects.models.lifecycle import LegalHold, RetentionRule
 from projects.models.memory import LineMap, MemoryFile, RefusedWrite, Revision, SearchText
+from projects.models.poisoning import PoisonScan
 from projects.models.projects import (
     Agent,
     GroupMapping,
@@ -37,6 +39,7 @@ __all__ = [
     "AuditChain",
     "AuditCheckpoint",
     "AuditEvent",
+    "BackgroundJob",
     "ConsentWithdrawal",
     "DeliveryAttempt",
     "Departure",
@@ -52,6 +55,7 @@ __all__ = [
     "Membership",
     "MemoryFile",
     "OutboxEvent",
+    "PoisonScan",
     "Project",
     "Proposal",
     "RefusedWrite",

@@ -216,6 +216,13 @@ class Revision(models.Model):
         blank=True,
         help_text="Likely personal data and secrets the scanner saw (kind, place, masked excerpt).",
     )
+    poisoning = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the poisoning scanner found in the lines this revision brought (memory.quarantine): "
+        "findings (family, span, reason, masked excerpt), the guard model's verdict, who decided; "
+        "on a released write, who released it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was recorded.")
 
     class Meta:
@@ -291,6 +298,8 @@ class RefusedWrite(models.Model):
         NOT_TEXT = "not_text", _("not UTF-8 text")
         BINARY = "binary", _("holds NUL bytes")
         NAME = "name", _("a name the console refuses")
+        NOT_DIRECT = "not_direct", _("a direct write the hook policy does not allow")
+        POISONED = "poisoned", _("instructions planted in memory")
 
     class State(models.TextChoices):
         PRESENT = "present", _("in storage")

@@ -77,6 +77,27 @@ class Proposal(models.Model):
         related_name="+",
         help_text="Revision written on approval.",
     )
+    quarantined = models.BooleanField(
+        default=False,
+        db_index=True,
+        help_text="The poisoning scanner found instructions planted in it (memory.quarantine): only "
+        "an admin or a compliance officer releases it, and a profile needs its person's consent too.",
+    )
+    poisoning = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The scanner's findings (family, span, reason, masked excerpt) and the guard "
+        "model's verdict.",
+    )
+    consented_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="On a quarantined write to a profile: the person who consented to it.",
+    )
+    consented_at = models.DateTimeField(null=True, blank=True, help_text="When they consented.")
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was proposed.")
     consolidation = models.CharField(
         max_length=20,

@@ -26,7 +26,7 @@ from projects import jsontext, logs
 from projects.errors import Refusal, error_body
 from projects.memory import errors, layout, receipts
 from projects.models import AgentSession
-from projects.runners import bearer, hooks, idempotency, prehook, reads, schemas
+from projects.runners import bearer, hooks, idempotency, injection, prehook, reads, schemas
 from projects.runners.api_bodies import (
     ErrorIn,
     ErrorOut,
@@ -315,6 +315,9 @@ def _pre_answer(session: AgentSession, prompt: str) -> JsonResponse:
                 "files": [{"path": f["path"], "revision": f["revision"]} for f in files],
                 "tokens": section["tokens"],
                 "truncated": section["truncated"],
+                # Receipts from before fences: the trust the source has by default.
+                "trust": section.get("trust") or _trust_by_source(section["source"]),
+                "origin": section.get("origin") or [],
             }
         )
     return JsonResponse(
@@ -329,6 +332,10 @@ def _pre_answer(session: AgentSession, prompt: str) -> JsonResponse:
             "bucket_checked": bool(session.bucket_checked),
         }
     )
+
+
+def _trust_by_source(source: str) -> str:
+    return injection.section_trust(injection.SectionSpec("", source))
 
 
 def _member(project, username: str):

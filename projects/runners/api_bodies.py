@@ -79,6 +79,15 @@ class SectionOut(Schema):
     files: list[FileRef]
     tokens: int
     truncated: bool
+    trust: Literal["trusted", "untrusted"] = Field(
+        description="untrusted: fenced in the prompt as data (by default the workspace, which "
+        "agents write; the manifest's `trust` says otherwise). A runner whose host allows it "
+        "places untrusted sections outside the system message (docs/RUNNERS.md)."
+    )
+    origin: list[Literal["people", "agents", "external"]] = Field(
+        description="Who wrote the section's lines, by blame: people in the console, agents, "
+        "or external (direct writes to the bucket, imports)."
+    )
 
 
 class PreOut(Schema):
@@ -173,6 +182,11 @@ class WriteResult(Schema):
         description="On a conflict: the current text, to merge and send again as a replace on head_revision.",
     )
     code: str | None = None
+    findings: list[str] | None = Field(
+        None,
+        description='With code "quarantined": the poisoning families found (instruction_override, '
+        "exfiltration, ...); the write waits for an admin or a compliance officer.",
+    )
     message: str | None = None
 
 

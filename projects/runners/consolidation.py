@@ -34,7 +34,6 @@ FOLD, SUMMARY = report.FOLD_JOBS
 # "digests/" sorts before "notes/": in the workspace section the stable digest comes before the
 # notes that grow every session, so it stays in the prompt's cacheable prefix.
 SUMMARY_FOLDER = "digests"
-ACTOR_NOTE = "consolidation"
 
 
 @dataclass
@@ -87,11 +86,10 @@ def consolidate(*, project: Project, agent: Agent | None = None, now: dt.datetim
                 _propose(
                     None,
                     file,
-                    Actor.system(ACTOR_NOTE),
+                    Actor.for_agent(who),  # no session: the proposal names none
                     write,
                     write.base_revision,
                     result,
-                    agent=who,
                     consolidation=job,
                     found=found,
                 )

@@ -13,8 +13,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
-from projects.memory import reading
+from projects.memory import lineage, linemaps, reading
 from projects.memory.content import within_limit
+from projects.memory.errors import StoreError
 from projects.models import Agent, MemoryFile, Revision
 from projects.runners import injection
 from projects.runners.tokenizer import get_tokenizer
@@ -78,15 +79,45 @@ def _chosen(
     return {tag: [live[path] for path in paths] for tag, paths in chosen.items()}, overlaps
 
 
-def _with_texts(agent: Agent, by_source: dict) -> dict[str, list[injection.SourceFile]]:
+def _writers(by_source: dict) -> dict[tuple, tuple[str, ...]]:
+    """(file id, number) -> who wrote the lines of that revision (people, agents, external),
+    from the stored line maps and the revisions that introduced each line: two queries for a
+    whole prompt. A map that cannot be had says who wrote the revision itself."""
+    pairs = [(f, r) for chosen in by_source.values() for f, r in chosen]
+    if not pairs:
+        return {}
+    try:
+        maps = lineage.line_maps([(f, r.number) for f, r in pairs])
+    except (lineage.MapMissing, StoreError):
+        maps = {}
+    origins = {linemaps.origin(i)[0] for found in maps.values() for i in found}
+    kinds = dict(Revision.objects.filter(pk__in=origins).values_list("pk", "author_kind")) if origins else {}
+    out = {}
+    for f, r in pairs:
+        found = maps.get((f.pk, r.number))
+        authors = {kinds.get(linemaps.origin(i)[0]) for i in found} if found else {r.author_kind}
+        out[(f.pk, r.number)] = tuple(
+            w for w in injection.WRITER_ORDER if w in {injection.WRITERS.get(a) for a in authors}
+        )
+    return out
+
+
+def _with_texts(
+    agent: Agent, by_source: dict, writers: dict | None = None
+) -> dict[str, list[injection.SourceFile]]:
     revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
     texts = reading.revision_texts(agent.project, list(revisions.values()))
+    writers = writers or {}
     return {
         # A revision larger than a file may be (adopted before adoption refused them) is cut
         # to the limit first: the section's cap would cut it anyway, after counting it all.
         tag: [
             injection.SourceFile(
-                path=f.source_path, text=within_limit(texts[r.pk])[0], revision=r.number, file_id=str(f.pk)
+                path=f.source_path,
+                text=within_limit(texts[r.pk])[0],
+                revision=r.number,
+                file_id=str(f.pk),
+                writers=writers.get((f.pk, r.number), ()),
             )
             for f, r in pairs
         ]
@@ -188,7 +219,9 @@ def build_context(
     key = _assembly_key(manifest, by_source, tokenizer)
     assembly = cache.get(key)
     if assembly is None:
-        assembly = injection.assemble(manifest, _with_texts(agent, by_source), tokenizer)
+        assembly = injection.assemble(
+            manifest, _with_texts(agent, by_source, writers=_writers(by_source)), tokenizer
+        )
         cache.set(key, assembly, timeout=ASSEMBLY_SECONDS)
     assembly.overlaps = overlaps
     return assembly

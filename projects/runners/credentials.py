@@ -199,12 +199,15 @@ def runner_policy(agent: Agent, *, deny: bool = True) -> dict:
     kept `_prompts/`, never another agent's sessions or another project's keys, no delete.
 
     Files the hook policy allows only appends to, or only with approval, stay read-only here:
-    those changes go through the post hook, where the policy and the audit trail apply. IAM's
-    `*` crosses folders, so `workspace/decisions/*.md` also admits deeper files (the console
-    records whatever lands as an external revision either way). With `deny`, names the
-    console refuses are denied by key pattern too (`layout.refused_workspace_patterns`);
-    stores that take no Deny statements (SeaweedFS) get the policy without them, and
-    adoption refuses such objects instead."""
+    those changes go through the post hook, where the policy and the audit trail apply. A
+    glob that allows a direct replace is granted even when a stricter rule governs some of
+    its files (`workspace/**.md` around the append-only `workspace/logs/**.md`): with `deny`,
+    the stricter rules' key patterns are denied (`DenyWhatStricterRulesGovern`), as are names
+    the console refuses (`layout.refused_workspace_patterns`). Stores that take no Deny
+    statements (SeaweedFS) get the policy without them, and adoption refuses such objects
+    instead (`memory.direct_rules`, `memory.refusals`). IAM's `*` crosses folders, so
+    `workspace/decisions/*.md` also admits deeper files (the console records whatever lands
+    as an external revision either way)."""
     project = agent.project
     bucket, prefix = project.bucket_name, project.prefix
     readable = [layout.agent_prefix(prefix, agent.pk), layout.workspace_prefix(prefix)]
@@ -224,7 +227,8 @@ def runner_policy(agent: Agent, *, deny: bool = True) -> dict:
             "Resource": iam.arn(bucket, f"{scratch}*"),
         },
     ]
-    writable = direct_write_patterns(agent)
+    rules = direct_write_rules(agent)
+    writable = [rule.pattern for rule in rules]
     if writable:
         statements.append(
             {
@@ -234,6 +238,16 @@ def runner_policy(agent: Agent, *, deny: bool = True) -> dict:
                 "Resource": [iam.arn(bucket, pattern) for pattern in writable],
             }
         )
+        stricter = sorted({pattern for rule in rules for pattern in rule.stricter_patterns})
+        if deny and stricter:
+            statements.append(
+                {
+                    "Sid": "DenyWhatStricterRulesGovern",
+                    "Effect": "Deny",
+                    "Action": ["s3:PutObject"],
+                    "Resource": [iam.arn(bucket, pattern) for pattern in stricter],
+                }
+            )
         if deny and any(p.startswith(layout.workspace_prefix(prefix)) for p in writable):
             statements.append(
                 {
@@ -348,21 +362,19 @@ def direct_write_allowed(target: str, rule: dict | None) -> bool:
 class DirectRule:
     """One hook-policy rule that allows a direct replace, as the runner's S3 policy reads it."""
 
-    target: str  # the rule's path or glob, e.g. "workspace/notes/*.md"
+    target: str  # the rule's path or glob, e.g. "workspace/**.md"
     pattern: str  # the key pattern in IAM's wildcards
-    left_out_for: tuple[str, ...] = ()  # stricter rules that overlap it: then not granted
-
-    @property
-    def granted(self) -> bool:
-        return not self.left_out_for
+    stricter: tuple[str, ...] = ()  # stricter rules governing some of its files, e.g. workspace/logs/**.md
+    stricter_patterns: tuple[str, ...] = ()  # their key patterns (the Deny statement's)
 
 
 def direct_write_rules(agent: Agent) -> list[DirectRule]:
-    """Every rule that allows a direct replace, with its key pattern, and whether the runner's
-    credentials get it. A glob is left out when a stricter rule governs some of its files (the
-    most specific rule wins in the hooks, `policy.policy_rule`): IAM cannot express "all but
-    those" on every store (SeaweedFS refuses Deny), so those files go through the hook
-    instead; the settings page says so."""
+    """Every rule that allows a direct replace, with its key pattern; the runner's credentials
+    get each of them. When a stricter rule governs some of a glob's files (the most specific
+    rule wins in the hooks, `globs.governing_rule`), the glob is granted all the same and the
+    stricter rule's files are protected twice over: a Deny statement on their key pattern
+    where the store takes one (`runner_policy`), and at adoption, where a direct write the
+    stricter rule does not allow is refused (`memory.direct_rules`)."""
     prefix = agent.project.prefix
     rules = (agent.hook_policy or {}).get("post", {})
     stricter = [
@@ -377,17 +389,27 @@ def direct_write_rules(agent: Agent) -> list[DirectRule]:
         if target in layout.AGENT_FILES:
             found.append(DirectRule(target, layout.agent_file_key(prefix, agent.pk, target)))
             continue
-        # workspace/<glob>.md: ** and * both become IAM's *, [...] becomes ?
-        glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
-        pattern = layout.workspace_prefix(prefix) + re.sub(r"[*]+", "*", glob)
         overlapping = tuple(other for other in stricter if _overlaps(target, other))
-        found.append(DirectRule(target, pattern, overlapping))
+        found.append(
+            DirectRule(
+                target,
+                _iam_pattern(prefix, target),
+                overlapping,
+                tuple(_iam_pattern(prefix, other) for other in overlapping),
+            )
+        )
     return found
+
+
+def _iam_pattern(prefix: str, target: str) -> str:
+    """workspace/<glob>.md as a key pattern: ** and * both become IAM's *, [...] becomes ?."""
+    glob = re.sub(r"\[[^\]]*\]", "?", target.removeprefix("workspace/"))
+    return layout.workspace_prefix(prefix) + re.sub(r"[*]+", "*", glob)
 
 
 def direct_write_patterns(agent: Agent) -> list[str]:
     """Key patterns (IAM wildcards) of the files this agent's runner may replace in place."""
-    return [rule.pattern for rule in direct_write_rules(agent) if rule.granted]
+    return [rule.pattern for rule in direct_write_rules(agent)]
 
 
 def _overlaps(glob: str, other: str) -> bool:

@@ -12,11 +12,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from projects import metrics, outbox
-from projects.audit import VIA_MCP, Actor, audit_record
+from projects.audit import VIA_MCP, Actor
 from projects.errors import Refusal
-from projects.memory import carried, consent, errors, layout, removal, store
+from projects.memory import carried, consent, errors, layout, poisoning, quarantine, removal, store
 from projects.memory.content import encode
-from projects.models import AgentSession, IdempotencyRecord, MemoryFile, Proposal, SessionEvent
+from projects.models import AgentSession, IdempotencyRecord, MemoryFile, SessionEvent
 from projects.runners import idempotency, injection, policy, schemas, targets
 from projects.runners.policy import HookError
 from projects.runners.prehook import receipt_revisions
@@ -44,14 +44,30 @@ def session_actor(session: AgentSession) -> Actor:
 
 
 def apply_write(
-    file: MemoryFile, mode: str, content: str, base: int | None, actor: Actor, message, request: str = ""
+    file: MemoryFile,
+    mode: str,
+    content: str,
+    base: int | None,
+    actor: Actor,
+    message,
+    request: str = "",
+    released: dict | None = None,
 ):
     """An append or a replace, as the post hook and an approved proposal make them. `request`
-    names the runner request's write, so a retry finds it done (store.file_save)."""
+    names the runner request's write, so a retry finds it done (store.file_save); `released`,
+    who released a quarantined write (memory/quarantine.py)."""
     if mode == "append":  # commutes with any other write: on top of whatever the head is
-        return store.file_append(file=file, addition=content, actor=actor, message=message, request=request)
+        return store.file_append(
+            file=file, addition=content, actor=actor, message=message, request=request, released=released
+        )
     return store.file_save(
-        file=file, content=content, actor=actor, message=message, base_revision=base, request=request
+        file=file,
+        content=content,
+        actor=actor,
+        message=message,
+        base_revision=base,
+        request=request,
+        released=released,
     )
 
 
@@ -83,7 +99,7 @@ def hook_post(
                 request = f"{record.pk}:{index}" if record is not None else ""
                 done = _post_one(session, write, actor, seen, message, request)
                 idempotency.note(record, index, done)
-            metrics.write_counted(done["status"])
+            metrics.write_counted("quarantined" if done.get("code") == "quarantined" else done["status"])
         results.append(done)
     with transaction.atomic():
         if end and not writes and _ended_already(session):
@@ -179,6 +195,8 @@ def _post_one(
                 result["unchanged"] = True  # the head's own text, or nothing added: no revision
     except HookError as exc:
         result.update(status="rejected", code=exc.code, message=exc.message)
+    except quarantine.Quarantined as exc:  # held for a person: the families, never the text
+        result.update(status="proposed", code="quarantined", proposal=exc.proposal.pk, findings=exc.families)
     except errors.SaveConflict as exc:
         # The current text and revision come along, so the runner can merge and send a
         # replace on top of them at once.
@@ -218,33 +236,25 @@ def _propose(
     base: int | None,
     result: dict,
     *,
-    agent=None,
     consolidation: str = "",
     found: dict | None = None,
 ) -> None:
     """Every proposal is made here: a session's (the post hook's) and consolidation's
-    (runners.consolidation: no session, `agent` named, `consolidation` its job, `found` what
-    it found), so what must hold for a proposal holds for both."""
-    agent = agent or session.agent
-    proposal = Proposal.objects.create(
-        project=agent.project,
+    (runners.consolidation: no session, `consolidation` its job, `found` what it found), so
+    what holds for a proposal (screening, quarantine) holds for both."""
+    proposal = quarantine.proposal_create(
         file=file,
-        agent=agent,
-        session=session,
+        actor=actor,
         mode=write.mode,
         content=write.content,
         base_revision=base,
         new_path=write.new_path or "",
         consolidation=consolidation,
-        consolidation_details=found or {},
+        found=found,
     )
-    details = {"path": write.path, "mode": write.mode}
-    if write.new_path:
-        details["new_path"] = write.new_path
-    if consolidation:
-        details["consolidation"] = consolidation
-    audit_record(actor=actor, action="proposal.create", project=agent.project, obj=proposal, details=details)
     result.update(status="proposed", proposal=proposal.pk)
+    if proposal.quarantined:
+        result.update(code="quarantined", findings=poisoning.families(proposal.poisoning["findings"]))
 
 
 def _post_move(

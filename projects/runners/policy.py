@@ -6,9 +6,9 @@ lets each kind of write happen (`rule_how`), what runners are told about it
 from __future__ import annotations
 
 from projects.errors import Refusal
-from projects.memory import layout
+from projects.memory import globs
 from projects.models import Agent
-from projects.runners import injection, schemas
+from projects.runners import schemas
 
 
 class HookError(Refusal):
@@ -19,41 +19,11 @@ class HookError(Refusal):
 
 
 def policy_rule(agent: Agent, path: str) -> dict | None:
-    """The post-hook rule for a path ('AGENTS.md', 'USER.md', 'workspace/x.md'), or None.
-
-    The path is read as the store will store it (NFC), so another spelling of the same name
-    cannot pass a rule meant for it. Of the globs that match, the most specific wins (the
-    most characters that are not wildcards), whatever order the rules were saved in: a rule
-    for `workspace/secret/*.md` is not undone by a `workspace/**.md` saved before it."""
-    path = layout.nfc(path)
-    rules = {
-        layout.nfc(key): rule  # keys saved before they were NFC
-        for key, rule in ((agent.hook_policy or {}).get("post", {})).items()
-    }
-    if path in rules:
-        return rules[path]
-    if path.startswith(injection.WORKSPACE_PREFIX):
-        relative = path[len(injection.WORKSPACE_PREFIX) :]
-        matching = [
-            pattern
-            for pattern in rules
-            if pattern.startswith(injection.WORKSPACE_PREFIX)
-            and injection.workspace_matches(pattern, [relative])
-        ]
-        if matching:
-            return rules[max(matching, key=_strictness(rules))]
-    return None
-
-
-def _strictness(rules: dict):
-    """The key ranking matching globs: the most characters that are not wildcards, then the
-    fewest `**`, then the one asking approval (the name breaks what ties remain)."""
-    return lambda pattern: (
-        len(injection.glob_sample(pattern, "")),
-        -pattern.count("**"),
-        bool(rules[pattern].get("approval")),
-        pattern,
-    )
+    """The post-hook rule for a path ('AGENTS.md', 'USER.md', 'workspace/x.md'), or None: the
+    most specific that matches, as `globs.governing_rule` reads it (adoption of direct S3
+    writes reads the same)."""
+    found = globs.governing_rule((agent.hook_policy or {}).get("post"), path)
+    return found[1] if found else None
 
 
 def rule_how(rule: dict | None, mode: str) -> str | None:

@@ -6,7 +6,8 @@ around a marker line) and defused section tags. Rather than replay those steps, 
 of the prompt is aligned line by line with what its files would give uncut (`expected`): equal
 lines are the file's lines; a line that differs but stands where a file line stood (a defused
 tag, a line cut in the middle) is that line, marked `altered`; the console's own lines (tags,
-headers, the truncation marker, blank joins) are said to be the console's. The same reading
+headers, the truncation marker, blank joins, the preface before the first section, an untrusted
+section's fence note under its tag) are said to be the console's. The same reading
 serves a simulation (the files as they are) and a session's stored prompt (the revisions its
 receipt names), so a line's origin is the one of that prompt's revisions, not of today's.
 """
@@ -44,7 +45,8 @@ class SectionText:
 
 @dataclass(frozen=True)
 class PromptLine:
-    """One line of the prompt. kind: tag | header | marker | blank | file | unknown."""
+    """One line of the prompt. kind: tag | header | marker | blank | file | unknown | preface
+    | fence (the console's note under an untrusted section's tag)."""
 
     number: int  # 1-based
     text: str
@@ -181,9 +183,20 @@ def _gone_files(lines: list[PromptLine], gone: list[SourceText], section: Sectio
     return out
 
 
-def _between(index: int, text: str) -> PromptLine:
-    """A line outside every section: the blank line that joins two, or something unknown."""
-    return PromptLine(index + 1, text, "blank" if not text else "unknown")
+def _between(index: int, text: str, kind: str = "unknown") -> PromptLine:
+    """A line outside every section: the blank line that joins two, the preface, or something
+    unknown."""
+    return PromptLine(index + 1, text, "blank" if not text else kind)
+
+
+def _open_at(actual: list[str], tag: str, start: int) -> int:
+    """Where the section's opening tag stands: `<tag>`, or fenced `<tag trust=...>`."""
+    plain, fenced = f"<{tag}>", f"<{tag} "
+    for n in range(start, len(actual)):
+        line = actual[n]
+        if line == plain or (line.startswith(fenced) and line.endswith(">")):
+            return n
+    raise ValueError(tag)
 
 
 def prompt_lines(prompt: str, sections: list[SectionText]) -> list[PromptLine]:
@@ -196,13 +209,17 @@ def prompt_lines(prompt: str, sections: list[SectionText]) -> list[PromptLine]:
         if not section.included:
             continue
         try:
-            open_at = actual.index(f"<{section.tag}>", at)
+            open_at = _open_at(actual, section.tag, at)
             close_at = actual.index(f"</{section.tag}>", open_at + 1)
         except ValueError:
             continue
-        out += [_between(n, actual[n]) for n in range(at, open_at)]
+        out += [_between(n, actual[n], "preface" if not out else "unknown") for n in range(at, open_at)]
         out.append(PromptLine(open_at + 1, actual[open_at], "tag", section.tag))
-        out += _section(open_at + 2, actual[open_at + 1 : close_at], section)
+        first = open_at + 1
+        if actual[open_at] != f"<{section.tag}>" and first < close_at:  # fenced: the console's note
+            out.append(PromptLine(first + 1, actual[first], "fence", section.tag))
+            first += 1
+        out += _section(first + 1, actual[first:close_at], section)
         out.append(PromptLine(close_at + 1, actual[close_at], "tag", section.tag))
         at = close_at + 1
     out += [_between(n, actual[n]) for n in range(at, len(actual))]

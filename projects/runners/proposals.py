@@ -1,6 +1,11 @@
 """Proposals an agent's post hook made (writes its hook policy sends to a person): approving
 one applies it as the agent's revision, rejecting one writes nothing. Both are audited, and
-both are safe to repeat (a double click, two reviewers at once)."""
+both are safe to repeat (a double click, two reviewers at once).
+
+A quarantined proposal (a write the poisoning scanner held, memory/quarantine.py) is released
+only by an admin or a compliance officer, with a reason; on a profile its person consents
+first (their "approve" is that consent, and writes nothing). The agent has no way here: it is
+not a person with a role. The release is audited as memory.poisoning.release."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import errors, records, removal
+from projects.memory import errors, quarantine, records, removal
 from projects.models import MemoryFile, Proposal, Revision
 from projects.runners import injection
 from projects.runners.hooks import apply_write, session_actor
@@ -32,6 +37,12 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
         if locked.status != Proposal.Status.PENDING:
             raise HookError("not_pending", _("This proposal was already decided."))
         file = MemoryFile.objects.select_related("head", "project").get(pk=locked.file_id)
+        released = None
+        if locked.quarantined:
+            released = _release_allowed(locked, file, by, note)
+            if released is None:  # the person consented; an admin or compliance officer releases
+                proposal.refresh_from_db()
+                return None
         if locked.mode != "replace" and file.is_deleted:
             # Appending would bring the file back holding only the addition, which nobody
             # proposed; a replace on a deleted file is refused by its stale base already.
@@ -65,7 +76,9 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
                 file=file, target=target, actor=actor, message=message, base_revision=locked.base_revision
             )
         else:
-            revision = apply_write(file, locked.mode, locked.content, locked.base_revision, actor, message)
+            revision = apply_write(
+                file, locked.mode, locked.content, locked.base_revision, actor, message, released=released
+            )
         locked.status = Proposal.Status.APPROVED
         locked.decided_by, locked.decided_at = by, timezone.now()
         locked.decision_note, locked.revision = note[:500], revision
@@ -77,8 +90,50 @@ def proposal_approve(*, proposal: Proposal, by, note: str = ""):
             obj=locked,
             details={"revision": revision.number, "note": note[:500]},
         )
+        if released is not None:
+            audit_record(
+                actor=Actor.person(by),
+                action=quarantine.RELEASED,
+                project=locked.project,
+                obj=locked,
+                details={
+                    "path": file.source_path,
+                    "revision": revision.number,
+                    "families": quarantine.poisoning.families(locked.poisoning.get("findings", [])),
+                    "note": note[:500],
+                    "consented_by": locked.consented_by.get_username() if locked.consented_by_id else None,
+                },
+            )
     proposal.refresh_from_db()
     return revision
+
+
+def _release_allowed(locked: Proposal, file: MemoryFile, by, note: str) -> dict | None:
+    """Who may release a quarantined write, under its row lock: the release record, or None
+    when `by` only gave the profile's person's consent (recorded here). HookError otherwise."""
+    role = quarantine.role_of(by, locked.project)
+    consenting = role is not None and quarantine.consents(by, locked)
+    releasing = quarantine.releases(role)
+    if not consenting and not releasing:
+        raise HookError(
+            "release_denied", _("Only an admin or a compliance officer releases a quarantined write.")
+        )
+    if consenting and locked.consented_by_id is None:
+        locked.consented_by, locked.consented_at = by, timezone.now()
+        locked.save(update_fields=["consented_by", "consented_at"])
+        audit_record(
+            actor=Actor.person(by), action="proposal.consent", project=locked.project, obj=locked, details={}
+        )
+    if not releasing:
+        return None
+    if file.scope == MemoryFile.Scope.USER and locked.consented_by_id is None:
+        raise HookError(
+            "consent_needed",
+            _("This changes a person's profile: they consent first, then it can be released."),
+        )
+    if not note.strip():
+        raise HookError("note_required", _("Say why you release a quarantined write: the reason is audited."))
+    return {"by": by.get_username(), "note": note[:500], "at": timezone.now().isoformat()}
 
 
 def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:

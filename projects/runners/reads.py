@@ -30,7 +30,9 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
     revisions = {(str(r.file_id), r.number): r for r in Revision.objects.filter(query).select_related("file")}
     texts = reading.revision_texts(session.agent.project, list(revisions.values()))
     # "direct" exactly where the runner's S3 credentials may write (IAM's * and ?, which
-    # fnmatch reads alike; the patterns hold no brackets: credentials turn [...] into ?).
+    # fnmatch reads alike; the patterns hold no brackets: credentials turn [...] into ?) and
+    # the file's own rule allows a replace: a stricter rule inside a granted glob (an
+    # append-only log) is denied there, or refused at adoption, so it goes through the hook.
     writable = credentials.direct_write_patterns(session.agent)
     out = []
     for path, file_id, number in refs:
@@ -45,7 +47,8 @@ def sandbox_files(*, session: AgentSession) -> list[dict]:
                 "content": texts[revision.pk],
                 **policy.policy_summary(rule),
                 "key": revision.file.key,
-                "direct": any(fnmatch.fnmatchcase(revision.file.key, p) for p in writable),
+                "direct": credentials.direct_write_allowed(path, rule)
+                and any(fnmatch.fnmatchcase(revision.file.key, p) for p in writable),
             }
         )
     return out

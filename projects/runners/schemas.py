@@ -35,6 +35,9 @@ from projects.runners.setting_errors import Invalid, Problem, invalid, refusal
 WriteMode = Literal["append", "replace", "delete", "rename"]  # the post hook's; the API's schema
 ContentMode = Literal["append", "replace"]  # a rule's "modes": writes that carry content
 How = Literal["direct", "proposal", "never"]  # how a delete or a rename goes
+Trust = Literal["trusted", "untrusted"]  # a section's: untrusted ones are fenced as data
+Language = Literal["en", "ru"]  # of a manifest's default preface
+MAX_PREFACE = 4000  # characters
 MODES: tuple[str, ...] = get_args(WriteMode)
 CONTENT_MODES: tuple[str, ...] = get_args(ContentMode)
 MOVE_MODES = ("delete", "rename")  # each a key of its own in a rule: how, or absent for never
@@ -52,6 +55,7 @@ _LIMITS = {
     "cap": MAX_TOKENS,
     "total": MAX_TOKENS,
     "rules_max": MAX_RULES,
+    "preface": MAX_PREFACE,
 }
 
 
@@ -190,6 +194,9 @@ class SectionSchema(_Schema):
     source: str
     max_tokens: int | None = None
     exclude: list[str] | None = None
+    # Whether its lines may speak as the operator: by default the workspace (agents write it)
+    # is untrusted and fenced, the agent's files and the profile trusted (injection.section_trust).
+    trust: Trust | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -238,6 +245,9 @@ class ManifestSchema(_Schema):
 
     sections: list[SectionSchema] = Field(min_length=1, max_length=MAX_SECTIONS)
     total_tokens: int | None = None
+    # The prompt's opening text (None: the default in `language`; "": none).
+    preface: str | None = Field(None, max_length=MAX_PREFACE)
+    language: Language | None = None  # of the default preface and the fences' notes
 
     @model_validator(mode="wrap")
     @classmethod
@@ -344,8 +354,14 @@ def _problem(order: tuple, loc: tuple, key: str, **params) -> Problem:
     return Problem(order, loc, key, params)
 
 
-_SECTION_ORDER = ("section", "exclude", "tag", "source", "cap")  # a section's checks, in turn
-_SECTION_FIELDS = {"tag": "tag", "source": "source", "max_tokens": "cap", "exclude": "exclude"}
+_SECTION_ORDER = ("section", "exclude", "tag", "source", "cap", "trust")  # a section's checks, in turn
+_SECTION_FIELDS = {
+    "tag": "tag",
+    "source": "source",
+    "max_tokens": "cap",
+    "exclude": "exclude",
+    "trust": "trust",
+}
 
 
 def _manifest_problem(error: dict, data: object) -> Problem:
@@ -366,6 +382,8 @@ def _manifest_problem(error: dict, data: object) -> Problem:
         return _problem((1, index, rank), loc, key, n=index + 1, **(refused.params if refused else {}))
     if loc[0] == "total_tokens":
         return _problem((2, 0, 0), loc, "total")
+    if loc[0] in ("preface", "language"):
+        return _problem((3, 0, 0), loc, loc[0])
     return _problem((0, 0, 1), loc, "keys")  # a key the manifest does not have
 
 

@@ -42,6 +42,9 @@ MESSAGES = {
     ),
     "cap": ("manifest_cap", _("Section %(n)s: max_tokens must be a whole number from 1 to %(max)s.")),
     "total": ("manifest_total", _("total_tokens must be a whole number from 1 to %(max)s.")),
+    "trust": ("manifest_trust", _("Section %(n)s: trust is trusted or untrusted.")),
+    "preface": ("manifest_preface", _("preface is text of at most %(max)s characters.")),
+    "language": ("manifest_language", _("language is en or ru.")),
     # The hook policy
     "policy_shape": ("policy_shape", _("The policy is an object with post, tool and error.")),
     "post": ("policy_post", _("post maps file paths or workspace globs to rules.")),

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from projects import audit, drafts, system_text
 from projects.governance import isolation, permissions
-from projects.memory import refusals
+from projects.memory import poisoning, refusals
 from projects.memory.scanning import LABELS
 from projects.models import Membership, Revision
 
@@ -57,8 +57,21 @@ def opens_source_file(role: str | None, path: str) -> bool:
 
 @register.filter
 def finding_label(kind: str) -> str:
-    """'api_key' -> 'API key or token'."""
-    return LABELS.get(kind, kind)
+    """'api_key' -> 'API key or token'; a poisoning family ('exfiltration') as poisoning names it."""
+    return LABELS.get(kind) or poisoning.LABELS.get(kind, kind)
+
+
+@register.filter
+def poison_family(family: str) -> str:
+    """'exfiltration' -> 'exfiltration' in the page's language (memory/poisoning.py)."""
+    return str(poisoning.LABELS.get(family, family))
+
+
+@register.filter
+def shown_hidden(text: str) -> str:
+    """Invisible characters named, tag characters spelled out (poisoning.visible); escaped
+    by the template as any text."""
+    return poisoning.visible(text or "")
 
 
 @register.filter
@@ -102,6 +115,7 @@ def can(role: str | None, capability: str) -> bool:
         "see_everyone": permissions.sees_everyone,
         "see_workspace": permissions.can_see_workspace,
         "hold": permissions.can_hold,
+        "scan_memory": permissions.can_scan_memory,
     }
     return checks[capability](role)
 

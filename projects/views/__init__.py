@@ -7,7 +7,7 @@ restore, delete), editor (edit, merge, new workspace file, live preview), simula
 prompt an agent would get), agents (manifest, hook policy), tokens (bearer tokens, S3
 credentials), sessions, proposals, review (queue, marks, flags), members, groups (provider
 groups to roles), compliance (isolation, export, erasure), lifecycle (retention, legal
-holds), search, trail (the audit trail), setup (new projects and agents, project settings),
-webhooks, signin (lockouts, the set-password link), dashboard (the first page, per role);
-paging holds the page sizes.
+holds), jobs (where a background erasure or retention run stands), search, trail (the audit
+trail), setup (new projects and agents, project settings), webhooks, signin (lockouts, the
+set-password link), dashboard (the first page, per role); paging holds the page sizes.
 """

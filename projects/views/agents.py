@@ -180,19 +180,7 @@ def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> d
 
 
 def _refresh_credentials(request, agent: Agent) -> None:
-    """Runners' S3 policies follow the hook policy (what they may replace directly); a direct
-    rule they cannot get (a stricter rule overlaps it) is said where the rule was saved."""
-    for rule in credentials.direct_write_rules(agent):
-        if not rule.granted:
-            messages.warning(
-                request,
-                _(
-                    "%(target)s allows a direct replace, but the stricter %(others)s governs some of "
-                    "the same files: runners' S3 credentials do not get %(target)s, so those "
-                    "changes go through the post hook."
-                )
-                % {"target": rule.target, "others": ", ".join(rule.left_out_for)},
-            )
+    """Runners' S3 policies follow the hook policy (what they may replace directly)."""
     try:
         updated = credentials.credentials_refresh(agent=agent, by=request.user)
     except credentials.CredentialsUnavailable as exc:

@@ -16,7 +16,7 @@ from django.utils.translation import ngettext
 
 from projects import drafts
 from projects.forms.governance import EraseForm
-from projects.governance import erasure, exports, isolation, permissions
+from projects.governance import erasure, exports, isolation, jobs, permissions
 from projects.memory import errors
 from projects.models import Agent, MemoryFile, Revision
 from projects.runners import credentials
@@ -110,38 +110,35 @@ def profile_erase_view(request, project, role, user_id):
     if request.method == "POST":
         if form.is_valid():
             picked = [p for p in choices if p.slug in form.cleaned_data["projects"]]
+            # The erasure runs in the events worker (every version of every snapshot may take
+            # many seconds); its page shows where it stands. Checked here as it will be there.
             try:
-                done = erasure.profile_erase(
-                    by=request.user, user=person, reason=form.cleaned_data["reason"], projects=picked
+                job, new = jobs.erasure_queue(
+                    by=request.user,
+                    project=project,
+                    user=person,
+                    reason=form.cleaned_data["reason"],
+                    projects=picked,
                 )
             except ValidationError as exc:
                 form.add_error("reason", exc)
             except errors.Held as exc:
                 form.add_error(None, exc.message)
-            except errors.StoreError as exc:
-                form.add_error(
-                    None,
-                    _("%(problem)s Some objects may be gone already; run the erasure again to finish it.")
-                    % {"problem": exc.message},
-                )
             else:
                 drafts.saved(request, "erase", project.pk, person.pk)
-                messages.success(
-                    request,
-                    _(
-                        "Erased %(name)s's profile in %(projects)s: %(revisions)s, %(objects)s. The "
-                        "audit trail keeps who, when and why."
+                if new:
+                    messages.success(
+                        request,
+                        _("Erasure of %(name)s's profile queued; this page shows it as it goes.")
+                        % {"name": person.get_username()},
                     )
-                    % {
-                        "name": person.get_username(),
-                        "projects": ", ".join(done.projects),
-                        "revisions": ngettext("%(count)d revision", "%(count)d revisions", done.revisions)
-                        % {"count": done.revisions},
-                        "objects": ngettext("%(count)d object", "%(count)d objects", done.objects)
-                        % {"count": done.objects},
-                    },
-                )
-                return redirect("projects:people", slug=project.slug)
+                else:
+                    messages.warning(
+                        request,
+                        _("An erasure of %(name)s's profile is under way already; here it is.")
+                        % {"name": person.get_username()},
+                    )
+                return redirect("projects:job", slug=project.slug, job_id=job.pk)
         status = 400
     return render(
         request,
@@ -152,6 +149,7 @@ def profile_erase_view(request, project, role, user_id):
             "person": person,
             "form": form,
             "holds": standing,
+            "unfinished": jobs.unfinished_job(f"erasure:{person.pk}", project=project),
             "file_count": files.count(),
             "revision_count": revisions,
         },

@@ -20,7 +20,7 @@ from projects.audit import Actor
 from projects.errors import explain
 from projects.forms.files import EditForm, ResolveForm
 from projects.governance import permissions, subjects
-from projects.memory import errors, layout, merging, reading, records, scanning, store
+from projects.memory import errors, layout, merging, poisoning, reading, records, scanning, store
 from projects.memory.content import within_limit
 from projects.memory.diffing import diff_texts
 from projects.models import MemoryFile, Revision, SubjectRequest
@@ -103,6 +103,15 @@ def _editor(request, project, role, file: MemoryFile):
                             "Reviewers see it flagged; remove it if agents should not read it."
                         )
                         % {"found": scanning.summary(revision.findings)},
+                    )
+                if (revision.poisoning or {}).get("findings"):
+                    messages.warning(
+                        request,
+                        _(
+                            "The text reads like instructions planted for agents: %(found)s. It is "
+                            "saved; reviewers see it flagged. Agents read it as memory."
+                        )
+                        % {"found": poisoning.summary(revision.poisoning["findings"])},
                     )
                 return redirect("projects:file_detail", slug=project.slug, file_id=file.pk)
         if form.has_error("content", "merge_markers"):
@@ -332,6 +341,10 @@ def preview_view(request):
         return JsonResponse({"error": _("The text is larger than the file size limit.")}, status=413)
     text = text.replace("\r\n", "\n")
     warnings = [{"label": f.label, "line": f.line, "excerpt": f.excerpt} for f in scanning.scan(text)]
+    warnings += [  # instructions planted for agents: a warning, as personal data is
+        {"label": str(poisoning.LABELS.get(f.family, f.family)), "line": f.line, "excerpt": f.excerpt}
+        for f in poisoning.scan(text, trusted_domains=settings.MGC_POISON_TRUSTED_DOMAINS)
+    ]
     return JsonResponse(
         {
             "html": render_markdown(text),

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
 from projects.forms.lifecycle import HoldForm, HoldReleaseForm, RetentionRuleForm
-from projects.governance import holds, permissions, retention
-from projects.models import LegalHold, MemoryFile, RetentionRule
+from projects.governance import holds, jobs, permissions, retention
+from projects.models import BackgroundJob, LegalHold, MemoryFile, RetentionRule
 from projects.views.base import project_view
 
 
@@ -21,6 +21,15 @@ def retention_view(request, project, role):
     status = 200
     if request.method == "POST":
         permissions.require(permissions.can_manage(role))
+        if "run" in request.POST:
+            # A run may expire thousands of files and versions: the events worker does it, as
+            # `manage.py retention` would, and the job's page shows it as it goes.
+            job, new = jobs.retention_queue(by=request.user, project=project)
+            if new:
+                messages.success(request, _("Retention run queued; this page shows it as it goes."))
+            else:
+                messages.warning(request, _("A retention run is under way already; here it is."))
+            return redirect("projects:job", slug=project.slug, job_id=job.pk)
         if "remove" in request.POST:
             rule = get_object_or_404(RetentionRule, project=project, pk=request.POST["remove"])
             retention.rule_remove(by=request.user, rule=rule)
@@ -49,6 +58,7 @@ def retention_view(request, project, role):
             "rows": retention.preview(project),
             "days": retention.PREVIEW_DAYS,
             "can_edit": permissions.can_manage(role),
+            "runs": jobs.jobs_of(project, kind=BackgroundJob.Kind.RETENTION, limit=3),
         },
         status=status,
     )

@@ -93,5 +93,7 @@ def test_admin_edits_the_manifest_and_the_next_pre_hook_follows(
     expect(page.locator("#manifest").get_by_label("Tag 1", exact=True)).to_have_value("decisions")
 
     after = _pre(client, token)
-    assert after["prompt"].startswith("<decisions>\n### file: workspace/decisions/pools.md\n")
+    assert after["prompt"].startswith("What follows is your memory")
+    assert '\n\n<decisions trust="untrusted"' in after["prompt"]
+    assert "\n### file: workspace/decisions/pools.md\n" in after["prompt"]
     assert "<agent_rules>" not in after["prompt"] and "<agent_identity>" in after["prompt"]

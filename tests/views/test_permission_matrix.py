@@ -19,8 +19,10 @@ from projects.memory import records, removal, store
 from projects.models import (
     Agent,
     AgentSession,
+    BackgroundJob,
     LegalHold,
     Membership,
+    PoisonScan,
     Proposal,
     RefusedWrite,
     SubjectDocument,
@@ -131,8 +133,16 @@ def world(s3, make_project, make_user) -> World:
     document = SubjectDocument.objects.create(
         request=ivan_request, kind="package", bucket="b", key="_records/x.zip", sha256="0" * 64, size=1
     )
+    job = BackgroundJob.objects.create(
+        project=project,
+        kind="retention",
+        key=f"retention:{project.pk}",
+        state="done",
+        requested_by=people[ADMIN],
+    )
     ids = {
         "slug": project.slug,
+        "job": job.pk,
         "maria_request": maria_request.pk,
         "ivan_request": ivan_request.pk,
         "document": document.pk,
@@ -154,6 +164,7 @@ def world(s3, make_project, make_user) -> World:
         "refused": refused.pk,
         "hold": hold.pk,
         "webhook": webhook.pk,
+        "scan": PoisonScan.objects.create(project=project, state="done").pk,
         "ivan_membership": Membership.objects.get(user=ivan).pk,
         "renamed": old.file_id,
     }
@@ -270,7 +281,11 @@ ROWS = [
     ("memory_health", "get", {"slug": "slug"}, None, REVIEW),
     ("retention", "post", {"slug": "slug"}, {"kind": "sessions", "days": ""}, MANAGE),
     ("holds", "get", {"slug": "slug"}, None, REVIEW),
+    ("job", "get", {"slug": "slug", "job_id": "job"}, None, REVIEW),
+    ("job", "post", {"slug": "slug", "job_id": "job"}, {}, MANAGE),
     ("hold_release", "post", {"slug": "slug", "hold_id": "hold"}, {}, REVIEW),
+    ("poisoning", "get", {"slug": "slug"}, None, REVIEW),
+    ("poisoning_remove", "post", {"slug": "slug", "scan_id": "scan"}, {"key": "none"}, REVIEW),
     # Subjects' requests: the register shows each person what they may see; registering needs
     # a project to handle it in (the outsider handles theirs); a request is its handlers' and
     # its person's to read, its handlers' to act on.

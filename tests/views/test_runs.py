@@ -15,6 +15,7 @@ from projects.audit import Actor
 from projects.memory import store
 from projects.models import Agent, AgentToken, Membership, MemoryFile, Proposal
 from projects.runners import bearer, hooks, prehook
+from projects.runners.injection import PREFACES, fence_note
 
 pytestmark = pytest.mark.django_db
 
@@ -86,6 +87,8 @@ def test_simulate_page_shows_sections_revisions_and_budget(client, admin, tagged
     assert "&lt;user_profile&gt;" in html and "USER.md</a> r1" in html
     assert "budget-part" in html and "tag" in html and "defused" in html
     assert "copy-prompt" in html and "<script>" not in html
+    # the workspace is fenced as data (issue 37): the section says so, the prompt opens with the preface
+    assert html.count("untrusted: fenced as data") == 1 and "What follows is your memory" in html
 
 
 def test_employee_simulates_only_for_themselves(client, tagged_memory, agent, person, make_user):
@@ -183,7 +186,8 @@ def test_manifest_edit_validates_and_saves(client, admin, tagged_memory, agent):
     assert agent.manifest == manifest
     prompt = _view_prompt(client, tagged_memory, agent)
     assert prompt == (
-        "<agent_identity>\nYou are calm.\n</agent_identity>\n\n<decisions>\n"
+        PREFACES["en"] + "\n\n<agent_identity>\nYou are calm.\n</agent_identity>\n\n"
+        '<decisions trust="untrusted" origin="people">\n' + fence_note("decisions", ["people"], "en") + "\n"
         "### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>"
     )
 
@@ -228,10 +232,36 @@ def _structured(manifest: dict) -> dict:
                 f"manifest-sections-{i}-source": section["source"],
                 f"manifest-sections-{i}-exclude": " ".join(section.get("exclude", [])),
                 f"manifest-sections-{i}-max_tokens": section.get("max_tokens", ""),
+                f"manifest-sections-{i}-trust": section.get("trust", ""),
                 f"manifest-sections-{i}-ORDER": str(i + 1),
             }
         )
+    if "preface" in manifest:
+        data["manifest-preface"] = manifest["preface"] or "-"
+    if "language" in manifest:
+        data["manifest-language"] = manifest["language"]
     return data
+
+
+def test_the_structured_editor_keeps_trust_preface_and_language(client, admin, tagged_memory, agent):
+    """Issue 37: a section's trust, the preface (a dash: none) and its language survive the
+    structured editor, and the settings page shows them again as they were saved."""
+    client.force_login(admin)
+    url = reverse("projects:agent_settings", args=[tagged_memory.slug, agent.slug])
+    manifest = {
+        "sections": [
+            {"tag": "user_profile", "source": "USER.md", "trust": "untrusted"},
+            {"tag": "decisions", "source": "workspace/decisions/*.md", "trust": "trusted"},
+        ],
+        "preface": "",
+        "language": "ru",
+    }
+    assert client.post(url, _structured(manifest)).status_code == 302
+    agent.refresh_from_db()
+    assert agent.manifest == manifest
+    page = client.get(url).content.decode()
+    assert 'name="manifest-preface"' in page and "\n-</textarea>" in page
+    assert '<option value="untrusted" selected>' in page and '<option value="ru" selected>' in page
 
 
 def test_settings_page_shows_each_setting_once_encoded_and_saves_it_unchanged(
@@ -321,7 +351,10 @@ def test_manifest_preview_shows_the_prompt_for_a_person_and_saves_nothing(
     preview = page.context["preview"]
     assert preview["user"] == person
     assert preview["assembly"].prompt == (
-        "<decisions>\n### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>"
+        PREFACES["en"]
+        + '\n\n<decisions trust="untrusted" origin="people">\n'
+        + fence_note("decisions", ["people"], "en")
+        + "\n### file: workspace/decisions/a.md\nPools sized by p99.\n</decisions>"
     )
     assert "Preview: not saved" in page.content.decode()
     agent.refresh_from_db()

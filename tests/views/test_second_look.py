@@ -162,7 +162,7 @@ def test_a_manifest_saved_before_the_stricter_globs_still_previews(client, s3, a
     page = response.content.decode()
     assert "Preview: not saved" in page
     prompt = re.search(r'<pre class="raw prompt" id="preview-prompt">(.*?)</pre>', page, re.S)[1]
-    assert html.unescape(prompt) == "<agent_identity>\nYou are calm.\n</agent_identity>"
+    assert html.unescape(prompt).endswith("\n\n<agent_identity>\nYou are calm.\n</agent_identity>")
     # The saved manifest was assembled too (its archive glob matches nothing): a count and a
     # diff, not the dash of a manifest that no longer builds.
     assert "(saved manifest: 0)" in page and '<table class="diff split">' in page

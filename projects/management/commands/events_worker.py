@@ -1,5 +1,7 @@
-"""The events worker: django-tasks-db's database worker on the `events`, `holds` and
-`subjects` queues, plus threads beside it: the outbox relay (projects/events/delivery.py), the
+"""The events worker: django-tasks-db's database worker on the `events`, `holds`, `subjects`
+and `scans` (poisoning scans, governance/poison_scans.py) and `jobs` queues (the last: erasures
+and retention runs started from a page, governance/jobs.py), plus threads beside it: the outbox
+relay (projects/events/delivery.py, which also queues again a job whose worker died), the
 legal holds' watch (projects/governance/holds.py, projects/memory/holding.py) and, every
 MGC_SUBJECT_REMIND_SECONDS, the subjects' requests' reminders (governance/subjects.py; sent once
 each however many workers run; their long work is on the `subjects` queue,
@@ -16,7 +18,7 @@ from django_tasks_db.management.commands.db_worker import Command as DatabaseWor
 
 from projects.events import delivery
 from projects.events.tasks import QUEUE
-from projects.governance import holds, subject_jobs, subjects
+from projects.governance import holds, jobs, poison_scans, subject_jobs, subjects
 from projects.governance.tasks import QUEUE as HOLDS_QUEUE
 from projects.memory.holding import FeedHolder
 
@@ -29,8 +31,9 @@ HOLDS_REFRESH_SECONDS = 2.0
 
 class Command(DatabaseWorker):
     help = (
-        "Deliver webhooks and audit streams, sweep legal holds and send subjects' requests' "
-        "reminders: run the events, holds and subjects queues (Django Tasks, database backend), "
+        "Deliver webhooks and audit streams, sweep legal holds, run erasures and retention runs "
+        "started from a page, and send subjects' requests' reminders: run the events, holds, "
+        "subjects and jobs queues (Django Tasks, database backend), "
         "relay due outbox events onto the first, and hold versions written past the console "
         "under a standing hold."
     )
@@ -38,7 +41,7 @@ class Command(DatabaseWorker):
     def add_arguments(self, parser):
         super().add_arguments(parser)
         parser.set_defaults(
-            queue_name=f"{QUEUE},{HOLDS_QUEUE},{subject_jobs.QUEUE}",
+            queue_name=f"{QUEUE},{HOLDS_QUEUE},{subject_jobs.QUEUE},{poison_scans.QUEUE},{jobs.QUEUE}",
             reload=False,
             interval=settings.MGC_EVENTS_POLL_SECONDS,
         )
@@ -65,6 +68,7 @@ def _relay_forever() -> None:
         try:
             close_old_connections()
             delivery.relay()
+            jobs.jobs_due()
         except Exception:  # a database hiccup: log it, keep relaying
             log.exception("outbox relay failed; trying again")
             connection.close()

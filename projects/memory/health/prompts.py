@@ -159,15 +159,18 @@ def daily(agents: list[Agent], *, now: dt.datetime, days: int) -> list[dict]:
     ]
 
 
-def section_histories(agent: Agent, *, since: dt.datetime, limit: int | None = None) -> list[list]:
+def section_histories(
+    agent: Agent, *, since: dt.datetime, limit: int | None = None, leads: list | None = None
+) -> list[list]:
     """Per person, their recent sessions' sections as (tag, the files and revisions it held,
-    its tokens), from the receipts: no prompt is read."""
+    its tokens), from the receipts: no prompt is read. `leads` gets each session's tokens
+    outside its sections (the preface that opens every prompt)."""
     limit = limit or settings.MGC_HEALTH_STABILITY_SESSIONS
     by_person: dict = defaultdict(list)
-    for person, receipt in (
+    for person, receipt, total in (
         AgentSession.objects.filter(agent=agent, created_at__gte=since)
         .order_by("user_id", "created_at")
-        .values_list("user_id", "receipt")
+        .values_list("user_id", "receipt", "total_tokens")
     ):
         sections = []
         for section in receipt or []:
@@ -183,6 +186,8 @@ def section_histories(agent: Agent, *, since: dt.datetime, limit: int | None = N
             )
             sections.append((str(section.get("tag", "?")), held, int(section.get("tokens") or 0)))
         by_person[person].append(sections)
+        if leads is not None:
+            leads.append(max(0, (total or 0) - sum(size for _tag, _held, size in sections)))
     return [history[-(limit + 1) :] for history in by_person.values()]
 
 
@@ -191,7 +196,9 @@ def cache_figures(agent: Agent, *, now: dt.datetime, days: int = 30, order: list
     and the share expected to stay identical in the manifest's order (or `order`) and in the
     suggested one (rarely-changing sections first)."""
     since = now - dt.timedelta(days=days)
-    rates = stability.change_rates(section_histories(agent, since=since))
+    leads: list[int] = []
+    rates = stability.change_rates(section_histories(agent, since=since, leads=leads))
+    lead = sum(leads) // len(leads) if leads else 0
     tags = [r.tag for r in rates]
     if order is None:
         order = [s.get("tag") for s in (agent.manifest or {}).get("sections", []) if isinstance(s, dict)]
@@ -204,9 +211,10 @@ def cache_figures(agent: Agent, *, now: dt.datetime, days: int = 30, order: list
             for r in rates
         ],
         "order": order,
-        "expected": stability.expected_share(rates, order),
+        "expected": stability.expected_share(rates, order, lead=lead),
         "suggested_order": suggested,
-        "suggested": stability.expected_share(rates, suggested),
+        "suggested": stability.expected_share(rates, suggested, lead=lead),
+        "lead_tokens": lead,
         "measured": sum(measured) / len(measured) if measured else None,
         "sessions": sum(r.pairs for r in rates[:1]),
     }

@@ -78,13 +78,16 @@ def suggested_order(rates: list[SectionRate]) -> list[str]:
     return [r.tag for _, r in sorted(enumerate(rates), key=lambda item: (round(item[1].rate, 2), item[0]))]
 
 
-def expected_share(rates: list[SectionRate], order: list[str]) -> float:
+def expected_share(rates: list[SectionRate], order: list[str], *, lead: int = 0) -> float:
     """The share of a prompt expected to repeat the previous one when its sections stand in
-    `order`: each section's bytes count while no section before it (nor itself) changed,
-    taking changes as independent (the figure the settings page compares orders by)."""
+    `order`: each section's size counts while no section before it (nor itself) changed,
+    taking changes as independent (the figure the settings page compares orders by). `lead`:
+    the size of what opens every prompt the same way (the preface)."""
     by_tag = {r.tag: r for r in rates}
-    total = sum(by_tag[t].size for t in order if t in by_tag) or 1
-    still, stable = 1.0, 0.0
+    total = lead + sum(by_tag[t].size for t in order if t in by_tag)
+    if not total:
+        return 1.0
+    still, stable = 1.0, float(lead)
     for tag in order:
         rate = by_tag.get(tag)
         if rate is None:

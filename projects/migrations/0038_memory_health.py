@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0033_default_policy_logs_append_only'),
+        ('projects', '0037_poisoning_quarantine'),
     ]
 
     operations = [
