@@ -330,6 +330,21 @@ MGC_MAX_FILE_BYTES = env_int("MGC_MAX_FILE_BYTES", 256 * 1024)
 # events after a signed checkpoint, so verify_audit still verifies the chain that is kept.
 MGC_AUDIT_RETENTION_DAYS = env_int("MGC_AUDIT_RETENTION_DAYS", 0)
 
+# Memory health (projects.memory.health): episodic notes older than this many days, and files
+# no session received for as long, are stale (a project may set its own); lines whose word sets
+# are at least this similar (token-set Jaccard) are near duplicates; which workspace files hold
+# episodic notes; how many recent sessions per agent and person the stability figure reads.
+MGC_HEALTH_STALE_DAYS = env_int("MGC_HEALTH_STALE_DAYS", 30)
+MGC_HEALTH_NEAR_DUPLICATE = env_float("MGC_HEALTH_NEAR_DUPLICATE", 0.8)
+MGC_HEALTH_EPISODIC = env_str("MGC_HEALTH_EPISODIC", "workspace/notes/**.md")
+MGC_HEALTH_STABILITY_SESSIONS = env_int("MGC_HEALTH_STABILITY_SESSIONS", 50)
+# The optional model that consolidation asks for summaries (any OpenAI-compatible chat
+# completions endpoint); empty: the deterministic jobs only.
+MGC_LLM_BASE_URL = env_str("MGC_LLM_BASE_URL", "")
+MGC_LLM_API_KEY = env_str("MGC_LLM_API_KEY", "")
+MGC_LLM_MODEL = env_str("MGC_LLM_MODEL", "")
+MGC_LLM_TIMEOUT = env_float("MGC_LLM_TIMEOUT", 30.0)
+
 # Largest runner API request body (a post hook carrying several files), in bytes.
 MGC_API_MAX_BODY_BYTES = env_int("MGC_API_MAX_BODY_BYTES", 2 * 1024 * 1024)
 # How long a runner request's Idempotency-Key and its answer are kept for retries.

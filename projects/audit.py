@@ -114,6 +114,7 @@ ACTIONS = {
     "read.simulate": _("simulated a prompt"),
     "read.session": _("read a session"),
     "read.proposals": _("read proposals"),
+    "read.health": _("read memory health"),
     "read.review": _("read the review queue"),
     "read.search": _("searched memory"),
 }

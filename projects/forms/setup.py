@@ -88,9 +88,20 @@ class ProjectForm(forms.Form):
     description = forms.CharField(
         label=_("Description"), required=False, widget=forms.Textarea(attrs={"rows": 3})
     )
+    stale_days = forms.IntegerField(
+        label=_("Stale after (days)"),
+        required=False,
+        min_value=1,
+        max_value=3650,
+        help_text=_(
+            "Memory health: episodic notes older than this, and files no session received for as "
+            "long, are stale. Empty: the console's default."
+        ),
+    )
 
 
 class NewProjectForm(ProjectForm):
+    stale_days = None  # set later, on the project's settings
     slug = forms.SlugField(label=_("Slug"), max_length=50, help_text=_("Short name used in URLs."))
     bucket = forms.CharField(
         label=_("Bucket"),

@@ -32,10 +32,12 @@ def agent_create(*, by, project: Project, slug: str, name: str, description: str
 
 
 @transaction.atomic
-def project_update(*, by, project: Project, name: str, description: str) -> Project:
+def project_update(
+    *, by, project: Project, name: str, description: str, stale_days: int | None = None
+) -> Project:
     changed = {
         field: value
-        for field, value in (("name", name), ("description", description))
+        for field, value in (("name", name), ("description", description), ("stale_days", stale_days))
         if getattr(project, field) != value
     }
     if changed:

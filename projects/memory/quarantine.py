@@ -234,6 +234,8 @@ def proposal_create(
     base_revision: int | None,
     new_path: str = "",
     screening: Screening | None = None,
+    consolidation: str = "",
+    found: dict | None = None,
 ) -> Proposal:
     """A proposal of an agent's write (its hook policy asks for approval, or the write is held).
     Its content is screened here, so a proposal with findings is quarantined whatever made it."""
@@ -252,10 +254,14 @@ def proposal_create(
             new_path=new_path,
             quarantined=screening.suspect,
             poisoning=screening.as_dict(),
+            consolidation=consolidation,
+            consolidation_details=found or {},
         )
         details = {"path": file.source_path, "mode": mode}
         if new_path:
             details["new_path"] = new_path
+        if consolidation:  # made by manage.py consolidate (runners.consolidation), not a session
+            details["consolidation"] = consolidation
         project = file.project
         audit_record(actor=actor, action="proposal.create", project=project, obj=proposal, details=details)
         if screening.suspect:

@@ -87,6 +87,12 @@ class Project(models.Model):
         blank=True,
         help_text="Archived: hidden from lists, its agents' pre hooks refused; reversible.",
     )
+    stale_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Memory health: episodic notes older than this many days, and files no session "
+        "received for as long, count as stale (empty: MGC_HEALTH_STALE_DAYS).",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -99,6 +99,20 @@ class Proposal(models.Model):
     )
     consented_at = models.DateTimeField(null=True, blank=True, help_text="When they consented.")
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was proposed.")
+    consolidation = models.CharField(
+        max_length=20,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="Made by `manage.py consolidate`, not by a session: merge (duplicates), fold "
+        "(stale notes into a dated summary), contradiction (two lines for a person to "
+        "settle) or summary (the optional model's). Empty: the agent's own proposal.",
+    )
+    consolidation_details = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the consolidation found: the lines concerned with their origins (blame).",
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -229,8 +229,19 @@ def _default_base(file: MemoryFile, path: str, seen: dict) -> int | None:
 
 
 def _propose(
-    session: AgentSession, file: MemoryFile, actor: Actor, write: WriteRequest, base: int | None, result: dict
+    session: AgentSession | None,
+    file: MemoryFile,
+    actor: Actor,
+    write: WriteRequest,
+    base: int | None,
+    result: dict,
+    *,
+    consolidation: str = "",
+    found: dict | None = None,
 ) -> None:
+    """Every proposal is made here: a session's (the post hook's) and consolidation's
+    (runners.consolidation: no session, `consolidation` its job, `found` what it found), so
+    what holds for a proposal (screening, quarantine) holds for both."""
     proposal = quarantine.proposal_create(
         file=file,
         actor=actor,
@@ -238,6 +249,8 @@ def _propose(
         content=write.content,
         base_revision=base,
         new_path=write.new_path or "",
+        consolidation=consolidation,
+        found=found,
     )
     result.update(status="proposed", proposal=proposal.pk)
     if proposal.quarantined:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from projects.audit import Actor, audit_record
-from projects.memory import quarantine, records, removal
+from projects.memory import errors, quarantine, records, removal
 from projects.models import MemoryFile, Proposal, Revision
 from projects.runners import injection
 from projects.runners.hooks import apply_write, session_actor
@@ -155,3 +155,24 @@ def proposal_reject(*, proposal: Proposal, by, note: str = "") -> None:
             details={"note": note[:500]},
         )
     proposal.refresh_from_db()
+
+
+def proposals_decide(*, proposals: list[Proposal], by, decision: str, note: str = "") -> tuple[list, list]:
+    """Approve or reject many proposals with one note (bulk review): each is decided by
+    `proposal_approve` / `proposal_reject`, in its own transaction with its own audit event,
+    so one that fails (its file moved on, decided meanwhile) leaves the others decided.
+    Returns (decided, failed), failed as (proposal, message)."""
+    if decision not in ("approve", "reject"):
+        raise ValueError(decision)
+    decided, failed = [], []
+    for proposal in proposals:
+        try:
+            if decision == "approve":
+                proposal_approve(proposal=proposal, by=by, note=note)
+            else:
+                proposal_reject(proposal=proposal, by=by, note=note)
+        except (HookError, errors.StoreError) as exc:
+            failed.append((proposal, getattr(exc, "message", str(exc))))
+        else:
+            decided.append(proposal)
+    return decided, failed

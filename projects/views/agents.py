@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -14,6 +15,7 @@ from projects.forms.setup import JsonSettingForm, TokenForm
 from projects.governance import permissions, setup
 from projects.memory import errors
 from projects.memory.diffing import diff_texts
+from projects.memory.health import prompts as prompt_health
 from projects.models import Agent, AgentToken, Membership, RunnerCredential
 from projects.runners import agent_settings, credentials, policy
 from projects.runners import context as prompt_context
@@ -120,6 +122,7 @@ def agent_settings_view(request, project, role, agent_slug):
                 (path, [str(_WAYS[way]) for way in ways]) for path, ways in policy.log_rewrites(agent)
             ],
             "stale_credentials": credentials.stale_credentials(agent),
+            "cache": prompt_health.cache_figures(agent, now=timezone.now()),
         },
         status=status,
     )
@@ -155,9 +158,19 @@ def _manifest_preview(request, agent: Agent, members: list, manifest: dict) -> d
             if k == "logs"
         },
     }
+    order = [s.get("tag") for s in manifest.get("sections", []) if isinstance(s, dict)]
+    cache = prompt_health.cache_figures(agent, now=timezone.now(), order=order)
     if current is None:
-        return {"assembly": draft, "user": user, "current_tokens": None, "diff": None, "warnings": warnings}
+        return {
+            "assembly": draft,
+            "user": user,
+            "current_tokens": None,
+            "diff": None,
+            "warnings": warnings,
+            "cache": cache,
+        }
     return {
+        "cache": cache,
         "assembly": draft,
         "user": user,
         "current_tokens": current.total_tokens,

@@ -49,6 +49,7 @@ def proposal_list_view(request, project, role):
         proposal.session_visible = proposal.session_id is not None and (
             permissions.sees_everyone(role) or proposal.session.user_id == request.user.pk
         )
+        proposal.found_groups = _found_groups(proposal)
         if proposal.quarantined:
             items.append((proposal, _quarantined_diff(proposal, current, after)))
         else:
@@ -67,6 +68,17 @@ def proposal_list_view(request, project, role):
         "projects/proposal_list.html",
         {"project": project, "role": role, "page": page, "items": items, "status": status},
     )
+
+
+def _found_groups(proposal: Proposal) -> list[list[dict]]:
+    """What consolidation found, as groups of lines with their origins: each duplicate with
+    the copy kept, each contradiction's two lines, the notes folded."""
+    found = proposal.consolidation_details or {}
+    groups = [[item["kept"], item["line"]] for item in found.get("removed", [])]
+    groups += [[item["older"], item["newer"]] for item in found.get("contradictions", [])]
+    if found.get("lines"):
+        groups.append(found["lines"])
+    return groups
 
 
 def _quarantined_diff(proposal: Proposal, current: str, after: str):

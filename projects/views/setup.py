@@ -54,7 +54,8 @@ def project_settings_view(request, project, role):
         )
         return redirect("projects:project_detail", slug=project.slug)
     form = ProjectForm(
-        request.POST or None, initial={"name": project.name, "description": project.description}
+        request.POST or None,
+        initial={"name": project.name, "description": project.description, "stale_days": project.stale_days},
     )
     if request.method == "POST" and form.is_valid():
         setup.project_update(by=request.user, project=project, **form.cleaned_data)

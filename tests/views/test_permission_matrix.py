@@ -192,6 +192,8 @@ ROWS = [
     ("session_detail", "get", {"slug": "slug", "session_id": "own_session"}, None, ALL),
     ("session_detail", "get", {"slug": "slug", "session_id": "ivan_session"}, None, REVIEW),
     ("proposal_list", "get", {"slug": "slug"}, None, ALL),  # employees: their own USER.md's
+    ("proposal_bulk", "get", {"slug": "slug"}, None, ALL),  # employees: their own USER.md's
+    ("proposal_bulk", "post", {"slug": "slug"}, {"decision": "neither"}, ALL),
     ("proposal_decide", "post", {"slug": "slug", "proposal_id": "proposal"}, {"decision": "neither"}, OWNER),
     (
         "proposal_decide",
@@ -276,6 +278,7 @@ ROWS = [
     ("file_delete", "post", {"slug": "slug", "file_id": "mine"}, {}, set()),  # only workspace
     ("refused_delete", "post", {"slug": "slug", "refused_id": "refused"}, {}, MANAGE),
     ("retention", "get", {"slug": "slug"}, None, REVIEW),
+    ("memory_health", "get", {"slug": "slug"}, None, REVIEW),
     ("retention", "post", {"slug": "slug"}, {"kind": "sessions", "days": ""}, MANAGE),
     ("holds", "get", {"slug": "slug"}, None, REVIEW),
     ("job", "get", {"slug": "slug", "job_id": "job"}, None, REVIEW),
