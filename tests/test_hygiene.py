@@ -59,7 +59,8 @@ def test_a_row_of_its_own_with_a_small_cap_injects_the_logs_once(busy, agent, pe
     }
     assembly = context.build_context(agent=agent, user=person, manifest=manifest)
     assert assembly.prompt.count("### file: workspace/logs/tools.md") == 1
-    recent = assembly.prompt.split("<recent_activity>")[1].split("</recent_activity>")[0]
+    # A section read from the workspace is untrusted by default: its tag opens with attributes.
+    recent = assembly.prompt.split("<recent_activity ")[1].split("</recent_activity>")[0]
     assert "tool `Read`" in recent and "secret" not in recent
     assert assembly.overlaps == [
         {"path": "workspace/logs/tools.md", "section": "recent_activity", "also": "workspace_memory"}
