@@ -383,7 +383,9 @@ def test_prometheus_scrapes_the_console_under_load_and_reads_the_series_back(con
         thread.start()
     for thread in threads:
         thread.join()
-    assert errors == []
+    # What the console logged with a failed answer, so a failure says its cause.
+    logged = (console.folder / "gunicorn.log").read_text(errors="replace") if errors else ""
+    assert errors == [], logged[-6000:]
     wanted_pre = base_pre + len(pres)
     pre_count = _until(
         lambda: (
