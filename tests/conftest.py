@@ -7,7 +7,9 @@ import copy
 import itertools
 import json
 import os
+import zlib
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import boto3
 import pytest
@@ -38,6 +40,30 @@ ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 #   slow, so when both runs go side by side (scripts/test.sh sets MGC_TEST_SPLIT=1) these run in
 #   the PostgreSQL run, which otherwise ends first, and the two end together. Alone, either run
 #   has them.
+# The rest, when both runs go side by side, is shared out by module rather than run twice: every
+# test runs against one database, and the tests of the database's own behaviour against both.
+# Those are the modules that speak of PostgreSQL or the connection's vendor (locks, triggers,
+# concurrency, full-text search, a server process of their own) and the modules of
+# BOTH_DATABASES below (saves, locks, idempotency, the hooks); a module goes to a run by a
+# stable hash of its path, so the split does not change from one run to the next.
+BOTH_DATABASES = {"test_api.py", "test_store.py", "test_idempotency.py", "test_hooks.py", "test_lifecycle.py"}
+_MODULE_RUNS: dict[str, str] = {}
+
+
+def _module_run(item) -> str:
+    """'both', 'sqlite' or 'postgresql': where a database-dependent test runs in a split."""
+    path = item.path
+    key = str(path)
+    if key not in _MODULE_RUNS:
+        source = path.read_text(errors="replace").lower() if path.suffix == ".py" else ""
+        if path.name in BOTH_DATABASES or "postgresql" in source or "connection.vendor" in source:
+            _MODULE_RUNS[key] = "both"
+        else:
+            relative = path.relative_to(Path(__file__).resolve().parent).as_posix()
+            _MODULE_RUNS[key] = ("sqlite", "postgresql")[zlib.crc32(relative.encode()) % 2]
+    return _MODULE_RUNS[key]
+
+
 def pytest_collection_modifyitems(config, items):
     if connection.vendor == "postgresql":
         skip, only_here = "db_independent", "independent of the database: run in the SQLite run"
@@ -46,9 +72,14 @@ def pytest_collection_modifyitems(config, items):
     else:
         return
     marker = pytest.mark.skip(reason=only_here)
+    split = os.environ.get("MGC_TEST_SPLIT") == "1"
+    elsewhere = pytest.mark.skip(reason="shared out: this module runs against the other database")
     for item in items:
         if item.get_closest_marker(skip):
             item.add_marker(marker)
+        elif split and not item.get_closest_marker("db_independent") and not item.get_closest_marker("demo"):
+            if _module_run(item) not in ("both", connection.vendor):
+                item.add_marker(elsewhere)
 
 
 def pytest_configure(config):
