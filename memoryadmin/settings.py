@@ -121,6 +121,10 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
         conn_max_age=env_int("MGC_DB_CONN_MAX_AGE", 0),
+        # A kept connection is checked before a request uses it: after a database restart or
+        # failover (or a cut link) the first request on each worker opens a new one instead
+        # of failing with a 500.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -240,7 +240,9 @@ def test_an_edit_survives_ctrl_c_and_a_second_demo(tmp_path, demos):
     assert demo.process.returncode is not None
     # A quiet Ctrl+C: every worker stopped within the graceful timeout, none was killed.
     log = (folder.parent / f"demo-{demo.web_port}.log").read_text()
-    assert "Worker exiting" in log and "SIGKILL" not in log, log[-2000:]
+    # (A worker's own "Worker exiting" line may not reach the log when the whole process
+    # group gets the SIGINT at once; the arbiter's SIGKILL line always would.)
+    assert "SIGKILL" not in log, log[-2000:]
     # Nothing of the first run is left holding the data folder or a port: SeaweedFS runs in
     # a session of its own, so Ctrl+C reaches it only through the script's trap.
     deadline = time.monotonic() + 10
