@@ -103,6 +103,15 @@ def post_worker_init(worker):
     worker.log.info("Warmed up in %.1f s: %s", sum(spent.values()), spent)
 
 
+def worker_int(worker):
+    """Ctrl+C (SIGINT, the quick stop) reaches the worker's whole process group, the change
+    feed's `weed` child too: the feed is stopped at once, so it does not start another child
+    while the worker ends."""
+    from projects.memory import feed
+
+    feed.stop_all_now()
+
+
 def worker_exit(server, worker):
     """A worker that stopped cleanly ends here, without the interpreter's teardown.
 

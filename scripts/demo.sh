@@ -166,6 +166,7 @@ trap 'kill $ANNOUNCE_PID 2>/dev/null || true; kill $WORKER_PID 2>/dev/null || tr
 # workers, persistent database connections; docs/DEPLOY.md says why); in debug mode the WSGI
 # application serves the static files itself.
 export MGC_DB_CONN_MAX_AGE="${MGC_DB_CONN_MAX_AGE:-60}"
-# Ctrl+C: requests in flight get 5 s (gunicorn's default 30 s felt like a hang).
-export MGC_WEB_GRACEFUL_TIMEOUT="${MGC_WEB_GRACEFUL_TIMEOUT:-5}"
+# Ctrl+C: requests in flight get 10 s (gunicorn's default 30 s felt like a hang; 5 s was
+# outlasted now and then by a worker ending on a busy two-core machine).
+export MGC_WEB_GRACEFUL_TIMEOUT="${MGC_WEB_GRACEFUL_TIMEOUT:-10}"
 python -m gunicorn -c memoryadmin/gunicorn.conf.py memoryadmin.wsgi --bind "127.0.0.1:$WEB_PORT"

@@ -113,11 +113,19 @@ class Feed:
             if listener not in self._listeners:
                 self._listeners.append(listener)
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 1.0) -> None:
+        """Stop following: no new `weed` child is started, the running one is killed. With
+        `wait` 0 (from a signal handler) the thread is not waited for; it is a daemon."""
         self._stopping.set()
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-        self._thread.join(5)
+        self._kill()
+        if wait:
+            self._thread.join(wait)
+            self._kill()  # one started just before the flag was seen
+
+    def _kill(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
 
     # --- The stream --------------------------------------------------------------------------------
 
@@ -159,6 +167,8 @@ class Feed:
             bufsize=1,
         )
         process = self._process
+        if self._stopping.is_set():  # stopped while it was starting
+            process.kill()
         # weed exits when it cannot reach the filer; still running a moment later while the
         # filer answers, it is subscribed (the events since `-timeAgo` are replayed, so none is
         # lost meanwhile). On a loaded machine weed may not even have tried yet after 0.3 s:
@@ -278,11 +288,18 @@ def filer_answers() -> bool:
     return not settings.MGC_S3_FILER_ADDRESS or _answers(settings.MGC_S3_FILER_ADDRESS)
 
 
-def stop_all() -> None:
+def stop_all(wait: float = 1.0) -> None:
     with _feeds_lock:
         for found in _feeds.values():
-            found.stop()
+            found.stop(wait)
         _feeds.clear()
+
+
+def stop_all_now() -> None:
+    """From a signal handler (gunicorn's quick stop): flag every feed and kill its `weed`
+    child, waiting for nothing and taking no lock the interrupted code may hold."""
+    for found in list(_feeds.values()):
+        found.stop(0)
 
 
 def _answers(filer: str) -> bool:
