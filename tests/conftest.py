@@ -38,8 +38,7 @@ ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 #   full-text search, concurrency, the scale-out test);
 # - `demo`: runs make demo's script, which brings its own database; the demo's restart test is
 #   slow, so when both runs go side by side (scripts/test.sh sets MGC_TEST_SPLIT=1) these run in
-#   the PostgreSQL run, which otherwise ends first, and the two end together. Alone, either run
-#   has them.
+#   a third lane beside them, and neither run has them. Alone, either run has them.
 # The rest, when both runs go side by side, is shared out by module rather than run twice: every
 # test runs against one database, and the tests of the database's own behaviour against both.
 # Those are the modules that speak of PostgreSQL or the connection's vendor (locks, triggers,
@@ -66,14 +65,19 @@ def _module_run(item) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    split = os.environ.get("MGC_TEST_SPLIT") == "1"
+    if split:  # make demo's tests have a lane of their own beside the two runs
+        demo = pytest.mark.skip(reason="make demo's tests run in their own lane (scripts/test.sh)")
+        for item in items:
+            if item.get_closest_marker("demo"):
+                item.add_marker(demo)
     if connection.vendor == "postgresql":
         skip, only_here = "db_independent", "independent of the database: run in the SQLite run"
-    elif os.environ.get("MGC_TEST_SPLIT") == "1":
-        skip, only_here = "demo", "run in the PostgreSQL run beside this one"
+    elif split:
+        skip, only_here = "demo", "make demo's tests run in their own lane (scripts/test.sh)"
     else:
         return
     marker = pytest.mark.skip(reason=only_here)
-    split = os.environ.get("MGC_TEST_SPLIT") == "1"
     elsewhere = pytest.mark.skip(reason="shared out: this module runs against the other database")
     for item in items:
         if item.get_closest_marker(skip):
