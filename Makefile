@@ -57,8 +57,8 @@ test-postgres: venv
 test-fast: venv
 	$(BIN)/python -m pytest -m "not slow"
 
-# Both runs side by side (scripts/test.sh): they share nothing and mostly wait on I/O.
-test: lint
+# Both runs side by side (scripts/test.sh), and make lint beside them: they share nothing.
+test: venv
 	TEST_POSTGRES_URL=$(TEST_POSTGRES_URL) PYTHON_BIN=$(BIN)/python scripts/test.sh
 
 # An OCI image from Debian's packages (debootstrap, cached in .image/) and the runtime lock,

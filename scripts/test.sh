@@ -11,6 +11,9 @@ LOG="$(mktemp -t mgc-test-postgres.XXXXXX)"
 # The tests marked `demo` (make demo's script, twice: slow, with a database of its own) run in
 # a third lane beside the two (much of their time is waiting for servers to start); the two
 # runs leave them out (tests/conftest.py).
+LINT_LOG="$(mktemp -t mgc-lint.XXXXXX)"
+make lint >"$LINT_LOG" 2>&1 &
+LINT=$!
 DEMO_LOG="$(mktemp -t mgc-test-demo.XXXXXX)"
 "$PY" -m pytest -m demo --durations=5 tests/test_demo.py >"$DEMO_LOG" 2>&1 &
 DEMO=$!
@@ -25,6 +28,8 @@ wait $POSTGRES
 POSTGRES_STATUS=$?
 wait $DEMO
 DEMO_STATUS=$?
+wait $LINT
+LINT_STATUS=$?
 echo
 echo "== PostgreSQL run =="
 cat "$LOG"
@@ -33,8 +38,12 @@ echo
 echo "== make demo's tests (tests/test_demo.py -m demo) =="
 cat "$DEMO_LOG"
 rm -f "$DEMO_LOG"
-if [ $SQLITE_STATUS -ne 0 ] || [ $POSTGRES_STATUS -ne 0 ] || [ $DEMO_STATUS -ne 0 ]; then
+echo
+echo "== make lint =="
+cat "$LINT_LOG"
+rm -f "$LINT_LOG"
+if [ $SQLITE_STATUS -ne 0 ] || [ $POSTGRES_STATUS -ne 0 ] || [ $DEMO_STATUS -ne 0 ] || [ $LINT_STATUS -ne 0 ]; then
   echo "FAILED: SQLite run exit $SQLITE_STATUS, PostgreSQL run exit $POSTGRES_STATUS," \
-    "make demo's tests exit $DEMO_STATUS" >&2
+    "make demo's tests exit $DEMO_STATUS, make lint exit $LINT_STATUS" >&2
   exit 1
 fi

@@ -43,9 +43,9 @@ ACCESS_KEY, SECRET_KEY = "test-console-key", "test-console-secret"
 # test runs against one database, and the tests of the database's own behaviour against both.
 # Those are the modules that speak of PostgreSQL or the connection's vendor (locks, triggers,
 # concurrency, full-text search, a server process of their own) and the modules of
-# BOTH_DATABASES below (saves, locks, idempotency); a module goes to a run by a
+# BOTH_DATABASES below (the save path); a module goes to a run by a
 # stable hash of its path, so the split does not change from one run to the next.
-BOTH_DATABASES = {"test_store.py", "test_idempotency.py", "test_lifecycle.py"}
+BOTH_DATABASES = {"test_store.py"}
 _MODULE_RUNS: dict[str, str] = {}
 
 
