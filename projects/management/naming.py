@@ -1,7 +1,10 @@
-"""What the provenance commands (blame, carried) share: the project, person, agent and file a
-command line names, and what is said about a profile that was erased."""
+"""What the commands share: the project, person, agent and file a command line names (blame,
+carried, scan_memory), the projects and agent `--project`/`--agent` choose (memory_health,
+consolidate), what is said about a profile that was erased, and JSON as they print it."""
 
 from __future__ import annotations
+
+import json
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
@@ -27,6 +30,31 @@ def project_named(slug: str) -> Project:
     if project is None:
         raise CommandError(f"No project {slug!r}.")
     return project
+
+
+def projects_chosen(project_slug: str | None, agent_slug: str | None) -> list[tuple[Project, Agent | None]]:
+    """The projects `--project` names (every live one without it), each with the agent `--agent`
+    names in it (None without it); CommandError for a name that is not there."""
+    projects = Project.objects.filter(archived_at__isnull=True).order_by("slug")
+    if project_slug:
+        projects = Project.objects.filter(slug=project_slug)
+        if not projects.exists():
+            raise CommandError(f"No project with slug {project_slug!r}.")
+    elif agent_slug:
+        raise CommandError("--agent needs --project.")
+    chosen = []
+    for project in projects:
+        agent = None
+        if agent_slug:
+            agent = Agent.objects.filter(project=project, slug=agent_slug).first()
+            if agent is None:
+                raise CommandError(f"No agent {agent_slug!r} in {project.slug}.")
+        chosen.append((project, agent))
+    return chosen
+
+
+def dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
 
 
 def file_named(project: Project, path: str, username: str | None, agent_slug: str | None):

@@ -1,8 +1,6 @@
-import json
+from django.core.management.base import BaseCommand
 
-from django.core.management.base import BaseCommand, CommandError
-
-from projects.models import Agent, Project
+from projects.management import naming
 from projects.runners.consolidation import consolidate
 
 
@@ -22,23 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print what was proposed as JSON.")
 
     def handle(self, *args, project=None, agent=None, json=False, **options):
-        projects = Project.objects.filter(archived_at__isnull=True).order_by("slug")
-        if project:
-            projects = Project.objects.filter(slug=project)
-            if not projects.exists():
-                raise CommandError(f"No project with slug {project!r}.")
-        elif agent:
-            raise CommandError("--agent needs --project.")
-        runs = []
-        for item in projects:
-            chosen = None
-            if agent:
-                chosen = Agent.objects.filter(project=item, slug=agent).first()
-                if chosen is None:
-                    raise CommandError(f"No agent {agent!r} in {item.slug}.")
-            runs.append(consolidate(project=item, agent=chosen))
+        runs = [
+            consolidate(project=item, agent=chosen) for item, chosen in naming.projects_chosen(project, agent)
+        ]
         if json:
-            self.stdout.write(_dumps([r.as_dict() for r in runs]))
+            self.stdout.write(naming.dumps([r.as_dict() for r in runs]))
             return
         for run in runs:
             jobs = {}
@@ -53,7 +39,3 @@ class Command(BaseCommand):
                 self.stdout.write(f"\tmodel\t{run.model['status']}{reason}\t{run.model['elapsed_ms']} ms")
             for line in run.skipped:
                 self.stdout.write(f"\tskipped\t{line}")
-
-
-def _dumps(value) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2)

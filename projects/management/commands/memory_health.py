@@ -1,9 +1,7 @@
-import json
+from django.core.management.base import BaseCommand
 
-from django.core.management.base import BaseCommand, CommandError
-
+from projects.management import naming
 from projects.memory.health.report import project_health
-from projects.models import Agent, Project
 
 
 class Command(BaseCommand):
@@ -20,23 +18,12 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the whole report as JSON.")
 
     def handle(self, *args, project=None, agent=None, days=30, json=False, **options):
-        projects = Project.objects.filter(archived_at__isnull=True).order_by("slug")
-        if project:
-            projects = Project.objects.filter(slug=project)
-            if not projects.exists():
-                raise CommandError(f"No project with slug {project!r}.")
-        elif agent:
-            raise CommandError("--agent needs --project.")
-        reports = []
-        for item in projects:
-            chosen = None
-            if agent:
-                chosen = Agent.objects.filter(project=item, slug=agent).first()
-                if chosen is None:
-                    raise CommandError(f"No agent {agent!r} in {item.slug}.")
-            reports.append(project_health(item, agent=chosen, days=days))
+        reports = [
+            project_health(item, agent=chosen, days=days)
+            for item, chosen in naming.projects_chosen(project, agent)
+        ]
         if json:
-            self.stdout.write(_dumps(reports if not project else reports[0]))
+            self.stdout.write(naming.dumps(reports if not project else reports[0]))
             return
         for report in reports:
             totals = report["totals"]
@@ -54,7 +41,3 @@ class Command(BaseCommand):
                     f"\tbudget {a['budget'] or '-'}\tcut {a['cut_sessions']}\tstable prefix "
                     f"{'-' if stable is None else f'{stable:.0%}'}"
                 )
-
-
-def _dumps(value) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2)
