@@ -126,17 +126,16 @@ def _merge(scan, matched, origins, waiting, propose, run) -> None:
             "kept": report.line_json(item.first, origins),
         }
         drop.setdefault(item.second.file.pk, {}).setdefault(item.second.number, removed)
-    for file in scan.files:
-        lines = drop.get(file.pk)
-        if not lines:
-            continue
-        if file.pk in waiting:
-            run.skipped.append(f"{file.display_path}: a consolidation proposal is waiting for a decision")
-            continue
-        waiting.add(file.pk)
-        content = _text_without(scan.texts[file.pk], set(lines))
-        write = WriteRequest(file.source_path, "replace", content, file.head.number)
-        propose(file, MERGE, write, {"removed": [lines[n] for n in sorted(lines)]})
+    _propose_without(
+        scan,
+        drop,
+        waiting,
+        propose,
+        run,
+        MERGE,
+        "removed",
+        "a consolidation proposal is waiting for a decision",
+    )
 
 
 def _contradictions(scan, matched, origins, waiting, propose, run) -> None:
@@ -153,17 +152,33 @@ def _contradictions(scan, matched, origins, waiting, propose, run) -> None:
             "newer": report.line_json(item.second, origins),
         }
         older.setdefault(item.first.file.pk, {}).setdefault(item.first.number, pair)
+    _propose_without(
+        scan,
+        older,
+        waiting,
+        propose,
+        run,
+        CONTRADICTION,
+        "contradictions",
+        "contradictions wait for the proposal before them",
+    )
+
+
+def _propose_without(scan, by_file, waiting, propose, run, job, key, why_waiting) -> None:
+    """For each file with lines to take out ({file pk: {line number: detail}}), one replace
+    proposal of its text without them, the details under `key`; a file with a proposal of this
+    run already waiting is skipped, saying why."""
     for file in scan.files:
-        lines = older.get(file.pk)
+        lines = by_file.get(file.pk)
         if not lines:
             continue
         if file.pk in waiting:
-            run.skipped.append(f"{file.display_path}: contradictions wait for the proposal before them")
+            run.skipped.append(f"{file.display_path}: {why_waiting}")
             continue
         waiting.add(file.pk)
         content = _text_without(scan.texts[file.pk], set(lines))
         write = WriteRequest(file.source_path, "replace", content, file.head.number)
-        propose(file, CONTRADICTION, write, {"contradictions": [lines[n] for n in sorted(lines)]})
+        propose(file, job, write, {key: [lines[n] for n in sorted(lines)]})
 
 
 def _fold(project, stale, origins, now, propose, run) -> None:
