@@ -66,25 +66,20 @@ def _module_run(item) -> str:
 
 def pytest_collection_modifyitems(config, items):
     split = os.environ.get("MGC_TEST_SPLIT") == "1"
-    if split:  # make demo's tests have a lane of their own beside the two runs
-        demo = pytest.mark.skip(reason="make demo's tests run in their own lane (scripts/test.sh)")
-        for item in items:
-            if item.get_closest_marker("demo"):
-                item.add_marker(demo)
-    if connection.vendor == "postgresql":
-        skip, only_here = "db_independent", "independent of the database: run in the SQLite run"
-    elif split:
-        skip, only_here = "demo", "make demo's tests run in their own lane (scripts/test.sh)"
-    else:
+    postgresql = connection.vendor == "postgresql"
+    if not (split or postgresql):
         return
-    marker = pytest.mark.skip(reason=only_here)
+    demo = pytest.mark.skip(reason="make demo's tests run in their own lane (scripts/test.sh)")
+    sqlite_only = pytest.mark.skip(reason="independent of the database: run in the SQLite run")
     elsewhere = pytest.mark.skip(reason="shared out: this module runs against the other database")
     for item in items:
-        if item.get_closest_marker(skip):
-            item.add_marker(marker)
-        elif split and not item.get_closest_marker("db_independent") and not item.get_closest_marker("demo"):
-            if _module_run(item) not in ("both", connection.vendor):
-                item.add_marker(elsewhere)
+        independent = item.get_closest_marker("db_independent")
+        if split and item.get_closest_marker("demo"):
+            item.add_marker(demo)
+        elif postgresql and independent:
+            item.add_marker(sqlite_only)
+        elif split and not independent and _module_run(item) not in ("both", connection.vendor):
+            item.add_marker(elsewhere)
 
 
 def pytest_configure(config):
