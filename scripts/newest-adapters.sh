@@ -57,8 +57,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-newest = {metadata.Distribution.at(d).metadata["Name"].lower(): metadata.Distribution.at(d).version
-          for d in Path(sys.argv[1]).glob("*.dist-info")}
+dists = [metadata.Distribution.at(d) for d in Path(sys.argv[1]).glob("*.dist-info")]
+newest = {dist.metadata["Name"].lower(): dist.version for dist in dists}
 locked = {}
 for line in open("requirements-dev.lock"):
     name, sep, version = line.strip().partition("==")
@@ -66,15 +66,17 @@ for line in open("requirements-dev.lock"):
         locked[name.lower()] = version.split()[0]
 tests = {"mcp": "tests/test_mcp_server.py", "mcp-types": "tests/test_mcp_server.py",
          "anthropic": "tests/test_memory_tool.py"}
+wanted = set()
 for name, test in sorted(tests.items()):
     if newest.get(name) != locked.get(name):
         print(f"{name}: newest {newest.get(name)}, locked {locked.get(name)}", file=sys.stderr)
-        print(test)
+        wanted.add(test)
     else:
         print(f"{name}: newest is the locked {locked.get(name)}, tested by the suite", file=sys.stderr)
+print(*sorted(wanted), sep="\n")
 PY
 )
-mapfile -t FILES < <(printf '%s\n' "${FILES[@]}" | sort -u | sed '/^$/d')
+mapfile -t FILES < <(printf '%s\n' "${FILES[@]}" | sed '/^$/d')
 if [ ${#FILES[@]} -eq 0 ]; then
   echo "every adapter package's newest allowed version is the locked one: the suite tested it"
   exit 0
