@@ -408,6 +408,10 @@ CACHES = {
     )
 }
 
+# Pre hook answers remembered in each process under the heads of the files they drew from
+# (runners/context.py): the warm hook's one read. Bounded in bytes, beside the cache above.
+MGC_PROMPT_MEMO_BYTES = env_int("MGC_PROMPT_MEMO_BYTES", 16 * 1024 * 1024)
+
 # --- Events out: webhooks and audit streams (projects/events/) -----------------------------
 # The worker (manage.py events_worker) runs Django's Tasks on the database backend of
 # django-tasks-db: the queue lives beside the outbox, in the same database.

@@ -13,7 +13,7 @@ from django.test import Client
 
 from projects.audit import Actor
 from projects.memory import receipts, store
-from projects.models import AgentSession, Membership, MemoryFile, Revision
+from projects.models import AgentSession, Membership, MemoryFile, PendingPrompt, Revision
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -144,7 +144,17 @@ def _api(client, path, body, token, key=None):
     return client.post(f"/api/v1/{path}", json.dumps(body), content_type="application/json", **h)
 
 
-def test_erasure_while_pre_hook_runs(s3, project, agent, admin, person, token, monkeypatch):
+# Where the pre hook is when the erasure runs: assembled, before its transaction; inside it
+# (the session INSERTed, the prompt kept in a pending row); answered, before its prompt's PUT.
+PAUSES = {
+    "before its transaction": "prompt_known",
+    "inside its transaction": "prompt_pending",
+    "before the prompt's PUT": "prompt_store_pending",
+}
+
+
+@pytest.mark.parametrize("pause", list(PAUSES))
+def test_erasure_while_pre_hook_runs(s3, project, agent, admin, person, token, monkeypatch, pause):
     store.file_create(
         project=project,
         scope="agent",
@@ -163,15 +173,14 @@ def test_erasure_while_pre_hook_runs(s3, project, agent, admin, person, token, m
     )
     kept = threading.Event()
     go = threading.Event()
-    real = receipts.prompt_keep
+    real = getattr(receipts, PAUSES[pause])
 
-    def slow_keep(**kw):
-        ok = real(**kw)
+    def slow(*args, **kw):
         kept.set()
         go.wait(timeout=30)
-        return ok
+        return real(*args, **kw)
 
-    monkeypatch.setattr(receipts, "prompt_keep", slow_keep)
+    monkeypatch.setattr(receipts, PAUSES[pause], slow)
     result = {}
 
     def pre():
@@ -190,7 +199,15 @@ def test_erasure_while_pre_hook_runs(s3, project, agent, admin, person, token, m
     erasure.profile_erase(by=admin, user=person, reason="request", projects=[project])
     go.set()
     t.join(timeout=60)
-    assert result["r"].status_code in (200, 409, 503), result["r"].content[:200]
+    receipts.settle()
+    if pause == "before the prompt's PUT":  # answered: the erasure saw the session
+        assert result["r"].status_code == 200, result["r"].content[:200]
+        assert AgentSession.objects.get(user=person).prompt_removed["how"] == "erased"
+    else:  # the session's commit found the profile gone: nothing recorded, nothing stored
+        assert result["r"].status_code == 409, result["r"].content[:200]
+        assert result["r"].json()["error"]["code"] == "profile_erased"
+        assert not AgentSession.objects.filter(user=person).exists()
+    assert not PendingPrompt.objects.exists()
     leftovers = [k for k in s3.keys(project.prefix) if b"SECRET-PROFILE" in s3.get(k)]
     assert not leftovers, leftovers
     stored = AgentSession.objects.filter(user=person, prompt_stored=True)

@@ -87,6 +87,9 @@ def profile_erase(
                 .values_list("prompt_sha256", flat=True)
             )
             prefixes += [layout.prompt_key(project.prefix, sha) for sha in sorted(shas)]
+            # A prompt still on its way to S3 (memory.receipts) is taken first: a PUT under way
+            # is waited for, and then purged with the rest.
+            receipts.pending_drop(project=project, sha256s=shas)
             # S3 first: if it fails the records stay, and running the erasure again finishes it.
             objects = purge(project, prefixes)
             receipts.prompt_forget(project=project, sha256s=sorted(shas))

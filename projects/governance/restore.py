@@ -35,7 +35,7 @@ from projects.audit import audit_verify
 from projects.memory import holds, layout, reconcile
 from projects.memory.errors import StorageUnavailable
 from projects.memory.storage import storage_for
-from projects.models import AgentSession, AuditEvent, LegalHold, MemoryFile, Project, Revision
+from projects.models import AgentSession, AuditEvent, LegalHold, MemoryFile, PendingPrompt, Project, Revision
 
 CHECKS = ("snapshots", "heads", "prompts", "audit", "holds", "reconcile")
 # A save writes its snapshot and head before it commits; one in flight while the dump began
@@ -178,6 +178,9 @@ def _project(report: Report, project: Project, pool: ThreadPoolExecutor) -> None
             .values_list("prompt_sha256", flat=True)
         )
     )
+    # A prompt still on its way to S3 is in the database (memory.receipts): not missing.
+    pending = set(PendingPrompt.objects.filter(project=project).values_list("sha256", flat=True))
+    shas = [sha for sha in shas if sha not in pending]
     keys = [layout.prompt_key(project.prefix, sha) for sha in shas]
     for sha, key, found in zip(shas, keys, pool.map(lambda k: _sha256(storage, k), keys), strict=True):
         if found is None:

@@ -99,13 +99,14 @@ PROMPT_DEFERRED = (
 class CatchUp:
     """A catch-up whose LISTs are in flight (started by `bucket_catch_up_start`).
 
-    The records are read when it starts (`records`: the agent's, the user's and, if asked,
-    the workspace's files with their heads), so the caller may assemble from them meanwhile
-    (the pool's threads only talk to S3). `finish()` waits for the listings, compares them
-    with those records and adopts what differs, as `bucket_catch_up` does; `changed` then
-    says whether anything differed, i.e. whether work done from `records` may have missed a
-    direct write (even one a concurrent catch-up adopted first). StorageUnavailable if a
-    LIST failed."""
+    The records (`records`: the agent's, the user's and, if asked, the workspace's files with
+    their heads) are read at the first look, after the LISTs were sent, so the caller may
+    assemble from them meanwhile (the pool's threads only talk to S3); `heads()` is the small
+    read of which head each of those files has, for a caller that may need no more. `finish()`
+    waits for the listings, compares them with the records and adopts what differs, as
+    `bucket_catch_up` does; `changed` then says whether anything differed, i.e. whether work
+    done from `records` may have missed a direct write (even one a concurrent catch-up adopted
+    first). StorageUnavailable if a LIST failed."""
 
     def __init__(self, project: Project, agent: Agent, user, prefixes: list[str], wanted: Q):
         self.project, self.agent, self.user = project, agent, user
@@ -117,12 +118,29 @@ class CatchUp:
             if mark is not None and self._feed.seen(prefix, mark):
                 continue  # the feed saw nothing change there since this process listed it
             self._listings.append((prefix, mark, _LISTINGS.get(storage, prefix)))
-        self.records = list(
-            MemoryFile.objects.filter(wanted, project=project).select_related("head").defer(*PROMPT_DEFERRED)
-        )
-        for record in self.records:  # one project object for all, not one per row
-            record.project = project
+        self._wanted = wanted
+        self._records: list[MemoryFile] | None = None
         self.changed = False
+
+    @property
+    def records(self) -> list[MemoryFile]:
+        if self._records is None:
+            self._records = list(
+                MemoryFile.objects.filter(self._wanted, project=self.project)
+                .select_related("head")
+                .defer(*PROMPT_DEFERRED)
+            )
+            for record in self._records:  # one project object for all, not one per row
+                record.project = self.project
+        return self._records
+
+    def heads(self) -> list[tuple]:
+        """(file id, head id) of each file `records` holds, in one small read (no join, no
+        model): what a prompt drawn from them is, as far as the database knows."""
+        if self._records is not None:
+            return [(f.pk, f.head_id) for f in self._records]
+        rows = MemoryFile.objects.filter(self._wanted, project=self.project)
+        return list(rows.values_list("pk", "head_id"))
 
     @property
     def listed_prefixes(self) -> list[str]:

@@ -157,6 +157,7 @@ def prompts_purge(*, project: Project, sha256s: list[str], removed: dict) -> lis
     sha256s = sorted(set(sha256s) - held_prompts(project, sha256s))
     if not sha256s:
         return []
+    receipts.pending_drop(project=project, sha256s=sha256s)  # one on its way to S3: waited for
     purge(project, [], keys=[layout.prompt_key(project.prefix, sha) for sha in sha256s])
     receipts.prompt_forget(project=project, sha256s=sha256s)
     AgentSession.objects.filter(agent__project=project, prompt_sha256__in=sha256s).update(

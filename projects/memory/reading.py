@@ -3,6 +3,7 @@ text of any revision, cached (snapshots never change), several fetched in parall
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -79,6 +80,12 @@ def revision_read(revision: Revision) -> str:
 def revision_texts(project: Project, revisions: list[Revision]) -> dict[int, str]:
     """Texts of several revisions of one project: from the cache, the rest fetched from S3 in
     parallel (the threads only talk to S3, never to the database)."""
+    return revision_texts_start(project, revisions)()
+
+
+def revision_texts_start(project: Project, revisions: list[Revision]) -> Callable[[], dict[int, str]]:
+    """`revision_texts` in two steps: the GETs are sent now, and the function returned waits
+    for them, so the caller can query the database while they are in flight."""
     texts = {r.pk: "" for r in revisions if r.is_deletion}
     live = [r for r in revisions if not r.is_deletion]
     keys = {r.pk: cache_key(r) for r in live}
@@ -89,14 +96,23 @@ def revision_texts(project: Project, revisions: list[Revision]) -> dict[int, str
             texts[revision.pk] = cached[keys[revision.pk]]
         else:
             missing.append(revision)
-    if missing:
-        storage = storage_for(project)
-        read = lambda r: decode(read_snapshot(storage, r))  # noqa: E731
-        fetched = list(POOL.map(read, missing)) if len(missing) > 1 else [read(missing[0])]
-        for revision, text in zip(missing, fetched, strict=True):
-            texts[revision.pk] = text
+    if not missing:
+        return lambda: texts
+    storage = storage_for(project)
+    read = lambda r: decode(read_snapshot(storage, r))  # noqa: E731
+    futures = [POOL.submit(read, r) for r in missing]
+
+    def finish() -> dict[int, str]:
+        try:
+            for revision, future in zip(missing, futures, strict=True):
+                texts[revision.pk] = future.result()
+        finally:
+            for future in futures:  # a failure leaves no GET behind for a later caller's time
+                future.cancel()
         cache.set_many({keys[r.pk]: texts[r.pk] for r in missing}, timeout=None)
-    return texts
+        return texts
+
+    return finish
 
 
 def forget_cached(revisions: list[Revision]) -> None:

@@ -22,8 +22,13 @@ from projects.system_text import Message
 def lock_file(file: MemoryFile) -> MemoryFile:
     """Lock the file's row, then read it with its head. Two statements on purpose: when
     PostgreSQL's SELECT ... FOR UPDATE waits for another save, it re-reads the locked row but
-    not the rows joined to it, so a joined head would be the old one (or none at all)."""
-    list(MemoryFile.objects.select_for_update().filter(pk=file.pk).values_list("pk", flat=True))
+    not the rows joined to it, so a joined head would be the old one (or none at all).
+
+    FOR NO KEY UPDATE, the lock an UPDATE of the row takes: a save never deletes the row, so a
+    pre hook's session that refers to the profile being saved commits without waiting for it
+    (only an erasure, which deletes the row, locks it FOR UPDATE)."""
+    rows = MemoryFile.objects.select_for_update(no_key=True).filter(pk=file.pk)
+    list(rows.values_list("pk", flat=True))
     return MemoryFile.objects.select_related("head", "project", "agent", "user").get(pk=file.pk)
 
 

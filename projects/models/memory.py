@@ -189,6 +189,19 @@ class Revision(models.Model):
         blank=True,
         help_text="Number of the revision this one restores.",
     )
+    tokens = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Tokens of this revision\'s part of a prompt, per encoding ({"o200k_base": n}): '
+        "counted once, by the first pre hook that injects it (runners.context).",
+    )
+    origin = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Who wrote this revision's lines (people, agents, external), as a prompt's fence "
+        "names them: found once, from the line maps, by the first pre hook that injects it "
+        "(runners.context); empty until then.",
+    )
     merged_base = models.PositiveIntegerField(
         null=True,
         blank=True,

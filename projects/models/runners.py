@@ -149,6 +149,16 @@ class AgentSession(models.Model):
         help_text="Its receipt's files are in SessionFile (done by its post hook, or by the first "
         "look at where a line went): kept off the pre hook's path.",
     )
+    profile = models.ForeignKey(
+        "projects.MemoryFile",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The person's profile (USER.md) the prompt injected, if any. The reference is "
+        "the erasure's guard on the pre hook's path: the database checks it when the session "
+        "commits, so a session cannot commit against a profile an erasure removed meanwhile.",
+    )
     via = models.CharField(
         max_length=10,
         blank=True,
@@ -180,6 +190,36 @@ class AgentSession(models.Model):
 
     def audit_label(self) -> tuple[str, dict]:
         return "session", {"agent": self.agent.name, "id": str(self.id)[:8]}
+
+
+class PendingPrompt(models.Model):
+    """A prompt a pre hook returned, kept here until S3 has it (memory.receipts): the session
+    row and this one commit together, so the exact prompt is durable when the runner gets it,
+    and the PUT to S3 runs after the answer. A crash before the PUT leaves the row, and the
+    worker's sweep stores it. Erasure and retention delete the row with the S3 object."""
+
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.CASCADE, related_name="+", help_text="The project."
+    )
+    sha256 = models.CharField(max_length=64, help_text="sha256 of the prompt: its S3 name.")
+    text = models.TextField(help_text="The prompt's exact text.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The person it was assembled for (a hold over them holds the stored prompt).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the pre hook kept it.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "sha256"], name="pending_prompt_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"pending prompt {self.sha256[:12]}"
 
 
 class SessionFile(models.Model):

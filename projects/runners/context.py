@@ -3,9 +3,14 @@ as they were at a moment in the past. Assembly itself is pure (runners.injection
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db.models import Q
@@ -13,7 +18,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
-from projects.memory import lineage, linemaps, reading
+from projects.memory import lineage, linemaps, reading, receipts
 from projects.memory.content import within_limit
 from projects.memory.errors import StoreError
 from projects.models import Agent, MemoryFile, Revision
@@ -79,35 +84,45 @@ def _chosen(
     return {tag: [live[path] for path in paths] for tag, paths in chosen.items()}, overlaps
 
 
-def _writers(by_source: dict) -> dict[tuple, tuple[str, ...]]:
-    """(file id, number) -> who wrote the lines of that revision (people, agents, external),
-    from the stored line maps and the revisions that introduced each line: two queries for a
-    whole prompt. A map that cannot be had says who wrote the revision itself."""
+def _writers(by_source: dict) -> tuple[dict[tuple, tuple[str, ...]], dict[int, list[str]]]:
+    """(file id, number) -> who wrote the lines of that revision (people, agents, external):
+    kept with the revision once found (`Revision.origin`), else from the stored line maps and
+    the revisions that introduced each line, two queries for a whole prompt. A map that
+    cannot be had says who wrote the revision itself. Also returns what was found from the
+    maps now ({revision id: origin}), for the caller to keep."""
     pairs = [(f, r) for chosen in by_source.values() for f, r in chosen]
+    out = {(f.pk, r.number): tuple(r.origin) for f, r in pairs if r.origin is not None}
+    pairs = [(f, r) for f, r in pairs if r.origin is None]
     if not pairs:
-        return {}
+        return out, {}
     try:
         maps = lineage.line_maps([(f, r.number) for f, r in pairs])
     except (lineage.MapMissing, StoreError):
         maps = {}
     origins = {linemaps.origin(i)[0] for found in maps.values() for i in found}
     kinds = dict(Revision.objects.filter(pk__in=origins).values_list("pk", "author_kind")) if origins else {}
-    out = {}
+    found_now = {}
     for f, r in pairs:
         found = maps.get((f.pk, r.number))
         authors = {kinds.get(linemaps.origin(i)[0]) for i in found} if found else {r.author_kind}
         out[(f.pk, r.number)] = tuple(
             w for w in injection.WRITER_ORDER if w in {injection.WRITERS.get(a) for a in authors}
         )
-    return out
+        if found is not None:  # from the maps: what it will always be (a fallback is not kept)
+            found_now[r.pk] = list(out[(f.pk, r.number)])
+    return out, found_now
 
 
 def _with_texts(
-    agent: Agent, by_source: dict, writers: dict | None = None
+    agent: Agent, by_source: dict, writers: dict | None = None, texts: dict | None = None, tokenizer=None
 ) -> dict[str, list[injection.SourceFile]]:
-    revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
-    texts = reading.revision_texts(agent.project, list(revisions.values()))
+    """The section files, with their texts (`texts` when the caller read them already), who
+    wrote them and their token counts as kept with each revision for `tokenizer`."""
+    if texts is None:
+        revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
+        texts = reading.revision_texts(agent.project, list(revisions.values()))
     writers = writers or {}
+    name = tokenizer.name if tokenizer is not None else None
     return {
         # A revision larger than a file may be (adopted before adoption refused them) is cut
         # to the limit first: the section's cap would cut it anyway, after counting it all.
@@ -118,6 +133,7 @@ def _with_texts(
                 revision=r.number,
                 file_id=str(f.pk),
                 writers=writers.get((f.pk, r.number), ()),
+                tokens=(r.tokens or {}).get(name) if name else None,
             )
             for f, r in pairs
         ]
@@ -219,17 +235,125 @@ def build_context(
     key = _assembly_key(manifest, by_source, tokenizer)
     assembly = cache.get(key)
     if assembly is None:
-        assembly = injection.assemble(
-            manifest, _with_texts(agent, by_source, writers=_writers(by_source)), tokenizer
-        )
+        # The texts' GETs are in flight while the database says who wrote their lines.
+        revisions = {r.pk: r for pairs in by_source.values() for _, r in pairs}
+        texts = reading.revision_texts_start(agent.project, list(revisions.values()))
+        writers, origins = _writers(by_source)
+        files = _with_texts(agent, by_source, writers=writers, texts=texts(), tokenizer=tokenizer)
+        assembly = injection.assemble(manifest, files, tokenizer)
+        _keep_found(by_source, files, assembly, tokenizer, origins)
         cache.set(key, assembly, timeout=ASSEMBLY_SECONDS)
     assembly.overlaps = overlaps
     return assembly
 
 
+def _keep_found(
+    by_source: dict, files: dict, assembly: injection.Assembly, tokenizer, origins: dict[int, list[str]]
+) -> None:
+    """Keep with each revision what was found now and stays true of it: the tokens of its part
+    of a prompt (once per encoding) and who wrote its lines, off the answer's path
+    (memory.receipts.after_answer)."""
+    counted = {
+        (f["file_id"], f["revision"]): f["tokens"] for section in assembly.receipt for f in section["files"]
+    }
+    new: dict[int, dict] = {pk: {"origin": origin} for pk, origin in origins.items()}
+    for tag, pairs in by_source.items():
+        for (record, revision), source in zip(pairs, files.get(tag, []), strict=True):
+            found = counted.get((str(record.pk), revision.number))
+            if source.tokens is None and found is not None:
+                revision.tokens = {**(revision.tokens or {}), tokenizer.name: found}
+                new.setdefault(revision.pk, {})["tokens"] = revision.tokens
+            if revision.pk in origins:
+                revision.origin = origins[revision.pk]
+    if new:
+        receipts.after_answer(lambda: _save_found(new))
+
+
+def _save_found(found: dict[int, dict]) -> None:
+    for pk, fields in found.items():
+        Revision.objects.filter(pk=pk).update(**fields)
+
+
 # Kept ten minutes: an entry whose files were erased is never asked for again (its key names
 # their revisions) and is gone from every process's cache by then.
 ASSEMBLY_SECONDS = 600
+
+
+# --- The warm pre hook's answers ---------------------------------------------------------------
+#
+# A pre hook whose files have the same heads as an earlier one's, for the same agent, person
+# and manifest, returns the same prompt: revisions never change once written, and every save,
+# delete, rename, adoption and erasure moves a file's head (or removes its record) in its own
+# transaction. So the answer is remembered in this process under those heads (one small read,
+# `CatchUp.heads`), without the texts, bounded in bytes; an entry whose heads moved is never
+# asked for again and ages out.
+
+
+@dataclass(frozen=True)
+class Remembered:
+    assembly: injection.Assembly  # without its sections' texts (`sections` is empty)
+    truncated: bool  # a section was cut
+    profiles: tuple[str, ...]  # ids of the profiles (USER.md) it injected
+
+
+_ANSWERS: OrderedDict[tuple, Remembered] = OrderedDict()
+_ANSWER_SIZES: dict[tuple, int] = {}
+_ANSWERS_LOCK = threading.Lock()
+_answers_bytes = 0
+
+
+def answer_key(*, agent: Agent, user, manifest: injection.Manifest, heads) -> tuple:
+    """What a pre hook's prompt is a function of: the agent, the person, the manifest, the
+    encoding and the heads of the files it may draw from ((file id, head id) pairs)."""
+    return (agent.pk, user.pk if user is not None else None, manifest, get_tokenizer().name, frozenset(heads))
+
+
+def remembered(key: tuple) -> Remembered | None:
+    with _ANSWERS_LOCK:
+        found = _ANSWERS.get(key)
+        if found is not None:
+            _ANSWERS.move_to_end(key)
+        return found
+
+
+def answer_of(assembly: injection.Assembly) -> Remembered:
+    return Remembered(
+        assembly=dataclasses.replace(assembly, sections=[]),
+        truncated=any(s.truncated for s in assembly.sections),
+        profiles=tuple(
+            f.file_id
+            for section in assembly.sections
+            for f in section.files
+            if f.path == injection.USER_SOURCE and f.file_id
+        ),
+    )
+
+
+def remember(key: tuple, assembly: injection.Assembly) -> Remembered:
+    global _answers_bytes
+    kept = answer_of(assembly)
+    size = len(assembly.prompt) * 2 + 512 * (1 + len(kept.assembly.receipt))
+    budget = settings.MGC_PROMPT_MEMO_BYTES
+    if size > budget // 4:
+        return kept  # one answer does not push out many
+    with _ANSWERS_LOCK:
+        if key not in _ANSWERS:
+            _ANSWERS[key] = kept
+            _ANSWER_SIZES[key] = size
+            _answers_bytes += size
+        while _answers_bytes > budget and _ANSWERS:
+            old, _value = _ANSWERS.popitem(last=False)
+            _answers_bytes -= _ANSWER_SIZES.pop(old)
+    return kept
+
+
+def forget_answers() -> None:
+    """Empty this process's remembered answers (a cold start, as the bench measures one)."""
+    global _answers_bytes
+    with _ANSWERS_LOCK:
+        _ANSWERS.clear()
+        _ANSWER_SIZES.clear()
+        _answers_bytes = 0
 
 
 def _assembly_key(manifest: injection.Manifest, by_source: dict, tokenizer) -> str:

@@ -140,6 +140,7 @@ class SourceFile:
     revision: int | None = None
     file_id: str | None = None
     writers: tuple[str, ...] = ()  # who wrote its lines: people, agents, external (WRITERS)
+    tokens: int | None = None  # tokens of its part (`_file_parts`), when kept with its revision
 
 
 @dataclass
@@ -365,6 +366,18 @@ def _block(section: Section, language: str) -> str:
     return f"{head}\n{section.content}\n</{section.tag}>"
 
 
+def _content_tokens(spec: SectionSpec, files: list[SourceFile], content: str, defused: int, tokenizer) -> int:
+    """Tokens of a section's content before any cut. A section of one file whose text had
+    nothing to defuse is that file's part as it stands: its count kept with its revision
+    (`SourceFile.tokens`) is the count, and the text is not counted again."""
+    if not content:
+        return 0
+    parts = [(f, part) for f, part in zip(files, _file_parts(spec.source, files), strict=True) if part]
+    if len(parts) == 1 and not defused and parts[0][0].tokens is not None and parts[0][1] == content:
+        return parts[0][0].tokens
+    return tokenizer.count(content)
+
+
 def section_origin(files: list[SourceFile]) -> list[str]:
     found = {w for f in files if f.text.strip() for w in f.writers}
     return [w for w in WRITER_ORDER if w in found]
@@ -397,7 +410,7 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
             trust=section_trust(spec),
             origin=section_origin(section_files),
         )
-        section.content_tokens_before = tokenizer.count(content) if content else 0
+        section.content_tokens_before = _content_tokens(spec, section_files, content, count, tokenizer)
         if content and spec.max_tokens and section.content_tokens_before > spec.max_tokens:
             content, section.truncated = cut(content, spec.max_tokens), True
         section.content = content
@@ -409,7 +422,10 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
         for s in sections:
             s.block = _block(s, manifest.language) if s.content else ""
             s.tokens = tokenizer.count(s.block) if s.block else 0
-            s.content_tokens = tokenizer.count(s.content) if s.content else 0
+            # Uncut, the content is the text counted before (`content_tokens_before`).
+            s.content_tokens = (
+                s.content_tokens_before if not s.truncated else tokenizer.count(s.content) if s.content else 0
+            )
         blocks = [s.block for s in sections if s.block]
         # No memory, no preface: an empty prompt stays empty.
         return "\n\n".join([preface, *blocks] if blocks and preface else blocks)
@@ -448,7 +464,7 @@ def assemble(manifest: Manifest, files: dict[str, list[SourceFile]], tokenizer) 
                     "path": f.path,
                     "revision": f.revision,
                     "file_id": f.file_id,
-                    "tokens": tokenizer.count(part) if part else 0,
+                    "tokens": f.tokens if f.tokens is not None else tokenizer.count(part) if part else 0,
                 }
                 for f, part in zip(s.files, _file_parts(s.source, s.files), strict=True)
             ],

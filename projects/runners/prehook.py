@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from projects import outbox
 from projects.memory import catchup, errors, layout, objects, receipts
@@ -28,11 +28,18 @@ def hook_pre(
 
     With a `request_key` (the runner's Idempotency-Key) a retry whose first answer was lost
     opens no second session: it gets (the recorded session, None), and the caller answers
-    from its receipt and kept prompt."""
-    if request_key:
-        earlier = _session_of(agent, request_key)
-        if earlier is not None:
-            return earlier, None
+    from its receipt and kept prompt. The retry is found by the session's unique key when
+    its INSERT fails, so a first attempt reads nothing for it."""
+    try:
+        return _hook_pre(agent, user, external_ref, request_key, via)
+    except HookError:
+        earlier = _session_of(agent, request_key) if request_key else None
+        if earlier is None:
+            raise
+        return earlier, None  # answered before: the same session, whatever changed since
+
+
+def _hook_pre(agent: Agent, user, external_ref: str, request_key: str, via: str):
     if agent.project.archived_at is not None:
         raise HookError(
             "project_archived",
@@ -62,6 +69,46 @@ def hook_pre(
         user=user,
         workspace=any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections),
     )
+    answer = None
+    if not catch_up.listed_prefixes:  # nothing to compare with the bucket: the heads say it all
+        answer = prompt_context.remembered(
+            prompt_context.answer_key(agent=agent, user=user, manifest=manifest, heads=catch_up.heads())
+        )
+    if answer is None:
+        answer = _assemble(agent, user, manifest, catch_up)
+    assembly = answer.assembly
+    if connection.in_atomic_block:  # inside the caller's transaction: nothing is durable yet
+        return _pre_within(agent, user, external_ref, answer, request_key, via)
+    # The prompt is kept with the session: in S3 already, or in a row of the same transaction
+    # that this process PUTs after the answer (memory.receipts). The database checks the
+    # session's reference to the profile it injected when it commits: an erasure that removed
+    # the profile meanwhile makes the commit fail (the hook takes nothing back: nothing was
+    # stored), and one that comes after sees the session (docs/ARCHITECTURE.md, "The pre hook").
+    known = receipts.prompt_known(agent.project, assembly.sha256)
+    try:
+        with transaction.atomic():
+            session = _pre_records(
+                agent, user, external_ref, answer, True, request_key, via, profile=_profile(answer)
+            )
+            if not known:
+                receipts.prompt_pending(
+                    project=agent.project, sha256=assembly.sha256, prompt=assembly.prompt, user=user
+                )
+    except IntegrityError:
+        earlier = _session_of(agent, request_key) if request_key else None
+        if earlier is not None:  # a concurrent retry with the same key won it
+            return earlier, None
+        if _profile(answer) is not None and not MemoryFile.objects.filter(pk=_profile(answer)).exists():
+            raise _erased() from None
+        raise
+    if not known:
+        receipts.prompt_store_later(project=agent.project, sha256=assembly.sha256)
+    return session, assembly
+
+
+def _assemble(agent: Agent, user, manifest, catch_up) -> prompt_context.Remembered:
+    """A prompt not remembered: assembled from the records (read now), then checked against
+    the bucket's listings where there are any, and remembered under its heads."""
     assembly = prompt_context.build_context(
         agent=agent, user=user, manifest=manifest, records=catch_up.records
     )
@@ -73,17 +120,38 @@ def hook_pre(
     if catch_up.changed:
         assembly = prompt_context.build_context(agent=agent, user=user, manifest=manifest)
     assembly.bucket_checked = checked
-    # The exact bytes returned, kept once per distinct prompt (no request when already kept).
+    if catch_up.listed_prefixes:  # not remembered: the bucket is listed each time
+        return prompt_context.answer_of(assembly)
+    key = prompt_context.answer_key(
+        agent=agent, user=user, manifest=manifest, heads=[(f.pk, f.head_id) for f in catch_up.records]
+    )
+    return prompt_context.remember(key, assembly)
+
+
+def _profile(answer: prompt_context.Remembered) -> str | None:
+    return answer.profiles[0] if answer.profiles else None
+
+
+def _erased() -> HookError:
+    return HookError(
+        "profile_erased",
+        "The person's profile was erased while this prompt was assembled; call the pre hook again.",
+    )
+
+
+def _pre_within(agent, user, external_ref, answer, request_key, via):
+    """The pre hook inside a caller's transaction (a test's, a command's): the prompt goes to
+    S3 first, and the profile's row is locked, as the commit's check cannot be waited for."""
+    assembly = answer.assembly
+    if request_key:
+        earlier = _session_of(agent, request_key)
+        if earlier is not None:
+            return earlier, None
     stored = receipts.prompt_keep(
         project=agent.project, prompt=assembly.prompt, sha256=assembly.sha256, user=user
     )
-    profiles = [
-        f.file_id
-        for section in assembly.sections
-        for f in section.files
-        if f.path == layout.USER_FILE and f.file_id
-    ]
-    with transaction.atomic():  # one commit for the receipt and its event
+    profiles = list(answer.profiles)
+    with transaction.atomic():
         # An erasure of the profile injected here locks its row while it purges the person's
         # kept prompts: wait for it (or hold it off) so that either it sees this session, or
         # this hook sees the profile gone and takes its prompt back.
@@ -100,15 +168,14 @@ def hook_pre(
             erased = False
             try:
                 with transaction.atomic():  # a savepoint: a concurrent retry may win the key
-                    session = _pre_records(agent, user, external_ref, assembly, stored, request_key, via)
+                    session = _pre_records(
+                        agent, user, external_ref, answer, stored, request_key, via, profile=_profile(answer)
+                    )
             except IntegrityError:
                 return _session_of(agent, request_key), None
     if erased:
         _forget_prompt(agent.project, assembly.sha256)
-        raise HookError(
-            "profile_erased",
-            "The person's profile was erased while this prompt was assembled; call the pre hook again.",
-        )
+        raise _erased()
     return session, assembly
 
 
@@ -135,13 +202,15 @@ def _pre_records(
     agent: Agent,
     user,
     external_ref: str,
-    assembly: injection.Assembly,
+    answer: prompt_context.Remembered,
     stored: bool,
     request_key: str = "",
     via: str = "",
+    profile: str | None = None,
 ) -> AgentSession:
     # One row is the receipt and the pre hook's event (the session page shows it as the first
     # event): one INSERT on the hook's path, not two.
+    assembly = answer.assembly
     session = AgentSession.objects.create(
         agent=agent,
         user=user,
@@ -153,10 +222,11 @@ def _pre_records(
         prompt_stored=stored,
         budget=assembly.budget,
         over_budget=assembly.over_budget,
-        truncated=any(s.truncated for s in assembly.sections),
+        truncated=answer.truncated,
         bucket_checked=bool(assembly.bucket_checked),
         request_key=request_key,
         via=via,
+        profile_id=profile,
     )
     # Not an audited change, so its event is emitted here (no subscription: no query at all).
     outbox.emit(

@@ -1,7 +1,8 @@
 """The events worker: django-tasks-db's database worker on the `events`, `holds`, `subjects`
 and `scans` (poisoning scans, governance/poison_scans.py) and `jobs` queues (the last: erasures
 and retention runs started from a page, governance/jobs.py), plus threads beside it: the outbox
-relay (projects/events/delivery.py, which also queues again a job whose worker died), the
+relay (projects/events/delivery.py, which also queues again a job whose worker died, and the
+sweep that stores pre hooks' prompts a console process kept but did not store, memory/receipts.py), the
 legal holds' watch (projects/governance/holds.py, projects/memory/holding.py) and, every
 MGC_SUBJECT_REMIND_SECONDS, the subjects' requests' reminders (governance/subjects.py; sent once
 each however many workers run; their long work is on the `subjects` queue,
@@ -20,6 +21,7 @@ from projects.events import delivery
 from projects.events.tasks import QUEUE
 from projects.governance import holds, jobs, poison_scans, subject_jobs, subjects
 from projects.governance.tasks import QUEUE as HOLDS_QUEUE
+from projects.memory import receipts
 from projects.memory.holding import FeedHolder
 
 log = logging.getLogger("projects.events")
@@ -69,6 +71,7 @@ def _relay_forever() -> None:
             close_old_connections()
             delivery.relay()
             jobs.jobs_due()
+            receipts.pending_sweep()  # prompts a console process kept but died before storing
         except Exception:  # a database hiccup: log it, keep relaying
             log.exception("outbox relay failed; trying again")
             connection.close()
