@@ -78,6 +78,29 @@ def project_with_memory(world: dict, slug: str):
     return project, agent, token, row
 
 
+def cold_start() -> None:
+    """What a process that never assembled these files has: an empty cache (texts, assembled
+    prompts, what is kept), no remembered answers, no counted texts. What is kept with the
+    revisions in the database (token counts, origins) stays: it is data, found once."""
+    from django.core.cache import cache
+
+    from projects.memory import receipts
+    from projects.runners import context, injection, tokenizer
+
+    receipts.settle()  # the last call's work after its answer is not this call's
+    cache.clear()
+    context.forget_answers()
+    tokenizer._COUNTS.clear()
+    injection._neutralize_remembered.cache_clear()
+
+
+def settled() -> None:
+    """Between timed calls: the last call's work after its answer (a prompt's PUT) is done."""
+    from projects.memory import receipts
+
+    receipts.settle()
+
+
 def hook_client(token: str):
     """A test client and two calls: the pre hook and the floor view, both checked."""
     from django.test import Client
@@ -86,8 +109,11 @@ def hook_client(token: str):
     body = json.dumps({"user": "bench-employee"})
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
-    def pre(body_of: bool = False):
-        response = client.post("/api/v1/hooks/pre", body, content_type="application/json", **headers)
+    def pre(body_of: bool = False, key: str = "", person: bool = True):
+        extra = {"HTTP_IDEMPOTENCY_KEY": key} if key else {}
+        response = client.post(
+            "/api/v1/hooks/pre", body if person else "{}", content_type="application/json", **headers, **extra
+        )
         assert response.status_code == 200, response.content[:300]
         return response.json()["prompt"] if body_of else None
 

@@ -6,6 +6,7 @@ grows with workspace files and with earlier sessions."""
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 import time
 
@@ -14,8 +15,10 @@ from bench.fixtures import (
     agent_with_token,
     analyze,
     bulk_files,
+    cold_start,
     hook_client,
     project_with_memory,
+    settled,
     text_of,
 )
 from bench.table import Table, interleaved, ms, p50, timed
@@ -30,7 +33,6 @@ def bench_pre(table: Table, world: dict, n: int) -> None:
     import boto3
     from botocore.config import Config
     from django.conf import settings
-    from django.core.cache import cache
 
     from projects.memory import feed
     from projects.models import Revision
@@ -56,14 +58,13 @@ def bench_pre(table: Table, world: dict, n: int) -> None:
     direct, _floor = hook_client(world["direct_token"])
     feed_on, feed_off = _feed_switch(settings)
 
-    def pre_cold():
-        cache.clear()
-        pre()
-
     def direct_cold():
         feed_off()
-        cache.clear()
         direct()
+
+    def forget_kept():  # a revision no hook injected yet: its count and origin are found now
+        cold_start()
+        Revision.objects.filter(file__project=world["project"]).update(tokens={}, origin=None)
 
     def direct_listing():
         feed_off()
@@ -76,8 +77,15 @@ def bench_pre(table: Table, world: dict, n: int) -> None:
     feed_on()
     _wait_following(feed.feed_for("bench"))
     feed_off()
-    cold, raw, cold_direct = interleaved([pre_cold, cold_floor, direct_cold], n)
-    warm, floor_times, warm_listing, warm_fed = interleaved([pre, floor, direct_listing, direct_fed], n)
+    cold, raw, cold_direct, cold_new = interleaved(
+        [pre, cold_floor, direct_cold, pre],
+        n,
+        setup={0: cold_start, 1: settled, 2: cold_start, 3: forget_kept},
+    )
+    keys = (f"bench-{i}" for i in itertools.count())
+    warm, floor_times, warm_listing, warm_fed, keyed, no_profile = interleaved(
+        [pre, floor, direct_listing, direct_fed, lambda: pre(key=next(keys)), lambda: pre(person=False)], n
+    )
     feed_off()
     ratio = p50(cold) / p50(raw)
     table.add(
@@ -97,6 +105,14 @@ def bench_pre(table: Table, world: dict, n: int) -> None:
         "<= 1.3x (p50)",
         ratio <= 1.3,
     )
+    table.add(
+        "  the same, the first after a save (the new revisions' token counts and origins found)",
+        ms(cold_new),
+        "cold floor",
+        p50(cold_new) / p50(raw),
+        "",
+        None,
+    )
     ratio = p50(warm) / p50(floor_times)
     table.add(
         "pre hook, warm cache, no direct credentials (no LIST)",
@@ -105,6 +121,22 @@ def bench_pre(table: Table, world: dict, n: int) -> None:
         ratio,
         "<= 2x (p50)",
         ratio <= 2,
+    )
+    table.add(
+        "  the same, with an Idempotency-Key (a new one each call): what a retry's safety costs",
+        ms(keyed),
+        f"without: p50 {p50(warm):.2f} ms",
+        p50(keyed) / p50(warm),
+        "",
+        None,
+    )
+    table.add(
+        "  the same, no person (no profile injected, nothing for an erasure to race)",
+        ms(no_profile),
+        f"with the profile: p50 {p50(warm):.2f} ms",
+        p50(warm) / p50(no_profile),
+        "",
+        None,
     )
     ratio = p50(warm_listing) / p50(floor_times)
     table.add(

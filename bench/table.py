@@ -28,20 +28,28 @@ def timed(fn, n: int, warmup: int = 3) -> list[float]:
     return out
 
 
-def interleaved(fns: list, n: int, warmup: int = 3) -> list[list[float]]:
+def interleaved(fns: list, n: int, warmup: int = 3, setup: dict | None = None) -> list[list[float]]:
     """Time several calls round-robin (order rotating each round), so a machine that slows
-    down for a while slows every one of them alike: their ratios stay fair."""
+    down for a while slows every one of them alike: their ratios stay fair. `setup`: {index:
+    callable} run before that call, untimed (emptying caches for a cold call)."""
+    setup = setup or {}
     for _ in range(warmup):
-        for fn in fns:
+        for k, fn in enumerate(fns):
+            setup.get(k, _nothing)()
             fn()
     out: list[list[float]] = [[] for _ in fns]
     for i in range(n):
         shift = i % len(fns)
         for k in list(range(shift, len(fns))) + list(range(shift)):
+            setup.get(k, _nothing)()
             start = time.perf_counter()
             fns[k]()
             out[k].append((time.perf_counter() - start) * 1000)
     return out
+
+
+def _nothing() -> None:
+    pass
 
 
 class Table:
