@@ -300,12 +300,21 @@ _ANSWERS: OrderedDict[tuple, Remembered] = OrderedDict()
 _ANSWER_SIZES: dict[tuple, int] = {}
 _ANSWERS_LOCK = threading.Lock()
 _answers_bytes = 0
+_ANSWERED: set[tuple] = set()  # (agent, person, manifest, encoding) of the answers remembered
+_ANSWERED_MAX = 50_000
 
 
 def answer_key(*, agent: Agent, user, manifest: injection.Manifest, heads) -> tuple:
     """What a pre hook's prompt is a function of: the agent, the person, the manifest, the
     encoding and the heads of the files it may draw from ((file id, head id) pairs)."""
     return (agent.pk, user.pk if user is not None else None, manifest, get_tokenizer().name, frozenset(heads))
+
+
+def any_remembered(key: tuple) -> bool:
+    """Whether this process remembers any answer for the key's agent, person, manifest and
+    encoding (whatever the heads): when not, the small read of the heads would find nothing,
+    and the caller reads the records at once."""
+    return key[:4] in _ANSWERED
 
 
 def remembered(key: tuple) -> Remembered | None:
@@ -341,6 +350,9 @@ def remember(key: tuple, assembly: injection.Assembly) -> Remembered:
             _ANSWERS[key] = kept
             _ANSWER_SIZES[key] = size
             _answers_bytes += size
+            if len(_ANSWERED) > 4 * _ANSWERED_MAX:
+                _ANSWERED.clear()
+            _ANSWERED.add(key[:4])
         while _answers_bytes > budget and _ANSWERS:
             old, _value = _ANSWERS.popitem(last=False)
             _answers_bytes -= _ANSWER_SIZES.pop(old)
@@ -353,6 +365,7 @@ def forget_answers() -> None:
     with _ANSWERS_LOCK:
         _ANSWERS.clear()
         _ANSWER_SIZES.clear()
+        _ANSWERED.clear()
         _answers_bytes = 0
 
 

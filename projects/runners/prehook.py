@@ -71,9 +71,11 @@ def _hook_pre(agent: Agent, user, external_ref: str, request_key: str, via: str)
     )
     answer = None
     if not catch_up.listed_prefixes:  # nothing to compare with the bucket: the heads say it all
-        answer = prompt_context.remembered(
-            prompt_context.answer_key(agent=agent, user=user, manifest=manifest, heads=catch_up.heads())
-        )
+        key = prompt_context.answer_key(agent=agent, user=user, manifest=manifest, heads=())
+        if prompt_context.any_remembered(key):
+            answer = prompt_context.remembered(
+                prompt_context.answer_key(agent=agent, user=user, manifest=manifest, heads=catch_up.heads())
+            )
     if answer is None:
         answer = _assemble(agent, user, manifest, catch_up)
     assembly = answer.assembly
