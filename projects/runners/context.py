@@ -291,7 +291,7 @@ ASSEMBLY_SECONDS = 600
 
 @dataclass(frozen=True)
 class Remembered:
-    assembly: injection.Assembly  # without its sections' texts (`sections` is empty)
+    assembly: injection.Assembly  # as remembered, without its sections (`sections` is empty)
     truncated: bool  # a section was cut
     profiles: tuple[str, ...]  # ids of the profiles (USER.md) it injected
 
@@ -326,8 +326,9 @@ def remembered(key: tuple) -> Remembered | None:
 
 
 def answer_of(assembly: injection.Assembly) -> Remembered:
+    """The answer with the whole assembly (this call's); `remember` keeps it without texts."""
     return Remembered(
-        assembly=dataclasses.replace(assembly, sections=[]),
+        assembly=assembly,
         truncated=any(s.truncated for s in assembly.sections),
         profiles=tuple(
             f.file_id
@@ -340,14 +341,14 @@ def answer_of(assembly: injection.Assembly) -> Remembered:
 
 def remember(key: tuple, assembly: injection.Assembly) -> Remembered:
     global _answers_bytes
-    kept = answer_of(assembly)
-    size = len(assembly.prompt) * 2 + 512 * (1 + len(kept.assembly.receipt))
+    answer = answer_of(assembly)
+    size = len(assembly.prompt) * 2 + 512 * (1 + len(assembly.receipt))
     budget = settings.MGC_PROMPT_MEMO_BYTES
     if size > budget // 4:
-        return kept  # one answer does not push out many
+        return answer  # one answer does not push out many
     with _ANSWERS_LOCK:
         if key not in _ANSWERS:
-            _ANSWERS[key] = kept
+            _ANSWERS[key] = dataclasses.replace(answer, assembly=dataclasses.replace(assembly, sections=[]))
             _ANSWER_SIZES[key] = size
             _answers_bytes += size
             if len(_ANSWERED) > 4 * _ANSWERED_MAX:
@@ -356,7 +357,7 @@ def remember(key: tuple, assembly: injection.Assembly) -> Remembered:
         while _answers_bytes > budget and _ANSWERS:
             old, _value = _ANSWERS.popitem(last=False)
             _answers_bytes -= _ANSWER_SIZES.pop(old)
-    return kept
+    return answer
 
 
 def forget_answers() -> None:
