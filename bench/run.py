@@ -4,6 +4,7 @@ pages, as ratios measured in one run.
     .venv/bin/python bench/run.py            # full run (about six minutes); refreshes docs/PERFORMANCE.md
     .venv/bin/python bench/run.py --quick    # a smoke check (about a minute); writes nothing
     .venv/bin/python bench/run.py --only flood   # one phase (by a word of its name); writes nothing
+    .venv/bin/python bench/run.py --only gunicorn --profile out.txt   # where the workers' CPU goes
 
 Starts its own S3 server (SeaweedFS's `weed mini`, a separate process on loopback) and uses a
 throwaway database: PostgreSQL `mgc_bench` when PostgreSQL answers on 127.0.0.1:5432 (set
@@ -80,6 +81,13 @@ def main() -> None:
         metavar="WORD",
         help="run only the phases whose name holds WORD (e.g. flood, gunicorn, saves); writes nothing",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        type=Path,
+        help="the gunicorn phase also samples its workers with py-spy under the floor view's and "
+        "the pre hook's load, and writes the top frames to FILE (bench/profile.py)",
+    )
     args = parser.parse_args()
     from bench import fixtures, pages, pre, provenance, scanner, server, signin
     from bench.table import Table
@@ -131,7 +139,9 @@ def main() -> None:
             ("pre hook and its floors", lambda: pre.bench_pre(table, world, n)),
             (
                 "gunicorn",
-                lambda: server.under_gunicorn(table, world, env, seaweed, quick, tmp / "gunicorn.log"),
+                lambda: server.under_gunicorn(
+                    table, world, env, seaweed, quick, tmp / "gunicorn.log", profile=args.profile
+                ),
             ),
             (
                 "sign-in flood",

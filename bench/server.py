@@ -63,13 +63,20 @@ def _start_gunicorn(env: dict, log: Path):
     return process, port
 
 
-def under_gunicorn(table: Table, world: dict, env: dict, seaweed, quick: bool, log: Path) -> None:
+def under_gunicorn(
+    table: Table, world: dict, env: dict, seaweed, quick: bool, log: Path, profile: Path | None = None
+) -> None:
+    """`profile`: after the throughput figures, where the workers' CPU goes under the same
+    loads (bench/profile.py), written there; the memory figures are not taken then."""
     env = {**env, "MGC_S3_CHANGE_FEED": "seaweedfs", "MGC_S3_FILER_ADDRESS": seaweed.filer_address}
     gunicorn, port = _start_gunicorn(env, log)
     try:
         # --quick runs beside the test suite in CI: each load phase just long enough to see
         # every answer right (it asserts no time), so that it takes little CPU from the tests.
         done = _bench_throughput(table, world, port, gunicorn, seaweed, seconds=1 if quick else 15)
+        if profile is not None:
+            _profile(world, port, gunicorn, profile, seconds=2 if quick else 15)
+            return
         _bench_memory(table, world, port, gunicorn, seaweed, done=done, total=100 if quick else 10_000)
         _bench_large_texts(table, world, port, gunicorn, rounds=5 if quick else 400)
     finally:
@@ -232,6 +239,30 @@ def _bench_throughput(table: Table, world: dict, port: int, gunicorn, seaweed, s
         if load["errors"]:
             table.wrong.append(f"{name} under gunicorn: answers {load['statuses']}")
     return warmup + runs["pre"]["ok"] + runs["pre"]["errors"]
+
+
+def _profile(world: dict, port: int, gunicorn, out: Path, seconds: float) -> None:
+    """The floor view and the pre hook under the throughput load again, each with py-spy on
+    the workers; both reports in `out`, and the samples beside it (`out`-floor.raw and
+    -pre.raw: py-spy's folded stacks, which flamegraph.pl and speedscope read)."""
+    import tempfile
+
+    from bench import profile
+
+    texts = []
+    for name, title, path in (
+        ("floor", "floor view", "/api/bench/floor"),
+        ("pre", "pre hook", "/api/v1/hooks/pre"),
+    ):
+        with tempfile.TemporaryDirectory() as folder:
+            with profile.sampled(_workers(gunicorn.pid), Path(folder)) as raw:
+                load = _load(port, path, world["token"], seconds=seconds)
+            if load["errors"]:
+                raise RuntimeError(f"{title} under py-spy: answers {load['statuses']}")
+            texts.append(profile.report(f"{title}, {path}", raw, load["ok"], load["seconds"]))
+            out.with_name(f"{out.stem}-{name}.raw").write_text("".join(part.read_text() for part in raw))
+    out.write_text("\n".join(texts))
+    print(f"\n{out.read_text()}", file=sys.stderr)
 
 
 def _bench_large_texts(table: Table, world: dict, port: int, gunicorn, rounds: int) -> None:

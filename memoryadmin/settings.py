@@ -63,6 +63,8 @@ MIDDLEWARE = [
     "projects.middleware.SignInDoorMiddleware",
     "projects.middleware.ApiJsonErrorsMiddleware",
     "projects.middleware.ApiBodyLimitMiddleware",
+    # From here a runner API request (/api/) skips CONSOLE_ONLY_MIDDLEWARE (below).
+    "projects.middleware.ApiLaneMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language: the switcher's cookie, else the browser's Accept-Language, else LANGUAGE_CODE.
     "django.middleware.locale.LocaleMiddleware",
@@ -82,6 +84,23 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "projects.middleware.ConsoleNotFoundMiddleware",
     "projects.middleware.NoStoreMiddleware",
+]
+
+# What the runner API does without (projects.middleware.ApiLaneMiddleware): a hook has no
+# session, CSRF token, language, messages, signed-in person or drafts. It keeps the rest:
+# the host check and Content-Length (CommonMiddleware), X-Frame-Options, CSP and no-store.
+CONSOLE_ONLY_MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "projects.middleware.NulCharacterMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "projects.middleware.EndedAccountMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "projects.sso.session.ProviderSessionMiddleware",
+    "projects.sso.errors.SignInErrorMiddleware",
+    "projects.middleware.SessionEndedMiddleware",
+    "projects.middleware.ConsoleNotFoundMiddleware",
 ]
 
 if PRODUCTION:

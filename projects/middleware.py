@@ -12,11 +12,22 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
-from django.core.exceptions import BadRequest, DisallowedHost, RequestDataTooBig, TooManyFieldsSent
+from django.core.exceptions import (
+    BadRequest,
+    DisallowedHost,
+    ImproperlyConfigured,
+    MiddlewareNotUsed,
+    RequestDataTooBig,
+    TooManyFieldsSent,
+)
+from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
 from django.http import Http404, JsonResponse
 from django.shortcuts import resolve_url
 from django.urls import reverse
+from django.utils import translation
 from django.utils.cache import add_never_cache_headers
+from django.utils.module_loading import import_string
 from django.views.defaults import bad_request, page_not_found
 
 from projects import health, logs, metrics
@@ -49,7 +60,67 @@ def is_api(request) -> bool:
 
 
 def api_error(status: int, code: str, message: str, **extra) -> JsonResponse:
-    return JsonResponse(error_body(code, message, **extra), status=status)
+    """A runner API error in its JSON shape, not to be kept by any cache: the body limit's
+    413 and the JSON errors' 404, 405 and 500 are made outside NoStoreMiddleware."""
+    response = JsonResponse(error_body(code, message, **extra), status=status)
+    add_never_cache_headers(response)
+    return response
+
+
+class ApiLaneMiddleware:
+    """The runner API's own way through the middleware. A hook authenticates by its bearer
+    token and answers JSON: it has no use for the console's session, CSRF token, language,
+    messages, signed-in person, provider re-check or draft recovery, and running them cost
+    every hook their CPU. Everything in MIDDLEWARE before this one runs for every request
+    (the request's context, the security headers, the sign-in door, the JSON errors, the body
+    limit). After it, a request under the API root goes through the rest of MIDDLEWARE without
+    settings.CONSOLE_ONLY_MIDDLEWARE (CommonMiddleware's host check and Content-Length,
+    X-Frame-Options, the CSP header, no-store) to its view; any other request goes on through
+    all of it, as before. The lane is a chain built as Django builds its own (same order,
+    each middleware wrapped so that an exception becomes a response, the view called by
+    Django's `_get_response` with the lane's own view and exception hooks only), so the test
+    client takes it too. Its messages are in LANGUAGE_CODE, whatever the thread last served."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        name = f"{__name__}.{type(self).__name__}"
+        after = settings.MIDDLEWARE[settings.MIDDLEWARE.index(name) + 1 :]
+        skipped = set(settings.CONSOLE_ONLY_MIDDLEWARE)
+        if not skipped <= set(after):
+            raise ImproperlyConfigured(
+                f"CONSOLE_ONLY_MIDDLEWARE names what is not in MIDDLEWARE after {name}: "
+                + ", ".join(sorted(skipped - set(after)))
+            )
+        self.lane = _Lane([path for path in after if path not in skipped])
+
+    def __call__(self, request):
+        if is_api(request):
+            translation.deactivate()  # LANGUAGE_CODE, not the last console page's language
+            return self.lane.chain(request)
+        return self.get_response(request)
+
+
+class _Lane(BaseHandler):
+    """A middleware chain of its own ending in Django's view call (URL resolution, view
+    hooks, ATOMIC_REQUESTS, the answer's checks): BaseHandler.load_middleware's, for
+    synchronous middleware, from a list of paths instead of settings.MIDDLEWARE."""
+
+    def __init__(self, paths: list[str]):
+        self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []
+        handler = convert_exception_to_response(self._get_response)
+        for path in reversed(paths):
+            try:
+                middleware = import_string(path)(handler)
+            except MiddlewareNotUsed:
+                continue
+            if hasattr(middleware, "process_view"):
+                self._view_middleware.insert(0, middleware.process_view)
+            if hasattr(middleware, "process_template_response"):
+                self._template_response_middleware.append(middleware.process_template_response)
+            if hasattr(middleware, "process_exception"):
+                self._exception_middleware.append(middleware.process_exception)
+            handler = convert_exception_to_response(middleware)
+        self.chain = handler
 
 
 class ApiBodyLimitMiddleware:

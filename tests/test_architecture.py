@@ -24,6 +24,7 @@ FOUNDATION = {
     "projects.outbox",
     "projects.metrics",
     "projects.logs",
+    "projects.prepared",
 }
 PURE = {"projects.memory.layout", "projects.memory.lookalikes"}  # may be imported by anything
 ALLOWED = {
