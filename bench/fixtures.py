@@ -237,3 +237,91 @@ def file_with_revisions(world: dict, path: str, count: int):
     MemoryFile.objects.filter(pk=file.pk).update(head=head, head_etag=etag)
     analyze()
     return MemoryFile.objects.get(pk=file.pk)
+
+
+def log_entry(number: int) -> str:
+    return f"- {number:06d}: the nightly export finished; 1,204 rows checked, none rejected."
+
+
+def log_text(count: int, first: int = 1, window: int = 1_000) -> str:
+    """Revision `count`'s text of log_with_revisions: the newest `window` entries."""
+    return "\n".join(["# Log", *(log_entry(e) for e in _log_entries(count, first, window))]) + "\n"
+
+
+def _log_entries(number: int, first: int, window: int) -> range:
+    """The entries revision `number` holds: revision 1 brings entries 1..first, each later one
+    adds the next entry, and only the newest `window` stay (a log that is trimmed)."""
+    newest = first + number - 1
+    return range(max(1, newest - window + 1), newest + 1)
+
+
+def log_with_revisions(project, path: str, count: int, *, first: int = 1, window: int = 1_000):
+    """A workspace log with `count` revisions, each adding one entry (revision 1 brings
+    `first`), the newest `window` kept, written in bulk. What a save reads is real: the head
+    object and its snapshot in S3, the head's search copy, and every revision's line map as
+    the save path stores them (linemaps.encode over its skip base), so an append on top does
+    all of a save's work. Older snapshots and search copies are not written (no save reads
+    them)."""
+    import hashlib
+
+    from projects.memory import layout, linemaps, records
+    from projects.memory.storage import storage_for
+    from projects.models import LineMap, MemoryFile, Revision, SearchText
+
+    file = records.file_ensure(project=project, scope="workspace", path=path)
+    storage = storage_for(project)
+    rows = []
+    for number in range(1, count + 1):
+        # Only the head's text is written (and hashed): no save reads an older one.
+        shown = log_text(number, first, window) if number == count else f"{path}:{number}"
+        sha = hashlib.sha256(shown.encode()).hexdigest()
+        rows.append(
+            Revision(
+                file=file,
+                number=number,
+                sha256=sha,
+                size=0,
+                author_kind="system",
+                author_label="system:bench",
+                message=f"entry {number}",
+                snapshot_key=layout.snapshot_key(project.prefix, file.pk, number, sha),
+            )
+        )
+    Revision.objects.bulk_create(rows, batch_size=2000)
+    pks = dict(Revision.objects.filter(file=file).values_list("number", "pk"))
+
+    def ident(entry: int) -> int:
+        # The revision that brought an entry, and the entry's line there (after "# Log").
+        if entry <= first:
+            return linemaps.identity(pks[1], entry)
+        number = entry - first + 1
+        return linemaps.identity(pks[number], len(_log_entries(number, first, window)))
+
+    maps: dict[int, list[int]] = {0: []}
+    header = linemaps.identity(pks[1], 0)
+    line_maps = []
+    for number in range(1, count + 1):
+        idents = [header, *(ident(e) for e in _log_entries(number, first, window))]
+        base = linemaps.skip_base(number)
+        line_maps.append(
+            LineMap(
+                revision_id=pks[number],
+                file=file,
+                number=number,
+                base=base,
+                lines=len(idents),
+                data=linemaps.encode(idents, maps[base]),
+            )
+        )
+        maps[number] = idents
+    LineMap.objects.bulk_create(line_maps, batch_size=1000)
+    text = log_text(count, first, window)
+    data = text.encode()
+    Revision.objects.filter(file=file, number=count).update(size=len(data))
+    head = Revision.objects.get(file=file, number=count)
+    SearchText.objects.create(file=file, number=count, text=text, created_at=head.created_at)
+    storage.client.put_object(Bucket=storage.bucket_name, Key=head.snapshot_key, Body=data)
+    etag = storage.client.put_object(Bucket=storage.bucket_name, Key=file.key, Body=data)["ETag"]
+    MemoryFile.objects.filter(pk=file.pk).update(head=head, head_etag=etag)
+    analyze()
+    return MemoryFile.objects.get(pk=file.pk)

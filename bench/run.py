@@ -18,8 +18,8 @@ This module is the entry point: its arguments, the S3 server, the database and D
 list of phases and the table's place in docs/PERFORMANCE.md. The phases live beside it:
 bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/signin.py
 (sign-in under a flood; bench/flood.py is the flood), bench/pages.py (saves and the console's
-pages), bench/provenance.py (blame of a long history) and bench/scanner.py (the poisoning
-scanner on a 64 KB post), on the data bench/fixtures.py makes; bench/table.py times the calls
+pages), bench/provenance.py (blame of a long history), bench/scanner.py (the poisoning
+scanner on a 64 KB post) and bench/post.py (the post hook at its floor, and its growth), on the data bench/fixtures.py makes; bench/table.py times the calls
 and keeps the table.
 """
 
@@ -89,7 +89,7 @@ def main() -> None:
         "the pre hook's load, and writes the top frames to FILE (bench/profile.py)",
     )
     args = parser.parse_args()
-    from bench import fixtures, pages, pre, provenance, scanner, server, signin
+    from bench import fixtures, pages, post, pre, provenance, scanner, server, signin
     from bench.table import Table
     from devtools.seaweed import SeaweedMini
 
@@ -151,6 +151,10 @@ def main() -> None:
             ),
             ("refused direct write", lambda: pre.bench_refused_write(table, world, n)),
             (
+                "post hook and its floor",
+                lambda: post.bench_post(table, world, 5 if quick else n // 2, 50 if quick else 1_000),
+            ),
+            (
                 "poisoning scanner on the post hook",
                 lambda: scanner.bench_post_scanner(table, world, 5 if quick else n // 4),
             ),
@@ -166,6 +170,12 @@ def main() -> None:
                 "growth with history",
                 lambda: pre.bench_growth_sessions(
                     table, world, (1, 100) if quick else (1, 100, 10_000), max(10, n // 2)
+                ),
+            ),
+            (
+                "growth of the post hook",
+                lambda: post.bench_post_growth(
+                    table, world, 5 if quick else n // 4, 100 if quick else 10_000, 10 if quick else 1_000
                 ),
             ),
             ("saves", lambda: pages.bench_save(table, world, 5 if quick else n // 4)),

@@ -34,12 +34,13 @@ def sixty_four_kb(n: int) -> str:
     return "".join(text)
 
 
-def bench_post_scanner(table: Table, world: dict, n: int) -> None:
+def runner_session(world: dict, slug: str):
+    """A project with memory, a test client with its agent's bearer token, and a session its
+    pre hook opened: what a runner holds before it posts. (project, agent, post) where
+    post(write, key) sends one write with an Idempotency-Key and returns its result."""
     from django.test import Client
 
-    from projects.memory import quarantine
-
-    project, _agent, token, _row = project_with_memory(world, "scanner")
+    project, agent, token, _row = project_with_memory(world, slug)
     client = Client()
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     pre = client.post(
@@ -49,46 +50,61 @@ def bench_post_scanner(table: Table, world: dict, n: int) -> None:
         **headers,
     )
     session = pre.json()["session"]
+
+    def post(write: dict, key: str) -> dict:
+        answer = client.post(
+            "/api/v1/hooks/post",
+            json.dumps({"session": session, "end": False, "writes": [write]}),
+            content_type="application/json",
+            HTTP_IDEMPOTENCY_KEY=key,
+            **headers,
+        )
+        (result,) = answer.json()["results"]
+        return result
+
+    def floor(body: dict) -> None:
+        answer = client.post("/api/bench/post-floor", json.dumps(body), content_type="application/json", **headers)
+        assert answer.status_code == 200, answer.content[:300]
+
+    post.floor = floor
+    return project, agent, post
+
+
+class scanner_off:
+    """The poisoning scanner switched off on the save path, in this process only (for the
+    bench's with/without rows): every write screens clean."""
+
+    def __enter__(self):
+        from projects.memory import quarantine
+
+        self.screen = quarantine.screen
+        quarantine.screen = lambda *args, **kwargs: quarantine.Screening()
+
+    def __exit__(self, *exc):
+        from projects.memory import quarantine
+
+        quarantine.screen = self.screen
+
+
+def bench_post_scanner(table: Table, world: dict, n: int) -> None:
+    _project, _agent, send = runner_session(world, "scanner")
     numbers = count(1)
     bases = {}
 
     def post(path: str):
         number = next(numbers)
-        body = {
-            "session": session,
-            "end": False,
-            "writes": [
-                {
-                    "path": path,
-                    "mode": "replace",
-                    "content": sixty_four_kb(number),
-                    "base_revision": bases.get(path),
-                }
-            ],
-        }
-        answer = client.post(
-            "/api/v1/hooks/post",
-            json.dumps(body),
-            content_type="application/json",
-            HTTP_IDEMPOTENCY_KEY=f"bench-scan-{number}",
-            **headers,
-        )
-        (result,) = answer.json()["results"]
+        write = {"path": path, "mode": "replace", "content": sixty_four_kb(number), "base_revision": bases.get(path)}
+        result = send(write, f"bench-scan-{number}")
         if result["status"] != "written":
             table.wrong.append(f"64 KB post: {result}")
         bases[path] = result.get("revision")
-
-    screen = quarantine.screen
 
     def scanned():
         post("workspace/bench/scanned.md")
 
     def unscanned():
-        quarantine.screen = lambda *args, **kwargs: quarantine.Screening()
-        try:
+        with scanner_off():
             post("workspace/bench/unscanned.md")
-        finally:
-            quarantine.screen = screen
 
     with_scanner, without = interleaved([scanned, unscanned], n)
     ratio = p50(with_scanner) / p50(without)
