@@ -57,7 +57,10 @@ def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
             number = next(numbers)
             with switch():
                 check(
-                    send({"path": path, "mode": "append", "content": log_entry(10_000_000 + number)}, f"post-{number}"),
+                    send(
+                        {"path": path, "mode": "append", "content": log_entry(10_000_000 + number)},
+                        f"post-{number}",
+                    ),
                     "append",
                 )
 
@@ -74,7 +77,14 @@ def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
     revision = logs["product"].revisions.count()
     if revision != revisions + n + 3:
         table.wrong.append(f"append: {revision} revisions, expected {revisions + n + 3}")
-    _rows(table, f"post hook: append one line to a workspace log with {revisions:,} revisions", product, floor, unscanned, unrecorded)
+    _rows(
+        table,
+        f"post hook: append one line to a workspace log with {revisions:,} revisions",
+        product,
+        floor,
+        unscanned,
+        unrecorded,
+    )
 
     # 64 KB replaces: every call a new text (made before the clock starts).
     texts = iter([sixty_four_kb(k) for k in range(4 * (n + 3))])
@@ -85,7 +95,12 @@ def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
 
         def replace():
             number = next(numbers)
-            write = {"path": path, "mode": "replace", "content": next(texts), "base_revision": bases.get(path)}
+            write = {
+                "path": path,
+                "mode": "replace",
+                "content": next(texts),
+                "base_revision": bases.get(path),
+            }
             with switch():
                 bases[path] = check(send(write, f"post-{number}"), "64 KB replace").get("revision")
 
@@ -140,7 +155,11 @@ def bench_post_growth(table: Table, world: dict, n: int, revisions: int, files: 
     `revisions`, and in a project with 1 file and with `files` more: the history and the
     project's size must not slow a post down."""
     lanes = []
-    for name, history, others in (("post-small", 1, 0), ("post-history", revisions, 0), ("post-files", 1, files)):
+    for name, history, others in (
+        ("post-small", 1, 0),
+        ("post-history", revisions, 0),
+        ("post-files", 1, files),
+    ):
         project, _agent, send = runner_session(world, name)
         log_with_revisions(project, "bench/log.md", history, first=100 if history == 1 else 1, window=100)
         if others:
@@ -148,7 +167,10 @@ def bench_post_growth(table: Table, world: dict, n: int, revisions: int, files: 
         lanes.append(_growth_append(table, send))
     small, history, many = interleaved(lanes, n)
     base = p50(small)
-    for label, times in ((f"{revisions:,} revisions of the file", history), (f"{files:,} more files in the project", many)):
+    for label, times in (
+        (f"{revisions:,} revisions of the file", history),
+        (f"{files:,} more files in the project", many),
+    ):
         ratio = p50(times) / base
         table.add(
             f"post hook append, {label}",
@@ -165,7 +187,10 @@ def _growth_append(table: Table, send):
 
     def append():
         number = next(numbers)
-        result = send({"path": "workspace/bench/log.md", "mode": "append", "content": log_entry(30_000_000 + number)}, f"grow-{number}")
+        result = send(
+            {"path": "workspace/bench/log.md", "mode": "append", "content": log_entry(30_000_000 + number)},
+            f"grow-{number}",
+        )
         if result.get("status") != "written":
             table.wrong.append(f"growth append: {result}")
 

@@ -19,7 +19,8 @@ list of phases and the table's place in docs/PERFORMANCE.md. The phases live bes
 bench/pre.py (the pre hook in process), bench/server.py (under gunicorn), bench/signin.py
 (sign-in under a flood; bench/flood.py is the flood), bench/pages.py (saves and the console's
 pages), bench/provenance.py (blame of a long history), bench/scanner.py (the poisoning
-scanner on a 64 KB post) and bench/post.py (the post hook at its floor, and its growth), on the data bench/fixtures.py makes; bench/table.py times the calls
+scanner on a 64 KB post) and bench/post.py (the post hook at its floor, and its growth),
+on the data bench/fixtures.py makes; bench/table.py times the calls
 and keeps the table.
 """
 

@@ -63,7 +63,9 @@ def runner_session(world: dict, slug: str):
         return result
 
     def floor(body: dict) -> None:
-        answer = client.post("/api/bench/post-floor", json.dumps(body), content_type="application/json", **headers)
+        answer = client.post(
+            "/api/bench/post-floor", json.dumps(body), content_type="application/json", **headers
+        )
         assert answer.status_code == 200, answer.content[:300]
 
     post.floor = floor
@@ -93,7 +95,12 @@ def bench_post_scanner(table: Table, world: dict, n: int) -> None:
 
     def post(path: str):
         number = next(numbers)
-        write = {"path": path, "mode": "replace", "content": sixty_four_kb(number), "base_revision": bases.get(path)}
+        write = {
+            "path": path,
+            "mode": "replace",
+            "content": sixty_four_kb(number),
+            "base_revision": bases.get(path),
+        }
         result = send(write, f"bench-scan-{number}")
         if result["status"] != "written":
             table.wrong.append(f"64 KB post: {result}")
