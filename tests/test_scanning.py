@@ -229,3 +229,24 @@ def test_luhn():
 def test_summary_counts_kinds():
     findings = scanning.scan("a@example.com b@example.com password: hunter22")
     assert scanning.summary(findings) == "2 e-mail addresses, 1 password"
+
+
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("ſecret: abcdefghijklmnop1234", scanning.API_KEY),  # the long s folds to "s"
+        ("api_\u212aey=abcdefghijklmnop1234", scanning.API_KEY),  # the Kelvin sign folds to "k"
+        ("PAſſWORD: hunter22", scanning.PASSWORD),
+    ],
+)
+def test_keywords_spelled_with_letters_that_fold_to_ascii_are_found(text, kind):
+    # The scan skips a case-insensitive pattern when its keyword is not in the lowercased
+    # text; lower() does not fold these letters, so a text beyond ASCII is always searched.
+    assert [finding.kind for finding in scanning.scan(text)] == [kind]
+
+
+def test_a_long_text_without_any_pattern_s_string_still_finds_what_is_in_it():
+    plain = "- the nightly export finished; 1,204 rows checked, none rejected.\n" * 1000
+    assert scanning.scan(plain) == []
+    text = plain + "token: ghp_" + "a1" * 20 + "\nwrite to ops@example.com\n"
+    assert [finding.kind for finding in scanning.scan(text)] == [scanning.API_KEY, scanning.EMAIL]
