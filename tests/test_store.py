@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from projects.audit import Actor
 from projects.memory import errors, history, layout, reading, removal, store
 from projects.memory.storage import storage_for
-from projects.models import AuditEvent, MemoryFile, Revision
+from projects.models import AuditEvent, MemoryFile, Revision, SearchText
 from tests.conftest import reload_file
 
 pytestmark = pytest.mark.django_db
@@ -42,6 +42,31 @@ def test_save_history_and_read_any_revision(s3, workspace_file, actor):
     content = reading.file_read(reload_file(workspace_file))
     assert (content.text, content.revision.number, content.drifted) == ("third\n", 3, False)
     assert s3.get(workspace_file.key) == b"third\n"
+
+
+def test_the_search_head_follows_saves_deletion_and_revival(s3, workspace_file, actor):
+    def heads():
+        rows = SearchText.objects.filter(file=workspace_file).order_by("number")
+        return [(row.number, row.is_head) for row in rows]
+
+    store.file_save(file=workspace_file, content="second\n", actor=actor, base_revision=1)
+    store.file_append(file=reload_file(workspace_file), addition="more", actor=actor)
+    assert heads() == [(1, False), (2, False), (3, True)]
+    removal.file_delete(file=reload_file(workspace_file), actor=actor, base_revision=3)
+    assert heads() == [(1, False), (2, False), (3, False)]
+    store.file_create(
+        project=workspace_file.project,
+        scope="workspace",
+        path="notes/today.md",
+        content="back\n",
+        actor=actor,
+    )
+    assert heads() == [(1, False), (2, False), (3, False), (5, True)]
+    other = store.file_create(
+        project=workspace_file.project, scope="workspace", path="notes/other.md", content="x\n", actor=actor
+    )
+    assert SearchText.objects.get(file_id=other.file_id).is_head  # another file's head stays
+    assert heads()[-1] == (5, True)
 
 
 def test_history_is_paginated(s3, workspace_file, actor):

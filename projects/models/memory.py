@@ -404,7 +404,9 @@ class SearchText(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["file", "number"], name="one_search_text_per_revision"),
         ]
-        indexes = [models.Index(fields=["file", "is_head"], name="search_text_head")]
+        # No index holds is_head: a save clears it on the old head's copy, and an indexed
+        # column would make that update rewrite every index entry, the full-text ones of the
+        # whole old text included (memory/indexing.py). The head's copy is found by number.
 
     def __str__(self) -> str:
         return f"search text of {self.file_id} r{self.number}"
