@@ -255,13 +255,16 @@ def _log_entries(number: int, first: int, window: int) -> range:
     return range(max(1, newest - window + 1), newest + 1)
 
 
-def log_with_revisions(project, path: str, count: int, *, first: int = 1, window: int = 1_000):
+def log_with_revisions(
+    project, path: str, count: int, *, first: int = 1, window: int = 1_000, search_copies: bool = False
+):
     """A workspace log with `count` revisions, each adding one entry (revision 1 brings
     `first`), the newest `window` kept, written in bulk. What a save reads is real: the head
     object and its snapshot in S3, the head's search copy, and every revision's line map as
     the save path stores them (linemaps.encode over its skip base), so an append on top does
     all of a save's work. Older snapshots and search copies are not written (no save reads
-    them)."""
+    them); with `search_copies`, every older revision has a (short) search copy too, as saves
+    leave them."""
     import hashlib
 
     from projects.memory import layout, linemaps, records
@@ -319,6 +322,14 @@ def log_with_revisions(project, path: str, count: int, *, first: int = 1, window
     data = text.encode()
     Revision.objects.filter(file=file, number=count).update(size=len(data))
     head = Revision.objects.get(file=file, number=count)
+    if search_copies:
+        SearchText.objects.bulk_create(
+            [
+                SearchText(file=file, number=number, text=f"entry {number}", is_head=False)
+                for number in range(1, count)
+            ],
+            batch_size=2000,
+        )
     SearchText.objects.create(file=file, number=count, text=text, created_at=head.created_at)
     storage.client.put_object(Bucket=storage.bucket_name, Key=head.snapshot_key, Body=data)
     etag = storage.client.put_object(Bucket=storage.bucket_name, Key=file.key, Body=data)["ETag"]

@@ -422,7 +422,10 @@ def bench_growth_files(table: Table, world: dict, sizes: tuple[int, ...], n: int
 
 def bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: int) -> None:
     """Warm pre hook of agents with 1 .. 10,000 earlier sessions (receipts and events, bulk
-    loaded), same files and manifest: history must not slow it down."""
+    loaded, and this round's records of them: the carried-files index, a quarantined
+    proposal with findings for every tenth), same files and manifest: history must not slow
+    it down."""
+    from bench.post import sessions_with_records
     from projects.audit import Actor
     from projects.memory import store
     from projects.models import AgentSession, SessionEvent
@@ -430,7 +433,7 @@ def bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: 
     project, calls = world["project"], []
     for size in sizes:
         agent, token = agent_with_token(world, project, f"history-{size}")
-        for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4), ("TOOLS.md", 3)):
+        files = [
             store.file_create(
                 project=project,
                 scope="agent",
@@ -438,7 +441,9 @@ def bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: 
                 path=name,
                 content=text_of(kb),
                 actor=Actor.system("bench"),
-            )
+            ).file
+            for name, kb in (("SOUL.md", 2), ("AGENTS.md", 4), ("TOOLS.md", 3))
+        ]
         sessions = AgentSession.objects.bulk_create(
             [
                 AgentSession(agent=agent, user=world["employee"], prompt_sha256="0" * 64, receipt=[])
@@ -449,6 +454,8 @@ def bench_growth_sessions(table: Table, world: dict, sizes: tuple[int, ...], n: 
         SessionEvent.objects.bulk_create(
             [SessionEvent(session=s, kind="pre", payload={}) for s in sessions], batch_size=2000
         )
+        if size > 1:  # this round's records of those sessions: carried-files rows, held writes
+            sessions_with_records(world, agent, files[-1], size - 1)
         pre, _ = hook_client(token)
         calls.append(pre)
     analyze()

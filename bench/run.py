@@ -176,7 +176,12 @@ def main() -> None:
             (
                 "growth of the post hook",
                 lambda: post.bench_post_growth(
-                    table, world, 5 if quick else n // 4, 100 if quick else 10_000, 10 if quick else 1_000
+                    table,
+                    world,
+                    5 if quick else n // 4,
+                    100 if quick else 10_000,
+                    10 if quick else 1_000,
+                    100 if quick else 10_000,
                 ),
             ),
             ("saves", lambda: pages.bench_save(table, world, 5 if quick else n // 4)),
