@@ -181,12 +181,15 @@ def _renamed_source(revision: Revision):
 # --- Writing ------------------------------------------------------------------------------------------
 
 
-def record(locked: MemoryFile, revision: Revision, text: str) -> None:
+def record(locked: MemoryFile, revision: Revision, text: str, *, parent: Revision | None = None) -> None:
     """Store the new revision's map; under the file's row lock, in the save's transaction. The
     parent's map is stored already (every save stores its own), unless the history is older
-    than line maps: then it is filled in first."""
+    than line maps: then it is filled in first. `parent`: the head the save replaced, when the
+    caller has its row (its text is then looked up without reading the row again)."""
     number = revision.number
     texts = _Texts(locked, {number: text})
+    if parent is not None and parent.number == number - 1:
+        texts.revisions[parent.number] = parent
     try:
         for _attempt in range(2):
             rows = _rows(locked.pk, linemaps.chain(number - 1)) if number > 1 else {}

@@ -96,12 +96,13 @@ def record_revision(
         renamed_to=renamed_to,
         merged_base=merged_base,
     )
+    parent = locked.head
     locked.head = revision
     locked.head_etag = etag
     refusals.replaced(locked)  # a refused object that was at the key is gone now
     locked.save(update_fields=["head", "head_etag", "refused_etag"])
     text = decode(data) if data else ""
-    lineage.record(locked, revision, text)
+    lineage.record(locked, revision, text, parent=parent)
     indexing.index_revision(locked, revision, text)
     if not is_deletion:
         # The next append, pre hook or page reads this text: it is known, keep it warm. (If the
