@@ -9,7 +9,8 @@ bearer lookup, then, in one transaction, one conditional PUT of the file's new b
 project's bucket through the console's storage (If-Match the ETag it left last time,
 If-None-Match for a new key) and one row INSERT. It keeps the texts and ETags it wrote in
 this process (a floor knows its head without asking), so an append sends one line, as a
-runner does.
+runner does. With "snapshot" it first writes an immutable copy (If-None-Match), as every save
+does before its head: the floor of the save's own two-PUT design.
 """
 
 import json
@@ -40,6 +41,7 @@ def floor(request):
 
 
 _FLOOR_HEADS: dict[str, tuple[str, str]] = {}  # key -> (text, ETag) the post floor wrote
+_FLOOR_SNAPSHOTS: dict[str, int] = {}
 
 
 @csrf_exempt
@@ -54,10 +56,14 @@ def post_floor(request):
     key = f"{token.agent.project.prefix}bench-floor/{body['name']}"
     text, etag = _FLOOR_HEADS.get(key, ("", ""))
     text = text + body["append"] if "append" in body else body["content"]
+    data = text.encode()
+    storage = storage_for(token.agent.project)
     with transaction.atomic():
-        etag = storage_for(token.agent.project).write(
-            key, text.encode(), if_match=etag, if_none_match=not etag
-        )
+        if body.get("snapshot"):  # the save's own order: an immutable copy first, then the head
+            number = len(_FLOOR_HEADS) + _FLOOR_SNAPSHOTS.setdefault("n", 0) + 1
+            _FLOOR_SNAPSHOTS["n"] = number
+            storage.write(f"{key}.history/{number}", data, if_none_match=True)
+        etag = storage.write(key, data, if_match=etag, if_none_match=not etag)
         session = AgentSession.objects.create(agent=token.agent, external_ref="bench-post-floor")
     _FLOOR_HEADS[key] = (text, etag)
     return JsonResponse({"session": str(session.pk), "etag": etag})
