@@ -7,6 +7,6 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-    dependencies = [("projects", "0038_memory_health")]
+    dependencies = [("projects", "0039_hook_floor")]
 
     operations = [migrations.RemoveIndex(model_name="searchtext", name="search_text_head")]

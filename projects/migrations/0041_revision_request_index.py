@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("projects", "0039_search_text_head_unindexed")]
+    dependencies = [("projects", "0040_search_text_head_unindexed")]
 
     operations = [
         migrations.AddIndex(
