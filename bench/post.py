@@ -63,6 +63,7 @@ def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
         ("unscanned", scanner_off),
         ("unrecorded", provenance_off),
         ("unflagged", personal_data_scan_off),
+        ("unkeyed", _Plain),  # without an Idempotency-Key: what a retry's safety costs
     )
     logs = {lane: log_with_revisions(project, f"bench/{lane}-log.md", revisions) for lane, _ in lanes}
 
@@ -80,7 +81,7 @@ def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
                 check(
                     send(
                         {"path": path, "mode": "append", "content": log_entry(10_000_000 + number)},
-                        f"post-{number}",
+                        "" if lane == "unkeyed" else f"post-{number}",
                     ),
                     "append",
                 )
@@ -113,7 +114,7 @@ def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
     )
 
     # 64 KB replaces: every call a new text (made before the clock starts).
-    texts = iter([sixty_four_kb(k) for k in range(6 * (n + 3))])
+    texts = iter([sixty_four_kb(k) for k in range((len(lanes) + 2) * (n + 3))])
     bases: dict[str, int | None] = {}
 
     def replacer(lane: str, switch):
@@ -128,7 +129,8 @@ def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
                 "base_revision": bases.get(path),
             }
             with switch():
-                bases[path] = check(send(write, f"post-{number}"), "64 KB replace").get("revision")
+                key = "" if lane == "unkeyed" else f"post-{number}"
+                bases[path] = check(send(write, key), "64 KB replace").get("revision")
 
         return replace
 
@@ -171,18 +173,19 @@ def _rows(table: Table, what: str, product, floor, floor2, shares) -> None:
         "",
         None,
     )
-    unscanned, unrecorded, unflagged = shares
+    unscanned, unrecorded, unflagged, unkeyed = shares
     share = {
         "poisoning scanner": p50(product) - p50(unscanned),
         "provenance record (line map)": p50(product) - p50(unrecorded),
         "personal-data scan": p50(product) - p50(unflagged),
+        "idempotency (the request's record and answer)": p50(product) - p50(unkeyed),
     }
     table.add(
         "  in it: " + ", ".join(share),
         ", ".join(f"{name} {value:.2f} ms" for name, value in share.items())
         + f" of p50 {p50(product):.2f} ms",
         f"the post without the scanner: {ms(unscanned)}; without the line map: {ms(unrecorded)}; "
-        f"without the personal-data scan: {ms(unflagged)}",
+        f"without the personal-data scan: {ms(unflagged)}; without an Idempotency-Key: {ms(unkeyed)}",
         None,
         "",
         None,
