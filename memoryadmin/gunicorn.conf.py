@@ -91,6 +91,25 @@ if os.environ.get("MGC_LOG_FORMAT", "json" if _production else "text") == "json"
     }
 
 
+def post_fork(server, worker):
+    """At most MGC_WEB_MALLOC_ARENAS (2) glibc malloc arenas in each worker. glibc gives threads
+    that allocate at once arenas of their own, up to eight a core; a worker's request threads,
+    its S3 reading pool and its prompt writer pass large texts through memory, and what one
+    arena freed is not reused by another, so a worker's resident memory grew past what its
+    caches hold (bench/run.py: 400 distinct 200 KB texts). Set here, in the worker, before its
+    threads start; MALLOC_ARENA_MAX in the environment does the same where it is set before
+    gunicorn starts. 0 leaves glibc's default."""
+    arenas = int(os.environ.get("MGC_WEB_MALLOC_ARENAS", "2") or 0)
+    if arenas <= 0 or "MALLOC_ARENA_MAX" in os.environ:
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):  # not glibc: nothing to set
+        pass
+
+
 def post_worker_init(worker):
     """Pay the first request's costs before taking one: the tokenizer, URL patterns, the
     first templates, S3's model files (projects/warmup.py says what each costs).
@@ -121,8 +140,9 @@ def worker_exit(server, worker):
     demo's 5 s graceful timeout, and gunicorn killed them ("was sent SIGKILL! Perhaps out of
     memory?"). Requests in flight are done by now (SIGTERM waits for them; SIGINT and SIGQUIT
     are the quick stops). What the teardown did that matters is done first: the change feed's
-    `weed` child is stopped (it was left running after a SIGTERM), database connections
-    closed, logs flushed. A worker that failed (to boot, to load the app) exits the usual way,
+    `weed` child is stopped (it was left running after a SIGTERM), the prompts the last
+    requests kept are stored (memory/receipts.py; the atexit hook would not run), database
+    connections closed, logs flushed. A worker that failed (to boot, to load the app) exits the usual way,
     with its exit code, which the arbiter reads."""
     import sys
 
@@ -134,9 +154,10 @@ def worker_exit(server, worker):
     try:
         from django.db import connections
 
-        from projects.memory import feed
+        from projects.memory import feed, receipts
 
         feed.stop_all()
+        receipts.settle(timeout=5)  # prompts kept by the last requests, to S3 (else the sweep does)
         connections.close_all()
     finally:
         logging.shutdown()

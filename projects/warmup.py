@@ -44,6 +44,7 @@ def warm_up() -> dict[str, float]:
         "templates": lambda: [get_template(name) for name in TEMPLATES],
         "database": _database,
         "storage": lambda: storages["memory"].client,  # S3's model files, into the shared loader
+        "runner API": _runner_api,
     }
     spent = {}
     for name, step in steps.items():
@@ -54,6 +55,20 @@ def warm_up() -> dict[str, float]:
             logger.warning("warm-up step %s failed; the first request does it", name, exc_info=True)
         spent[name] = round(time.perf_counter() - started, 3)
     return spent
+
+
+def _runner_api() -> None:
+    """What a first pre hook does once a process: the bearer token's SQL made
+    (projects/prepared.py) and one signed S3 request of the lean reader (its signer's code, a
+    kept-alive connection for the request threads), here on a key nobody writes."""
+    from projects.memory import lean
+    from projects.runners import bearer
+
+    bearer.token_authenticate(bearer.TOKEN_PREFIX + "warm-up")
+    memory = storages["memory"]
+    if lean.usable(memory):
+        memory.body("_warm-up/nothing")
+    connections.close_all()
 
 
 def _database() -> None:

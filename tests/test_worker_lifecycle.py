@@ -52,7 +52,7 @@ def test_a_clean_stop_skips_the_teardown_and_a_failure_keeps_its_exit_code(tmp_p
 def test_warm_up_loads_what_the_first_request_needs(caplog, s3, project):
     with caplog.at_level(logging.WARNING, logger="projects.warmup"):
         spent = warm_up()
-    assert set(spent) == {"tokenizer", "urls", "templates", "database", "storage"}
+    assert set(spent) == {"tokenizer", "urls", "templates", "database", "storage", "runner API"}
     assert caplog.records == []  # every step ran
     hits = get_tokenizer.cache_info().hits
     get_tokenizer()
