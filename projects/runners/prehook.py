@@ -85,7 +85,7 @@ def _hook_pre(agent: Agent, user, external_ref: str, request_key: str, via: str)
     # that this process PUTs after the answer (memory.receipts). The database checks the
     # session's reference to the profile it injected when it commits: an erasure that removed
     # the profile meanwhile makes the commit fail (the hook takes nothing back: nothing was
-    # stored), and one that comes after sees the session (docs/ARCHITECTURE.md, "The pre hook").
+    # stored), and one that comes after sees the session (docs/ARCHITECTURE.md, "The erasure's guard").
     known = receipts.prompt_known(agent.project, assembly.sha256)
     try:
         with transaction.atomic():
