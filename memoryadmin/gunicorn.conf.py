@@ -113,13 +113,34 @@ def post_fork(server, worker):
 def post_worker_init(worker):
     """Pay the first request's costs before taking one: the tokenizer, URL patterns, the
     first templates, S3's model files (projects/warmup.py says what each costs).
-    MGC_WEB_WARM_UP=0 skips it."""
+    MGC_WEB_WARM_UP=0 skips it. And first, a quick stop that takes no lock (`_quick_stop`)."""
+    _quick_stop(worker)
     if os.environ.get("MGC_WEB_WARM_UP", "1") == "0":
         return
     from projects.warmup import warm_up
 
     spent = warm_up()
     worker.log.info("Warmed up in %.1f s: %s", sum(spent.values()), spent)
+
+
+def _quick_stop(worker):
+    """The quick stop (SIGINT, SIGQUIT) without shutting the thread pool down in the handler.
+
+    gthread's handler calls the pool's shutdown, which takes the pool's lock; a signal that
+    lands while the main thread holds that lock (submitting a connection it accepted) waits
+    for itself until the arbiter's SIGKILL ("was sent SIGKILL!" after a Ctrl+C of `make
+    demo` under load). Nothing needs the pool after a quick stop: the worker ends in
+    worker_exit, in os._exit. The base worker's handler is kept: worker_int, then exit."""
+    import signal
+
+    from gunicorn.workers.base import Worker
+
+    def quit_now(sig, frame):
+        Worker.handle_quit(worker, sig, frame)
+
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, quit_now)
+        signal.siginterrupt(sig, False)
 
 
 def worker_int(worker):
