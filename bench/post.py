@@ -8,62 +8,36 @@ the post. Then how the post hook grows with the file's history and the project's
 
 from __future__ import annotations
 
+import contextlib
 from itertools import count
+from unittest import mock
 
 from bench.fixtures import PARAGRAPH, analyze, bulk_files, log_entry, log_with_revisions
 from bench.scanner import runner_session, scanner_off, sixty_four_kb
 from bench.table import Table, interleaved, ms, p50
 
 
-class provenance_off:
+def provenance_off():
     """The provenance record switched off on the save path, in this process only (for the
     bench's share row): no line map is stored for the revision."""
-
-    def __enter__(self):
-        from projects.memory import lineage
-
-        self.record = lineage.record
-        lineage.record = lambda *args, **kwargs: None
-
-    def __exit__(self, *exc):
-        from projects.memory import lineage
-
-        lineage.record = self.record
+    return mock.patch("projects.memory.lineage.record", lambda *args, **kwargs: None)
 
 
-class personal_data_scan_off:
+def personal_data_scan_off():
     """The personal-data scan of a revision (memory/scanning.py, findings for reviewers)
     switched off, in this process only (for the bench's share row)."""
-
-    def __enter__(self):
-        from projects.memory import scanning
-
-        self.scan = scanning.scan
-        scanning.scan = lambda *args, **kwargs: []
-
-    def __exit__(self, *exc):
-        from projects.memory import scanning
-
-        scanning.scan = self.scan
-
-
-class _Plain:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
+    return mock.patch("projects.memory.scanning.scan", lambda *args, **kwargs: [])
 
 
 def bench_post(table: Table, world: dict, n: int, revisions: int) -> None:
     project, _agent, send = runner_session(world, "post")
     numbers = count(1)
     lanes = (
-        ("product", _Plain),
+        ("product", contextlib.nullcontext),
         ("unscanned", scanner_off),
         ("unrecorded", provenance_off),
         ("unflagged", personal_data_scan_off),
-        ("unkeyed", _Plain),  # without an Idempotency-Key: what a retry's safety costs
+        ("unkeyed", contextlib.nullcontext),  # without an Idempotency-Key: what a retry's safety costs
     )
     logs = {lane: log_with_revisions(project, f"bench/{lane}-log.md", revisions) for lane, _ in lanes}
 

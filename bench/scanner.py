@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from itertools import count
+from unittest import mock
 
 from bench.fixtures import project_with_memory
 from bench.table import Table, interleaved, ms, p50
@@ -73,20 +74,12 @@ def runner_session(world: dict, slug: str):
     return project, agent, post
 
 
-class scanner_off:
+def scanner_off():
     """The poisoning scanner switched off on the save path, in this process only (for the
     bench's with/without rows): every write screens clean."""
+    from projects.memory import quarantine
 
-    def __enter__(self):
-        from projects.memory import quarantine
-
-        self.screen = quarantine.screen
-        quarantine.screen = lambda *args, **kwargs: quarantine.Screening()
-
-    def __exit__(self, *exc):
-        from projects.memory import quarantine
-
-        quarantine.screen = self.screen
+    return mock.patch.object(quarantine, "screen", lambda *args, **kwargs: quarantine.Screening())
 
 
 def bench_post_scanner(table: Table, world: dict, n: int) -> None:
