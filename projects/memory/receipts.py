@@ -123,15 +123,7 @@ def prompt_store_pending(*, project, sha256: str, skip_locked: bool = False) -> 
         if row is None:
             return True
         try:
-            storage_for(project).write(
-                layout.prompt_key(project.prefix, sha256),
-                row.text.encode("utf-8"),
-                if_none_match=True,
-                ambiguous="unknown",
-                legal_hold=holds.prompt_held(project, row.user),
-            )
-        except PreconditionFailed:
-            pass  # already there; its name is its content
+            _put(project, sha256, row.text, row.user)
         except StorageUnavailable:
             return False
         row.delete()
@@ -172,6 +164,18 @@ def prompt_keep(*, project, prompt: str, sha256: str, user=None) -> bool:
     if cache.get(known):
         return True  # stored before: no request at all on the warm path
     try:
+        _put(project, sha256, prompt, user)
+    except StorageUnavailable:
+        return False
+    cache.set(known, True, _KNOWN_TTL)
+    return True
+
+
+def _put(project, sha256: str, prompt: str, user) -> None:
+    """The prompt's object, written only where none is (412: it is there, and its name is its
+    content), held from the moment it exists when a hold covers the person or project. May
+    raise StorageUnavailable."""
+    try:
         storage_for(project).write(
             layout.prompt_key(project.prefix, sha256),
             prompt.encode("utf-8"),
@@ -180,11 +184,7 @@ def prompt_keep(*, project, prompt: str, sha256: str, user=None) -> bool:
             legal_hold=holds.prompt_held(project, user),
         )
     except PreconditionFailed:
-        pass  # already there; its name is its content
-    except StorageUnavailable:
-        return False
-    cache.set(known, True, _KNOWN_TTL)
-    return True
+        pass
 
 
 def prompt_read(*, project, sha256: str) -> str | None:
