@@ -304,17 +304,22 @@ _ANSWERED: set[tuple] = set()  # (agent, person, manifest, encoding) of the answ
 _ANSWERED_MAX = 50_000
 
 
-def answer_key(*, agent: Agent, user, manifest: injection.Manifest, heads) -> tuple:
-    """What a pre hook's prompt is a function of: the agent, the person, the manifest, the
-    encoding and the heads of the files it may draw from ((file id, head id) pairs)."""
-    return (agent.pk, user.pk if user is not None else None, manifest, get_tokenizer().name, frozenset(heads))
+def answer_base(*, agent: Agent, user, manifest: injection.Manifest) -> tuple:
+    """What a pre hook's prompt is a function of but the heads: the agent, the person, the
+    manifest and the encoding."""
+    return (agent.pk, user.pk if user is not None else None, manifest, get_tokenizer().name)
 
 
-def any_remembered(key: tuple) -> bool:
-    """Whether this process remembers any answer for the key's agent, person, manifest and
+def answer_key(base: tuple, heads) -> tuple:
+    """`answer_base` and the heads of the files it may draw from ((file id, head id) pairs)."""
+    return (*base, frozenset(heads))
+
+
+def any_remembered(base: tuple) -> bool:
+    """Whether this process remembers any answer for this agent, person, manifest and
     encoding (whatever the heads): when not, the small read of the heads would find nothing,
     and the caller reads the records at once."""
-    return key[:4] in _ANSWERED
+    return base in _ANSWERED
 
 
 def remembered(key: tuple) -> Remembered | None:
@@ -353,7 +358,7 @@ def remember(key: tuple, assembly: injection.Assembly) -> Remembered:
             _answers_bytes += size
             if len(_ANSWERED) > 4 * _ANSWERED_MAX:
                 _ANSWERED.clear()
-            _ANSWERED.add(key[:4])
+            _ANSWERED.add(key[:-1])  # its answer_base
         while _answers_bytes > budget and _ANSWERS:
             old, _value = _ANSWERS.popitem(last=False)
             _answers_bytes -= _ANSWER_SIZES.pop(old)

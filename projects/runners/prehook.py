@@ -70,14 +70,12 @@ def _hook_pre(agent: Agent, user, external_ref: str, request_key: str, via: str)
         workspace=any(s.source.startswith(injection.WORKSPACE_PREFIX) for s in manifest.sections),
     )
     answer = None
-    if not catch_up.listed_prefixes:  # nothing to compare with the bucket: the heads say it all
-        key = prompt_context.answer_key(agent=agent, user=user, manifest=manifest, heads=())
-        if prompt_context.any_remembered(key):
-            answer = prompt_context.remembered(
-                prompt_context.answer_key(agent=agent, user=user, manifest=manifest, heads=catch_up.heads())
-            )
+    base = prompt_context.answer_base(agent=agent, user=user, manifest=manifest)
+    # With nothing to compare with the bucket, the heads say it all.
+    if not catch_up.listed_prefixes and prompt_context.any_remembered(base):
+        answer = prompt_context.remembered(prompt_context.answer_key(base, catch_up.heads()))
     if answer is None:
-        answer = _assemble(agent, user, manifest, catch_up)
+        answer = _assemble(base, manifest, catch_up)
     assembly = answer.assembly
     if connection.in_atomic_block:  # inside the caller's transaction: nothing is durable yet
         return _pre_within(agent, user, external_ref, answer, request_key, via)
@@ -108,9 +106,10 @@ def _hook_pre(agent: Agent, user, external_ref: str, request_key: str, via: str)
     return session, assembly
 
 
-def _assemble(agent: Agent, user, manifest, catch_up) -> prompt_context.Remembered:
+def _assemble(base: tuple, manifest, catch_up) -> prompt_context.Remembered:
     """A prompt not remembered: assembled from the records (read now), then checked against
     the bucket's listings where there are any, and remembered under its heads."""
+    agent, user = catch_up.agent, catch_up.user
     assembly = prompt_context.build_context(
         agent=agent, user=user, manifest=manifest, records=catch_up.records
     )
@@ -124,10 +123,7 @@ def _assemble(agent: Agent, user, manifest, catch_up) -> prompt_context.Remember
     assembly.bucket_checked = checked
     if catch_up.listed_prefixes:  # not remembered: the bucket is listed each time
         return prompt_context.answer_of(assembly)
-    key = prompt_context.answer_key(
-        agent=agent, user=user, manifest=manifest, heads=[(f.pk, f.head_id) for f in catch_up.records]
-    )
-    return prompt_context.remember(key, assembly)
+    return prompt_context.remember(prompt_context.answer_key(base, catch_up.heads()), assembly)
 
 
 def _profile(answer: prompt_context.Remembered) -> str | None:
