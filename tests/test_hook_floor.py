@@ -86,6 +86,10 @@ def test_a_remembered_answer_is_never_served_once_a_file_it_drew_from_moved(
     second = _pre(token).json()
     assert "You are brisk." in second["prompt"] and "You are calm." not in second["prompt"]
     assert second["prompt_sha256"] != first["prompt_sha256"]
+    # A workspace file too (the heads' SQL and the records' query name the same files).
+    note = MemoryFile.objects.get(path="decisions/a.md")
+    store.file_append(file=note, addition="Pool raised to 50.\n", actor=Actor.system("t"))
+    assert "Pool raised to 50." in _pre(token).json()["prompt"]
     # A file removed from the records entirely (an erasure removes the profile's) moves it too.
     from projects.governance import erasure
 
