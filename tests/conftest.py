@@ -245,6 +245,17 @@ def default_language() -> None:
 
 
 @pytest.fixture(autouse=True)
+def prompts_stored_before_teardown():
+    """A pre hook's new prompt is PUT by a thread after its answer (memory/receipts.py, on
+    PostgreSQL outside a transaction): it is done before the test's database is flushed, so
+    no test's teardown races the last test's write."""
+    yield
+    from projects.memory import receipts
+
+    receipts.settle()
+
+
+@pytest.fixture(autouse=True)
 def no_cached_subscriptions():
     """The outbox's cached list of webhook subscriptions outlives a test's rolled-back rows."""
     from projects import outbox
